@@ -1,0 +1,242 @@
+"""Settings of Fleet Portal, read from the environment (and a local `.env`).
+
+Every variable is listed in the README. A bad value stops start-up with an
+`ImproperlyConfigured` that names the variable and the problem, never the
+value: credentials end up in terminals and log aggregators otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import base64
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
+from django.utils.translation import gettext_lazy as _
+
+from fleet.api.credentials import credential_problems
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+# Tests set DJANGO_ENV_FILE to "" so that a developer's .env cannot change them.
+_env_file = os.environ.get("DJANGO_ENV_FILE", str(BASE_DIR / ".env"))
+if _env_file and Path(_env_file).is_file():
+    env.read_env(_env_file)
+
+DEBUG = env.bool("DEBUG", default=False)
+
+FLEET_ENVIRONMENTS = ("emulator", "sandbox", "production")
+FLEET_ENVIRONMENT = env.str("FLEET_ENVIRONMENT", default="emulator")
+if FLEET_ENVIRONMENT not in FLEET_ENVIRONMENTS:
+    raise ImproperlyConfigured(
+        f"FLEET_ENVIRONMENT must be one of {', '.join(FLEET_ENVIRONMENTS)}."
+    )
+_ON_EMULATOR = FLEET_ENVIRONMENT == "emulator"
+
+
+def _credential(name: str, *, default: str | None, secret: bool = False) -> str:
+    """Read a credential and refuse the copy-paste mistakes of spec section 5.3."""
+    value = os.environ.get(name, default if default is not None else None)
+    if value is None:
+        raise ImproperlyConfigured(f"{name} is not set.")
+    problems = credential_problems(value, secret=secret)
+    if problems:
+        raise ImproperlyConfigured(f"{name} {'; '.join(problems)}.")
+    return value
+
+
+def _url(name: str, *, default: str | None) -> str:
+    value = env.str(name, default=default) if default is not None else env.str(name)
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ImproperlyConfigured(f"{name} must be an absolute http(s) URL.")
+    # The spec requires HTTPS; plain HTTP is only for the local emulator.
+    if parts.scheme != "https" and not _ON_EMULATOR:
+        raise ImproperlyConfigured(
+            f"{name} must use https when FLEET_ENVIRONMENT is {FLEET_ENVIRONMENT}."
+        )
+    return value.rstrip("/")
+
+
+_SECRET_KEY_DEFAULT = "django-insecure-dev-only-not-for-production" if DEBUG else None
+SECRET_KEY = _credential("DJANGO_SECRET_KEY", default=_SECRET_KEY_DEFAULT)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# --- The Fleet API -----------------------------------------------------------
+
+_EMULATOR_URL = "http://127.0.0.1:8001"
+FLEET_BASE_URL = _url("FLEET_BASE_URL", default=_EMULATOR_URL if _ON_EMULATOR else None)
+FLEET_LOGIN_URL = _url(
+    "FLEET_LOGIN_URL", default=f"{_EMULATOR_URL}/app" if _ON_EMULATOR else None
+)
+# The emulator's demo pair is public (its README); real pairs must be given.
+FLEET_ACCESS_TOKEN = _credential(
+    "FLEET_ACCESS_TOKEN", default="demo-access-token" if _ON_EMULATOR else None
+)
+FLEET_SECRET_KEY = _credential(
+    "FLEET_SECRET_KEY", default="demo-secret-key" if _ON_EMULATOR else None, secret=True
+)
+FLEET_WEBHOOK_TOKENS = env.list(
+    "FLEET_WEBHOOK_TOKENS", default=["dev-webhook-token"] if _ON_EMULATOR else []
+)
+for _token in FLEET_WEBHOOK_TOKENS:
+    if _problems := credential_problems(_token):
+        raise ImproperlyConfigured(f"FLEET_WEBHOOK_TOKENS has a token that {_problems[0]}.")
+
+
+def _dev_field_key() -> str:
+    """A Fernet key derived from SECRET_KEY: convenient locally, never in production."""
+    digest = hashlib.sha256(f"fleet-field-keys:{SECRET_KEY}".encode()).digest()
+    return base64.urlsafe_b64encode(digest).decode()
+
+
+FLEET_FIELD_KEYS = env.list(
+    "FLEET_FIELD_KEYS", default=[_dev_field_key()] if _ON_EMULATOR else []
+)
+if not FLEET_FIELD_KEYS:
+    raise ImproperlyConfigured(
+        "FLEET_FIELD_KEYS is not set: give one or more Fernet keys, newest first."
+    )
+# Interactive pages may wait this long for a Retry-After before giving up.
+FLEET_INTERACTIVE_RETRY_BUDGET = env.float("FLEET_INTERACTIVE_RETRY_BUDGET", default=2.0)
+
+# --- Django -------------------------------------------------------------------
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "fleet",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls"
+WSGI_APPLICATION = "portal.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.csp",
+                "fleet.context_processors.fleet_environment",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+}
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://fleet-portal")}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "fleet:dashboard"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "pt-br"
+LANGUAGES = [("pt-br", _("Portuguese (Brazil)")), ("en", _("English"))]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+TIME_ZONE = env.str("TIME_ZONE", default="America/Sao_Paulo")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
+# Serve from the finders when collectstatic has not run (tests, `make run`).
+WHITENOISE_USE_FINDERS = not STATIC_ROOT.is_dir()
+WHITENOISE_MANIFEST_STRICT = False
+
+# --- Security headers ---------------------------------------------------------
+
+_login = urlsplit(FLEET_LOGIN_URL)
+FLEET_LOGIN_ORIGIN = f"{_login.scheme}://{_login.netloc}"
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "frame-src": [FLEET_LOGIN_ORIGIN],
+    "frame-ancestors": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "base-uri": [CSP.NONE],
+    "object-src": [CSP.NONE],
+}
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin-allow-popups"
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+SESSION_COOKIE_HTTPONLY = True
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+if env.bool("USE_X_FORWARDED_PROTO", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# --- Logging --------------------------------------------------------------------
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+    },
+    "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {
+        "fleet": {"level": env.str("FLEET_LOG_LEVEL", default="INFO")},
+        "django": {"level": "INFO"},
+    },
+}

@@ -1,0 +1,125 @@
+"""Shared fixtures: a real emulator process on loopback, and its control surface.
+
+The environment is fixed here, before Django reads its settings, so that a
+developer's `.env` cannot change what the tests see.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["DJANGO_ENV_FILE"] = ""
+os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-django-secret-key")
+os.environ.setdefault("FLEET_ENVIRONMENT", "emulator")
+for _name in ("DEBUG", "FLEET_ACCESS_TOKEN", "FLEET_SECRET_KEY", "FLEET_BASE_URL"):
+    os.environ.pop(_name, None)
+
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import pytest  # noqa: E402
+import requests  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+_LISTENING = re.compile(r"listening on (http://\S+)")
+
+
+class Emulator:
+    """A running `python -m emulator` and the calls of its control surface."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.login_url = f"{url}/app"
+        self.http = requests.Session()
+
+    def control(self, method: str, path: str, **json: Any) -> Any:
+        response = self.http.request(
+            method, f"{self.url}/_emulator/{path}", json=json or None, timeout=10
+        )
+        response.raise_for_status()
+        return response.json()
+
+    def reset(self) -> None:
+        self.control("POST", "reset")
+
+    def fault(self, route: str, **fault: Any) -> None:
+        self.control("POST", "faults", route=route, **fault)
+
+    def advance(self, seconds: float) -> None:
+        self.control("POST", "clock", advance=seconds)
+
+    def calls(self, key: str) -> int:
+        counts: dict[str, int] = self.control("GET", "stats")["calls"]
+        return counts.get(key, 0)
+
+    def requests(self) -> list[dict[str, Any]]:
+        recorded: list[dict[str, Any]] = self.control("GET", "requests")
+        return recorded
+
+    def create_crlv_request(self, plate: str, **options: Any) -> dict[str, Any]:
+        created: dict[str, Any] = self.control("POST", "crlv/requests", plate=plate, **options)
+        return created
+
+    def vehicles(self) -> list[dict[str, Any]]:
+        """The fleet as the API lists it, fetched with the demo credentials."""
+        import hashlib
+        import hmac
+
+        key = hmac.new(b"demo-secret-key", b"demo-access-token", hashlib.sha256).hexdigest()
+        response = self.http.get(
+            f"{self.url}/key/list-cars",
+            headers={
+                "Authorization": "Basic demo-access-token",
+                "Key": key,
+                "cache-control": "no-cache",
+            },
+            timeout=10,
+        )
+        response.raise_for_status()
+        data: list[dict[str, Any]] = response.json()["cars"]["data"]
+        return data
+
+
+def start_emulator(*args: str) -> tuple[subprocess.Popen[str], str]:
+    """Start an emulator on a free loopback port; return it and its URL."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "emulator", "--host", "127.0.0.1", "--port", "0", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    first_line = process.stdout.readline()
+    match = _LISTENING.search(first_line)
+    if not match:
+        process.kill()
+        raise RuntimeError(f"the emulator did not start: {first_line!r}")
+    return process, match.group(1)
+
+
+@pytest.fixture(scope="session")
+def emulator_process() -> Iterator[str]:
+    process, url = start_emulator("--vehicles", "200", "--seed", "1")
+    yield url
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture
+def emulator(emulator_process: str) -> Emulator:
+    """The session's emulator, reset to its start state for this test."""
+    running = Emulator(emulator_process)
+    running.reset()
+    return running
+
+
+@pytest.fixture
+def fleet_settings(settings: Any, emulator: Emulator) -> Any:
+    """Django settings pointed at the test emulator."""
+    settings.FLEET_BASE_URL = emulator.url
+    settings.FLEET_LOGIN_URL = emulator.login_url
+    return settings

@@ -7,9 +7,9 @@ value: credentials end up in terminals and log aggregators otherwise.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
-import base64
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -33,9 +33,7 @@ DEBUG = env.bool("DEBUG", default=False)
 FLEET_ENVIRONMENTS = ("emulator", "sandbox", "production")
 FLEET_ENVIRONMENT = env.str("FLEET_ENVIRONMENT", default="emulator")
 if FLEET_ENVIRONMENT not in FLEET_ENVIRONMENTS:
-    raise ImproperlyConfigured(
-        f"FLEET_ENVIRONMENT must be one of {', '.join(FLEET_ENVIRONMENTS)}."
-    )
+    raise ImproperlyConfigured(f"FLEET_ENVIRONMENT must be one of {', '.join(FLEET_ENVIRONMENTS)}.")
 _ON_EMULATOR = FLEET_ENVIRONMENT == "emulator"
 
 
@@ -51,7 +49,9 @@ def _credential(name: str, *, default: str | None, secret: bool = False) -> str:
 
 
 def _url(name: str, *, default: str | None) -> str:
-    value = env.str(name, default=default) if default is not None else env.str(name)
+    value = os.environ.get(name, default)
+    if not value:
+        raise ImproperlyConfigured(f"{name} is not set.")
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ImproperlyConfigured(f"{name} must be an absolute http(s) URL.")
@@ -72,9 +72,7 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 _EMULATOR_URL = "http://127.0.0.1:8001"
 FLEET_BASE_URL = _url("FLEET_BASE_URL", default=_EMULATOR_URL if _ON_EMULATOR else None)
-FLEET_LOGIN_URL = _url(
-    "FLEET_LOGIN_URL", default=f"{_EMULATOR_URL}/app" if _ON_EMULATOR else None
-)
+FLEET_LOGIN_URL = _url("FLEET_LOGIN_URL", default=f"{_EMULATOR_URL}/app" if _ON_EMULATOR else None)
 # The emulator's demo pair is public (its README); real pairs must be given.
 FLEET_ACCESS_TOKEN = _credential(
     "FLEET_ACCESS_TOKEN", default="demo-access-token" if _ON_EMULATOR else None
@@ -96,9 +94,7 @@ def _dev_field_key() -> str:
     return base64.urlsafe_b64encode(digest).decode()
 
 
-FLEET_FIELD_KEYS = env.list(
-    "FLEET_FIELD_KEYS", default=[_dev_field_key()] if _ON_EMULATOR else []
-)
+FLEET_FIELD_KEYS = env.list("FLEET_FIELD_KEYS", default=[_dev_field_key()] if _ON_EMULATOR else [])
 if not FLEET_FIELD_KEYS:
     raise ImproperlyConfigured(
         "FLEET_FIELD_KEYS is not set: give one or more Fernet keys, newest first."
@@ -182,19 +178,20 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# Hashed, compressed files once `collectstatic` has run (production, `make run`);
+# straight from the source folders before that (a test run, a fresh checkout).
+_COLLECTED = (STATIC_ROOT / "staticfiles.json").is_file()
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": (
-            "django.contrib.staticfiles.storage.StaticFilesStorage"
-            if DEBUG
-            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if _COLLECTED
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
         )
     },
 }
-# Serve from the finders when collectstatic has not run (tests, `make run`).
-WHITENOISE_USE_FINDERS = not STATIC_ROOT.is_dir()
-WHITENOISE_MANIFEST_STRICT = False
+WHITENOISE_USE_FINDERS = not _COLLECTED
 
 # --- Security headers ---------------------------------------------------------
 
@@ -231,8 +228,14 @@ LOGGING = {
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
     },
+    # Second line of defence: scrub credentials from every record, whoever logs it.
+    "filters": {"redact": {"()": "fleet.api.redaction.RedactingFilter"}},
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["redact"],
+        },
     },
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {

@@ -1,28 +1,16 @@
-"""Shared fixtures: a real emulator process on loopback, and its control surface.
-
-The environment is fixed here, before Django reads its settings, so that a
-developer's `.env` cannot change what the tests see.
-"""
+"""Shared fixtures: a real emulator process on loopback, and its control surface."""
 
 from __future__ import annotations
 
-import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
-os.environ["DJANGO_ENV_FILE"] = ""
-os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-django-secret-key")
-os.environ.setdefault("FLEET_ENVIRONMENT", "emulator")
-for _name in ("DEBUG", "FLEET_ACCESS_TOKEN", "FLEET_SECRET_KEY", "FLEET_BASE_URL"):
-    os.environ.pop(_name, None)
-
-import re  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import pytest  # noqa: E402
-import requests  # noqa: E402
+import pytest
+import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 _LISTENING = re.compile(r"listening on (http://\S+)")

@@ -1,0 +1,76 @@
+# Fleet Portal: the two commands of the README, and the steps behind them.
+#   make run    set up everything, start the emulator and the portal
+#   make test   install what the tests need, run ruff, mypy and pytest
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+PORT ?= 8000
+CHROMIUM ?= /usr/bin/chromium
+PYTEST_ARGS ?=
+
+# Python 3.13 (.python-version): pyenv's shim when present, else python3.13 on PATH.
+PYTHON313 := $(shell (pyenv which python3.13 2>/dev/null || command -v python3.13) | head -n 1)
+
+.PHONY: help run test lint typecheck pytest browser setup migrate clean
+
+help:
+	@echo "make run    set up and start the emulator and the portal at http://127.0.0.1:$(PORT)/"
+	@echo "make test   install test tools (and Chromium) and run ruff, mypy and pytest"
+
+$(PY):
+	@test -n "$(PYTHON313)" || { echo "Python 3.13 is needed (see .python-version): install it, e.g. 'pyenv install 3.13'"; exit 1; }
+	$(PYTHON313) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip==26.3
+
+$(VENV)/.runtime: requirements.txt | $(PY)
+	$(PY) -m pip install --quiet -r requirements.txt
+	@touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt | $(PY)
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	@touch $@ $(VENV)/.runtime
+
+# A local .env with a fresh secret key, written once and never committed.
+.env: | $(PY)
+	@$(PY) -c "import secrets; print('DJANGO_SECRET_KEY=' + secrets.token_urlsafe(50)); print('DEBUG=True'); print('ALLOWED_HOSTS=localhost,127.0.0.1')" > $@
+	@echo "Wrote .env with a new DJANGO_SECRET_KEY."
+
+setup: $(VENV)/.runtime .env
+	$(PY) manage.py migrate --no-input
+	$(PY) manage.py collectstatic --no-input -v 0
+	@echo "Demo users:"
+	@$(PY) manage.py demo_users
+
+run: setup
+	$(PY) manage.py run_dev --port $(PORT)
+
+# Browser tests drive Debian's Chromium. Installed here when missing and we are
+# root; otherwise the browser tests say loudly that they are skipped (and fail under CI=true).
+browser:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Installing Chromium (Debian package) for the browser tests…"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "!!! $(CHROMIUM) is missing and cannot be installed here: browser tests will be skipped."; \
+	  fi; \
+	fi
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.dev
+	$(BIN)/mypy .
+
+pytest: $(VENV)/.dev
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test: $(VENV)/.dev browser lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache staticfiles

@@ -1,0 +1,7 @@
+"""The Fleet Management API client: the portal's one outbound seam.
+
+`client.FleetClient` speaks the vendor's API (spec/fleet-api.md) and nothing
+else; it imports nothing from Django and works from a plain Python shell.
+Failures are the exceptions of `errors`, results the frozen records of
+`resources`, and `redaction.RedactingFilter` keeps credentials out of logs.
+"""

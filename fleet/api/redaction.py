@@ -1,0 +1,134 @@
+"""Keeping Fleet API credentials out of logs and error messages.
+
+The client never logs a credential on purpose; this module is the safety net
+for everything else that might: a third-party library's debug line, a portal
+log call that prints a header dict, an exception text. `RedactingFilter`
+scrubs the credential values this process knows about (registered by every
+`FleetClient`) and anything shaped like an `Authorization:`/`Key:` header, a
+password or an accessKey. The portal installs it on its log handlers.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Iterable
+
+REDACTED = "[REDACTED]"
+
+# Shorter values would scrub ordinary words out of every log line.
+_MIN_SECRET_LENGTH = 6
+
+_registry_lock = threading.Lock()
+_registered: frozenset[str] = frozenset()
+
+_QUOTED_OR_BARE = r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s&,;}\]]+)"
+_PATTERNS = (
+    # Authorization: Basic <token>  /  'Authorization': 'Basic <token>'
+    re.compile(
+        r"(?P<head>\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)"
+        r"(?P<value>(?:basic|bearer|token)\s+[^\s\"',;}\]]+|[^\s\"',;}\]]+)",
+        re.IGNORECASE,
+    ),
+    # Key: <signature>. "key" is a common word: only long token-like values count.
+    re.compile(
+        r"(?P<head>\bkey[\"']?\s*[:=]\s*[\"']?)(?P<value>[A-Za-z0-9+/=_-]{16,})",
+        re.IGNORECASE,
+    ),
+    # password=..., "password": "...", accessKey=..., secret_key=...
+    re.compile(
+        r"(?P<head>\b(?:password|passwd|access_?key|secret_?key|access_?token)[\"']?\s*[:=]\s*)"
+        + _QUOTED_OR_BARE,
+        re.IGNORECASE,
+    ),
+)
+
+
+def register_secret(*values: str) -> None:
+    """Remember credential values so that every `RedactingFilter` scrubs them."""
+    global _registered
+    fresh = {v for v in values if len(v) >= _MIN_SECRET_LENGTH}
+    if not fresh <= _registered:
+        with _registry_lock:
+            _registered = _registered | fresh
+
+
+def _replace_value(match: re.Match[str]) -> str:
+    value = match.group("value")
+    if value[:1] in "\"'" and value[-1:] == value[:1] and len(value) > 1:
+        return f"{match.group('head')}{value[0]}{REDACTED}{value[0]}"
+    return f"{match.group('head')}{REDACTED}"
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` without known secret values and credential-shaped fragments."""
+    # Longest first, so that a secret containing another is removed whole.
+    for secret in sorted({*_registered, *secrets}, key=len, reverse=True):
+        if secret and secret in text:
+            text = text.replace(secret, REDACTED)
+    for pattern in _PATTERNS:
+        text = pattern.sub(_replace_value, text)
+    return text
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that scrubs credentials from every record it sees.
+
+    Install it on handlers (a handler's filters see records from every
+    logger); `secrets` adds values on top of the registered ones.
+    """
+
+    def __init__(self, name: str = "", *, secrets: Iterable[str] = ()) -> None:
+        super().__init__(name)
+        self._secrets = tuple(s for s in secrets if s)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record must still be scrubbed, not dropped
+            message = f"{record.msg} {record.args}"
+        clean = redact(message, self._secrets)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            # Format the traceback now, while we can still scrub it: the
+            # handler's formatter would otherwise render it after filtering.
+            text = logging.Formatter().formatException(record.exc_info)
+            if (clean_text := redact(text, self._secrets)) != text:
+                record.exc_text = clean_text
+        elif record.exc_text:
+            record.exc_text = redact(record.exc_text, self._secrets)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info, self._secrets)
+        return True
+
+
+# Loggers of the HTTP stack under the client. Logger filters only see records
+# created on that very logger, so each module's logger gets one.
+_LIBRARY_LOGGERS = (
+    "fleet.api",
+    "requests",
+    "urllib3",
+    "urllib3.connection",
+    "urllib3.connectionpool",
+    "urllib3.poolmanager",
+    "urllib3.response",
+    "urllib3.util.retry",
+)
+_library_filter = RedactingFilter()
+
+
+def protect_library_loggers() -> None:
+    """Scrub records of the client's own and its HTTP libraries' loggers.
+
+    Idempotent; `FleetClient` calls it, so urllib3's debug output is safe
+    even where the portal's handlers have no filter.
+    """
+    for name in _LIBRARY_LOGGERS:
+        logger = logging.getLogger(name)
+        if _library_filter not in logger.filters:
+            logger.addFilter(_library_filter)

@@ -1,0 +1,234 @@
+"""What the Fleet API returns, as frozen records, and how its JSON is read.
+
+The readers are tolerant: members they do not know are ignored (spec 6.2:
+additions are additive), members they need must be there with the right type,
+else `ShapeError`, which the client reports as `InvalidResponse`. Where the
+spec does not fix a member's name (inside an e-CRLV request), the names we
+accept are listed once, in `_MEMBERS`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Final
+
+
+class ShapeError(ValueError):
+    """The JSON does not have the shape the spec describes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Vehicle:
+    """One vehicle of the fleet (spec 2.2)."""
+
+    id: int
+    plate: str
+    model: str
+    active: bool
+    driver_id: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class VehicleList:
+    """The whole fleet as `GET /key/list-cars` returns it."""
+
+    vehicles: tuple[Vehicle, ...]
+    total: int
+
+
+class CrlvStatus(StrEnum):
+    """State of an e-CRLV issuance request (spec 3)."""
+
+    PENDING = "pending"
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (CrlvStatus.COMPLETED, CrlvStatus.FAILED)
+
+
+@dataclass(frozen=True, slots=True)
+class CrlvDocument:
+    """The issued PDF: a pre-signed download link, valid for one hour."""
+
+    # The link works without credentials for an hour: keep it out of reprs
+    # (and so out of logs and tracebacks).
+    download_url: str = field(repr=False)
+    expires_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CrlvFailure:
+    """Why an issuance failed, in public words that can be shown to a user."""
+
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class CrlvRequest:
+    """An e-CRLV issuance request and, when final, its document or failure."""
+
+    request_id: str
+    plate: str
+    status: CrlvStatus
+    document: CrlvDocument | None = None
+    failure: CrlvFailure | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VehicleCrlv:
+    """A vehicle's latest issued e-CRLV and the request in progress, each if any."""
+
+    plate: str
+    latest: CrlvRequest | None
+    in_progress: CrlvRequest | None
+
+
+# Accepted names of members the spec leaves open, preferred first.
+_MEMBERS: Final[Mapping[str, tuple[str, ...]]] = {
+    "request_id": ("requestId", "id", "request_id"),
+    "plate": ("carPlate", "plate", "car_plate"),
+    "created_at": ("createdAt", "created_at"),
+    "updated_at": ("updatedAt", "updated_at"),
+    "download_url": ("downloadUrl", "url", "download_url"),
+    "expires_at": ("expiresAt", "expires_at"),
+    "failure_code": ("code",),
+    "failure_message": ("message", "detail"),
+    "in_progress": ("inProgress", "in_progress"),
+}
+
+
+def _member(data: Mapping[str, Any], name: str) -> Any:
+    for key in _MEMBERS.get(name, (name,)):
+        value = data.get(key)
+        if value is not None:
+            return value
+    return None
+
+
+def _object(value: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise ShapeError(f"{what} is not a JSON object")
+    return value
+
+
+def _text(data: Mapping[str, Any], name: str, what: str, default: str | None = None) -> str:
+    value = _member(data, name)
+    if value is None and default is not None:
+        return default
+    if not isinstance(value, str) or not value:
+        raise ShapeError(f"{what} has no {name.replace('_', ' ')}")
+    return value
+
+
+def _timestamp(data: Mapping[str, Any], name: str, what: str) -> datetime | None:
+    value = _member(data, name)
+    if value is None:
+        return None
+    try:
+        when = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        when = None
+    if when is None:
+        raise ShapeError(f"{what} has an unreadable {name.replace('_', ' ')}")
+    # ISO 8601 without an offset: the API speaks UTC.
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def vehicle_list_from_json(body: Any) -> VehicleList:
+    """Read `{"cars": {"data": [...], "total": N}}` (spec 4.1)."""
+    cars = _object(_object(body, "the answer").get("cars"), "cars")
+    data, total = cars.get("data"), cars.get("total")
+    if not isinstance(data, list):
+        raise ShapeError("cars.data is not a list")
+    if type(total) is not int:
+        raise ShapeError("cars.total is not an integer")
+    # Up to 100,000 items: one pass, exact type checks, no helper calls per item.
+    vehicles: list[Vehicle] = []
+    append = vehicles.append
+    try:
+        for item in data:
+            id_, plate, model = item["id"], item["car_plate"], item["model"]
+            driver_id = item.get("driver_id")
+            if (
+                type(id_) is not int
+                or type(plate) is not str
+                or type(model) is not str
+                or (driver_id is not None and type(driver_id) is not int)
+            ):
+                raise ShapeError(f"vehicle {id_!r} has a member of the wrong type")
+            append(Vehicle(id_, plate, model, item.get("active") == "1", driver_id))
+    except KeyError as error:
+        raise ShapeError(f"vehicle #{len(vehicles) + 1} has no {error}") from None
+    except (TypeError, AttributeError):
+        raise ShapeError(f"vehicle #{len(vehicles) + 1} is not a JSON object") from None
+    return VehicleList(vehicles=tuple(vehicles), total=total)
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+
+
+def access_key_from_json(body: Any) -> str:
+    """Read `{"accessKey": "<uuid>"}` (spec 4.2); the key must be a UUID."""
+    key = _object(body, "the answer").get("accessKey")
+    if not isinstance(key, str) or not _UUID.fullmatch(key):
+        # Never quote the value: if it is a key after all, it is a credential.
+        raise ShapeError("accessKey is missing or not a UUID")
+    return key
+
+
+def crlv_request_from_json(
+    body: Any, *, request_id: str | None = None, plate: str | None = None
+) -> CrlvRequest:
+    """Read an e-CRLV request (spec 2.4); the ids the caller knows fill gaps."""
+    data = _object(body, "the e-CRLV request")
+    what = "the e-CRLV request"
+    try:
+        status = CrlvStatus(str(data.get("status")))
+    except ValueError:
+        raise ShapeError(f"{what} has an unknown status {data.get('status')!r}") from None
+    document = failure = None
+    if (raw := data.get("document")) is not None:
+        doc = _object(raw, "document")
+        document = CrlvDocument(
+            download_url=_text(doc, "download_url", "document"),
+            expires_at=_timestamp(doc, "expires_at", "document"),
+        )
+    if (raw := data.get("failure")) is not None:
+        fail = _object(raw, "failure")
+        failure = CrlvFailure(
+            code=_text(fail, "failure_code", "failure"),
+            message=_text(fail, "failure_message", "failure", default=""),
+        )
+    return CrlvRequest(
+        request_id=_text(data, "request_id", what, default=request_id),
+        plate=_text(data, "plate", what, default=plate),
+        status=status,
+        document=document,
+        failure=failure,
+        created_at=_timestamp(data, "created_at", what),
+        updated_at=_timestamp(data, "updated_at", what),
+    )
+
+
+def vehicle_crlv_from_json(body: Any, *, plate: str) -> VehicleCrlv:
+    """Read a vehicle's e-CRLV view (spec 2.5): `latest` and `inProgress`, each optional."""
+    data = _object(body, "the vehicle e-CRLV view")
+    own_plate = _text(data, "plate", "the vehicle e-CRLV view", default=plate)
+    latest, in_progress = data.get("latest"), _member(data, "in_progress")
+    return VehicleCrlv(
+        plate=own_plate,
+        latest=None if latest is None else crlv_request_from_json(latest, plate=own_plate),
+        in_progress=(
+            None if in_progress is None else crlv_request_from_json(in_progress, plate=own_plate)
+        ),
+    )

@@ -1,0 +1,64 @@
+"""`manage.py demo_users`: the demo logins that `make run` prints."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DemoUser:
+    username: str
+    password: str
+    first_name: str
+    last_name: str
+    email: str
+    is_staff: bool
+
+    @property
+    def role(self) -> str:
+        return "administrator" if self.is_staff else "fleet manager"
+
+
+# Public on purpose: they are printed by `make run` and listed in the README,
+# and the command refuses to create them outside the emulator environment.
+DEMO_USERS = (
+    DemoUser("admin", "admin-demo-password", "Ana", "Administradora", "admin@example.com", True),
+    DemoUser("manager", "manager-demo-password", "Marcos", "Gestor", "manager@example.com", False),
+)
+
+
+class Command(BaseCommand):
+    help = "Create (or reset) the demo administrator and fleet manager, for the emulator."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="Create them even when FLEET_ENVIRONMENT is not 'emulator'.",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if settings.FLEET_ENVIRONMENT != "emulator" and not options["force"]:
+            raise CommandError(
+                "demo users have public passwords: they are only created for the emulator "
+                "(use --force if you really mean it)"
+            )
+        for demo in DEMO_USERS:
+            user, _ = get_user_model().objects.update_or_create(
+                username=demo.username,
+                defaults={
+                    "first_name": demo.first_name,
+                    "last_name": demo.last_name,
+                    "email": demo.email,
+                    "is_staff": demo.is_staff,
+                    "is_superuser": demo.is_staff,
+                },
+            )
+            user.set_password(demo.password)
+            user.save()
+            self.stdout.write(f"  {demo.role:<14} {demo.username} / {demo.password}")

@@ -1,0 +1,35 @@
+"""The one configured Fleet API client of this process."""
+
+from __future__ import annotations
+
+import functools
+
+from django.conf import settings
+
+from fleet.api.client import FleetClient
+
+
+def fleet_client() -> FleetClient:
+    """The client for the configured credentials, shared by every thread.
+
+    Settings are read on each call (tests override them); the client and its
+    connection pool are reused for as long as they stay the same.
+    """
+    return _client_for(
+        settings.FLEET_BASE_URL,
+        settings.FLEET_ACCESS_TOKEN,
+        settings.FLEET_SECRET_KEY,
+        settings.FLEET_INTERACTIVE_RETRY_BUDGET,
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _client_for(
+    base_url: str, access_token: str, secret_key: str, retry_budget: float
+) -> FleetClient:
+    return FleetClient(
+        base_url=base_url,
+        access_token=access_token,
+        secret_key=secret_key,
+        retry_budget=retry_budget,
+    )

@@ -1,0 +1,1 @@
+"""The portal's views, one module per area."""

@@ -1,0 +1,259 @@
+"""The retry policy: Retry-After within the budget, the shared cooldown, backoff, caps."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from fleet.api.client import LIST_VEHICLES, FleetClient
+from fleet.api.cooldown import LocalCooldown
+from fleet.api.errors import GatewayTimeout, RateLimited, UpstreamUnavailable
+from fleet.api.resources import vehicle_list_from_json
+from tests.api.conftest import DEMO_PASSWORD, DEMO_USER, MakeClient, Recorder, wait_for_calls
+from tests.conftest import Emulator
+
+LIST = "GET /key/list-cars"
+VEHICLE_ROUTE = "/v2/crlv/vehicles/{carPlate}"
+VEHICLE = f"GET {VEHICLE_ROUTE}"
+
+
+@pytest.fixture
+def plate(emulator: Emulator) -> str:
+    plate: str = emulator.vehicles()[0]["car_plate"]
+    return plate
+
+
+# --- 429 and 504 ------------------------------------------------------------------
+
+
+def test_429_with_a_retry_after_that_fits_the_budget_is_retried(
+    emulator: Emulator, client: FleetClient
+) -> None:
+    emulator.fault("/key/list-cars", status=429, retry_after=1)
+    started = time.monotonic()
+    result = client.list_vehicles()
+    assert time.monotonic() - started >= 1.0
+    assert result.total == 200
+    assert emulator.calls(LIST) == 2
+
+
+def test_429_with_a_long_retry_after_is_raised_at_once(
+    emulator: Emulator, client: FleetClient
+) -> None:
+    emulator.fault("/key/list-cars", status=429, retry_after=30)
+    started = time.monotonic()
+    with pytest.raises(RateLimited) as raised:
+        client.list_vehicles()
+    assert time.monotonic() - started < 0.5
+    assert raised.value.retry_after == 30
+    assert raised.value.status == 429
+    assert raised.value.code == "fbk_429"
+    assert "retry after 30 s" in str(raised.value)
+    assert emulator.calls(LIST) == 1
+
+
+def test_a_route_cooling_down_fails_without_calling_the_api(
+    emulator: Emulator, client: FleetClient
+) -> None:
+    emulator.fault("/key/list-cars", status=429, retry_after=30)
+    with pytest.raises(RateLimited):
+        client.list_vehicles()
+    started = time.monotonic()
+    with pytest.raises(RateLimited) as raised:
+        client.list_vehicles()
+    assert time.monotonic() - started < 0.1
+    assert raised.value.retry_after is not None
+    assert 28 < raised.value.retry_after <= 30
+    assert raised.value.status is None
+    assert emulator.calls(LIST) == 1
+
+
+def test_the_cooldown_pauses_only_its_route(
+    emulator: Emulator, client: FleetClient, plate: str
+) -> None:
+    emulator.fault("/key/list-cars", status=429, retry_after=30)
+    with pytest.raises(RateLimited):
+        client.list_vehicles()
+    assert client.get_vehicle_crlv(plate).plate == plate
+
+
+def test_the_cooldown_is_shared_by_clients_that_share_it(
+    emulator: Emulator, make_client: MakeClient
+) -> None:
+    shared = LocalCooldown()
+    first, second = make_client(cooldown=shared), make_client(cooldown=shared)
+    emulator.fault("/key/list-cars", status=429, retry_after=30)
+    with pytest.raises(RateLimited):
+        first.list_vehicles()
+    with pytest.raises(RateLimited):
+        second.list_vehicles()
+    assert emulator.calls(LIST) == 1
+
+
+def test_a_short_cooldown_is_waited_out_within_the_budget(
+    emulator: Emulator, client: FleetClient
+) -> None:
+    client.cooldown.hold("/key/list-cars", 0.5)
+    started = time.monotonic()
+    client.list_vehicles()
+    assert time.monotonic() - started >= 0.5
+    assert emulator.calls(LIST) == 1
+
+
+def test_a_per_call_budget_of_zero_does_not_wait(emulator: Emulator, client: FleetClient) -> None:
+    emulator.fault("/key/list-cars", status=429, retry_after=1)
+    started = time.monotonic()
+    with pytest.raises(RateLimited) as raised:
+        client.list_vehicles(retry_budget=0)
+    assert time.monotonic() - started < 0.5
+    assert raised.value.retry_after == 1
+
+
+def test_504_with_a_retry_after_that_fits_the_budget_is_retried(
+    emulator: Emulator, client: FleetClient, plate: str
+) -> None:
+    emulator.fault(VEHICLE_ROUTE, status=504, retry_after=1)
+    started = time.monotonic()
+    assert client.get_vehicle_crlv(plate).plate == plate
+    assert time.monotonic() - started >= 1.0
+    assert emulator.calls(VEHICLE) == 2
+
+
+def test_504_with_a_long_retry_after_is_raised_then_the_route_cools_down(
+    emulator: Emulator, client: FleetClient, plate: str
+) -> None:
+    emulator.fault(VEHICLE_ROUTE, status=504, retry_after=30)
+    started = time.monotonic()
+    with pytest.raises(GatewayTimeout) as raised:
+        client.get_vehicle_crlv(plate)
+    assert time.monotonic() - started < 0.5
+    assert raised.value.retry_after == 30
+    assert raised.value.code is not None
+    assert raised.value.code.endswith(":error:gateway-timeout")
+    assert raised.value.trace_id
+    with pytest.raises(RateLimited):
+        client.get_vehicle_crlv(plate)
+    assert emulator.calls(VEHICLE) == 1
+
+
+def test_429_on_the_login_route_is_retried_too(emulator: Emulator, client: FleetClient) -> None:
+    emulator.fault("/key/generator", status=429, retry_after=1)
+    assert client.create_access_key(email=DEMO_USER, password=DEMO_PASSWORD)
+    assert emulator.calls("POST /key/generator") == 2
+
+
+# --- Server errors and lost connections ------------------------------------------------
+
+
+def test_503_is_upstream_unavailable_and_not_retried(
+    emulator: Emulator, client: FleetClient
+) -> None:
+    emulator.fault("/key/list-cars", status=503)
+    with pytest.raises(UpstreamUnavailable) as raised:
+        client.list_vehicles()
+    assert raised.value.status == 503
+    assert emulator.calls(LIST) == 1
+
+
+def test_a_dropped_connection_on_a_get_is_retried(emulator: Emulator, client: FleetClient) -> None:
+    emulator.fault("/key/list-cars", drop=True)
+    assert client.list_vehicles().total == 200
+    assert emulator.calls(LIST) == 2
+
+
+def test_dropped_connections_end_in_upstream_unavailable_after_max_attempts(
+    emulator: Emulator, make_client: MakeClient
+) -> None:
+    client = make_client(max_attempts=3)
+    emulator.fault("/key/list-cars", drop=True, count=10)
+    with pytest.raises(UpstreamUnavailable) as raised:
+        client.list_vehicles()
+    assert raised.value.status is None
+    assert raised.value.sent is True
+    assert emulator.calls(LIST) == 3
+
+
+def test_max_attempts_caps_the_retries(emulator: Emulator, make_client: MakeClient) -> None:
+    client = make_client(max_attempts=2)
+    emulator.fault("/key/list-cars", drop=True, count=10)
+    with pytest.raises(UpstreamUnavailable):
+        client.list_vehicles()
+    assert emulator.calls(LIST) == 2
+
+
+def test_a_dropped_connection_on_a_post_is_not_retried(
+    emulator: Emulator, client: FleetClient
+) -> None:
+    emulator.fault("/key/generator", drop=True)
+    with pytest.raises(UpstreamUnavailable):
+        client.create_access_key(email=DEMO_USER, password=DEMO_PASSWORD)
+    assert emulator.calls("POST /key/generator") == 1
+
+
+def test_an_answer_slower_than_the_read_timeout_is_upstream_unavailable(
+    emulator: Emulator, make_client: MakeClient
+) -> None:
+    client = make_client(read_timeout=0.3)
+    emulator.fault("/key/list-cars", delay=1.0, count=3)
+    started = time.monotonic()
+    with pytest.raises(UpstreamUnavailable, match=r"no answer within 0\.3 s"):
+        client.list_vehicles(retry_budget=0)
+    assert time.monotonic() - started < 0.9
+    assert wait_for_calls(emulator, LIST, 1) == 1
+    assert emulator.calls(LIST) == 1
+
+
+def test_a_slow_answer_is_retried_while_the_budget_lasts(
+    emulator: Emulator, make_client: MakeClient
+) -> None:
+    client = make_client(read_timeout=0.3)
+    emulator.fault("/key/list-cars", delay=1.0)
+    assert client.list_vehicles().total == 200
+    assert wait_for_calls(emulator, LIST, 2) == 2
+
+
+def test_a_per_call_timeout_overrides_the_read_timeout(
+    emulator: Emulator, make_client: MakeClient
+) -> None:
+    client = make_client(read_timeout=0.2)
+    emulator.fault("/key/list-cars", delay=0.5)
+    result = client._call("GET", LIST_VEHICLES, vehicle_list_from_json, timeout=3, retry_budget=0)
+    assert result.total == 200
+    assert client.read_timeout == 0.2
+
+
+def test_a_refused_connection_is_upstream_unavailable(
+    closed_port_url: str, make_client: MakeClient, log_records: Recorder
+) -> None:
+    client = make_client(base_url=closed_port_url, max_attempts=3)
+    started = time.monotonic()
+    with pytest.raises(UpstreamUnavailable, match="could not connect") as raised:
+        client.list_vehicles()
+    assert time.monotonic() - started < 2.0
+    assert raised.value.sent is False
+    retries = [
+        r for r in log_records.of("fleet.api") if "could not connect, retrying" in r.getMessage()
+    ]
+    assert len(retries) == 2
+
+
+def test_a_refused_connection_is_retried_for_a_post_too(
+    closed_port_url: str, make_client: MakeClient, log_records: Recorder
+) -> None:
+    client = make_client(base_url=closed_port_url)
+    with pytest.raises(UpstreamUnavailable):
+        client.create_access_key(email=DEMO_USER, password=DEMO_PASSWORD)
+    retries = [
+        r for r in log_records.of("fleet.api") if "could not connect, retrying" in r.getMessage()
+    ]
+    assert len(retries) == 2
+
+
+def test_a_refused_connection_with_no_budget_is_not_retried(
+    closed_port_url: str, make_client: MakeClient, log_records: Recorder
+) -> None:
+    client = make_client(base_url=closed_port_url)
+    with pytest.raises(UpstreamUnavailable):
+        client.list_vehicles(retry_budget=0)
+    assert not [r for r in log_records.of("fleet.api") if "retrying" in r.getMessage()]

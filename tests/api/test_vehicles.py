@@ -1,0 +1,177 @@
+"""`list_vehicles`: the fleet, read tolerantly and fast."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from fleet.api.client import FleetClient
+from fleet.api.errors import InvalidResponse
+from fleet.api.resources import Vehicle, VehicleList
+from tests.api.conftest import DEMO_SECRET, DEMO_TOKEN
+from tests.conftest import Emulator, start_emulator
+
+
+def _envelope(*vehicles: dict[str, Any], total: int | None = None) -> dict[str, Any]:
+    return {
+        "cars": {"data": list(vehicles), "total": len(vehicles) if total is None else total},
+        "error": False,
+        "code": "fbk_200",
+    }
+
+
+def _vehicle(**members: Any) -> dict[str, Any]:
+    vehicle = {
+        "id": 1,
+        "car_plate": "ABC1D23",
+        "model": "Fiat Strada",
+        "active": "1",
+        "driver_id": 101,
+    }
+    vehicle.update(members)
+    return {k: v for k, v in vehicle.items() if v is not ...}
+
+
+def test_it_lists_the_emulator_fleet(emulator: Emulator, client: FleetClient) -> None:
+    expected = emulator.vehicles()
+    result = client.list_vehicles()
+    assert isinstance(result, VehicleList)
+    assert result.total == len(expected) == 200
+    assert [v.plate for v in result.vehicles] == [v["car_plate"] for v in expected]
+    first, raw = result.vehicles[0], expected[0]
+    assert (first.id, first.model, first.driver_id) == (raw["id"], raw["model"], raw["driver_id"])
+
+
+def test_active_flag_is_a_bool_true_only_for_the_string_one(
+    emulator: Emulator, client: FleetClient
+) -> None:
+    result = client.list_vehicles()
+    assert {type(v.active) for v in result.vehicles} == {bool}
+    assert any(v.active for v in result.vehicles)
+    assert any(not v.active for v in result.vehicles), "the emulator has inactive vehicles"
+    raw = {v["id"]: v["active"] for v in emulator.vehicles()}
+    assert all(v.active == (raw[v.id] == "1") for v in result.vehicles)
+
+
+@pytest.mark.parametrize(
+    ("flag", "active"),
+    [("1", True), ("0", False), ("true", False), (1, False), (True, False), (None, False)],
+)
+def test_only_the_string_one_means_active(
+    emulator: Emulator, client: FleetClient, flag: object, active: bool
+) -> None:
+    emulator.fault("/key/list-cars", body=_envelope(_vehicle(active=flag)))
+    assert client.list_vehicles().vehicles[0].active is active
+
+
+def test_unknown_members_are_ignored(emulator: Emulator, client: FleetClient) -> None:
+    emulator.fault(
+        "/key/list-cars",
+        body={**_envelope(_vehicle(year=2022, color="Branco", extra={"x": 1})), "page": 1},
+    )
+    assert client.list_vehicles().vehicles == (
+        Vehicle(id=1, plate="ABC1D23", model="Fiat Strada", active=True, driver_id=101),
+    )
+
+
+def test_vehicle_without_a_driver_has_driver_id_none(
+    emulator: Emulator, client: FleetClient
+) -> None:
+    emulator.fault(
+        "/key/list-cars",
+        body=_envelope(_vehicle(id=1, driver_id=None), _vehicle(id=2, driver_id=...)),
+    )
+    assert [v.driver_id for v in client.list_vehicles().vehicles] == [None, None]
+
+
+@pytest.mark.parametrize(
+    "vehicle",
+    [
+        _vehicle(car_plate=...),
+        _vehicle(id=...),
+        _vehicle(model=...),
+        _vehicle(id="1"),
+        _vehicle(driver_id="101"),
+        "ABC1D23",
+    ],
+    ids=["no plate", "no id", "no model", "string id", "string driver", "not an object"],
+)
+def test_a_vehicle_without_its_required_members_is_an_invalid_response(
+    emulator: Emulator, client: FleetClient, vehicle: object
+) -> None:
+    emulator.fault("/key/list-cars", body=_envelope(vehicle))  # type: ignore[arg-type]
+    with pytest.raises(InvalidResponse) as raised:
+        client.list_vehicles()
+    assert raised.value.route == "/key/list-cars"
+    assert raised.value.status == 200
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"unexpected": "shape"},
+        {"cars": []},
+        {"cars": {"data": {}, "total": 0}},
+        {"cars": {"data": [], "total": "0"}},
+        [1, 2],
+    ],
+)
+def test_wrong_shape_is_an_invalid_response(
+    emulator: Emulator, client: FleetClient, body: object
+) -> None:
+    emulator.fault("/key/list-cars", body=body)
+    with pytest.raises(InvalidResponse):
+        client.list_vehicles()
+
+
+def test_non_json_answer_is_an_invalid_response(emulator: Emulator, client: FleetClient) -> None:
+    emulator.fault("/key/list-cars", malformed=True)
+    with pytest.raises(InvalidResponse, match="not JSON"):
+        client.list_vehicles()
+
+
+def test_concurrent_calls_from_many_threads_share_one_client(client: FleetClient) -> None:
+    results: list[VehicleList] = []
+    failures: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            results.append(client.list_vehicles())
+        except BaseException as error:  # collected and asserted below
+            failures.append(error)
+
+    threads = [threading.Thread(target=work) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert len(results) == 16
+    assert all(r == results[0] for r in results)
+
+
+@pytest.fixture(scope="module")
+def big_fleet_url() -> Iterator[str]:
+    process, url = start_emulator("--vehicles", "100000", "--seed", "3")
+    yield url
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def test_a_fleet_of_100000_vehicles_is_read_in_well_under_a_few_seconds(
+    big_fleet_url: str,
+) -> None:
+    with FleetClient(
+        base_url=big_fleet_url, access_token=DEMO_TOKEN, secret_key=DEMO_SECRET, read_timeout=30
+    ) as client:
+        client.list_vehicles()  # warm up: the emulator caches its answer
+        started = time.perf_counter()
+        result = client.list_vehicles()
+        elapsed = time.perf_counter() - started
+    assert result.total == len(result.vehicles) == 100_000
+    assert len({v.plate for v in result.vehicles}) == 100_000
+    assert elapsed < 3.0, f"{elapsed:.2f} s"

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.contrib.auth import authenticate
+from django.core.management import CommandError, call_command
+
+pytestmark = pytest.mark.django_db
+
+
+def test_demo_users_can_log_in_and_are_printed():
+    out = io.StringIO()
+
+    call_command("demo_users", stdout=out)
+
+    admin = authenticate(username="admin", password="admin-demo-password")
+    assert admin is not None
+    assert admin.is_superuser
+    manager = authenticate(username="manager", password="manager-demo-password")
+    assert manager is not None
+    assert not manager.is_staff
+    assert "manager / manager-demo-password" in out.getvalue()
+
+
+def test_running_twice_resets_the_demo_passwords(django_user_model):
+    call_command("demo_users", stdout=io.StringIO())
+    manager = django_user_model.objects.get(username="manager")
+    manager.set_password("changed-by-someone")
+    manager.save()
+
+    call_command("demo_users", stdout=io.StringIO())
+
+    assert authenticate(username="manager", password="manager-demo-password") is not None
+    assert django_user_model.objects.filter(username="manager").count() == 1
+
+
+def test_demo_users_are_refused_outside_the_emulator(settings, django_user_model):
+    settings.FLEET_ENVIRONMENT = "production"
+
+    with pytest.raises(CommandError, match="only created for the emulator"):
+        call_command("demo_users", stdout=io.StringIO())
+    assert not django_user_model.objects.exists()

@@ -1,0 +1,76 @@
+"""`make run`'s last step: the emulator and the portal start and stop together."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+
+from tests.conftest import ROOT
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def refused(url: str) -> bool:
+    try:
+        requests.get(url, timeout=2)
+    except requests.ConnectionError:
+        return True
+    return False
+
+
+@pytest.fixture
+def run_dev(tmp_path):
+    portal_port, emulator_port = free_port(), free_port()
+    env = os.environ | {
+        "DJANGO_ENV_FILE": "",
+        "DJANGO_SECRET_KEY": "run-dev-test-secret-key",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "FLEET_BASE_URL": f"http://127.0.0.1:{emulator_port}",
+        "FLEET_LOGIN_URL": f"http://127.0.0.1:{emulator_port}/app",
+    }
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    env.pop("CACHE_URL", None)
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "run_dev", "--port", str(portal_port), "--vehicles", "50"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    yield process, f"http://127.0.0.1:{portal_port}", f"http://127.0.0.1:{emulator_port}"
+    if process.poll() is None:
+        process.kill()
+
+
+def test_run_dev_serves_both_prints_the_logins_and_stops_both_on_ctrl_c(run_dev):
+    process, portal, emulator = run_dev
+    lines = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        lines.append(line)
+        if "Press Ctrl-C" in line or not line:
+            break
+    printed = "".join(lines)
+
+    assert f"Fleet Portal is running at {portal}/" in printed
+    assert "manager / manager-demo-password" in printed
+    assert requests.get(f"{portal}/healthz", timeout=5).status_code == 200
+    assert requests.get(f"{emulator}/healthz", timeout=5).status_code == 200
+
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=20) == 0
+    assert refused(f"{portal}/healthz")
+    assert refused(f"{emulator}/healthz")

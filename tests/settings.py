@@ -1,0 +1,29 @@
+"""Settings for the test suite: the portal's own, read from a fixed environment.
+
+pytest-django loads settings before any conftest runs, so the environment is
+fixed here: a developer's `.env` or shell cannot change what the tests see.
+DATABASE_URL and CACHE_URL pass through, for CI's PostgreSQL and Redis leg.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["DJANGO_ENV_FILE"] = ""
+os.environ["DJANGO_SECRET_KEY"] = "test-only-django-secret-key"
+os.environ["FLEET_ENVIRONMENT"] = "emulator"
+for _name in (
+    "DEBUG",
+    "FLEET_ACCESS_TOKEN",
+    "FLEET_SECRET_KEY",
+    "FLEET_BASE_URL",
+    "FLEET_LOGIN_URL",
+    "FLEET_WEBHOOK_TOKENS",
+    "FLEET_FIELD_KEYS",
+):
+    os.environ.pop(_name, None)
+
+from portal.settings import *  # noqa: E402, F403
+
+# Hashing demo passwords at full strength only slows the suite down.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,103 @@
+"""Start-up validation of the configuration: clear messages, never the value."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+_SETUP = "import django; django.setup(); print('started')"
+
+
+def start(**overrides: str) -> subprocess.CompletedProcess[str]:
+    """Load the settings in a fresh interpreter, as `manage.py` would."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("FLEET_", "DJANGO_", "DATABASE_URL", "CACHE_URL", "DEBUG"))
+    }
+    env |= {
+        "DJANGO_SETTINGS_MODULE": "portal.settings",
+        "DJANGO_ENV_FILE": "",
+        "DJANGO_SECRET_KEY": "a-test-secret-key-long-enough-for-django",
+    }
+    env |= overrides
+    return subprocess.run(
+        [sys.executable, "-c", _SETUP],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_defaults_start_on_the_emulator():
+    assert start().stdout.strip() == "started"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "problem"),
+    [
+        ("FLEET_SECRET_KEY", "s3cr3t-value-one\n", "whitespace or a newline"),
+        ("FLEET_SECRET_KEY", " s3cr3t-value-two", "whitespace or a newline"),
+        ("FLEET_ACCESS_TOKEN", "tok-value-three ", "whitespace or a newline"),
+        ("FLEET_ACCESS_TOKEN", '"tok-value-four"', "wrapped in quotes"),
+        ("FLEET_SECRET_KEY", "'s3cr3t-value-five'", "wrapped in quotes"),
+        ("FLEET_SECRET_KEY", "", "is empty"),
+        ("FLEET_SECRET_KEY", "c2VjcmV0LXZhbHVlLXNpeC1iYXNlNjQ=", "looks base64-encoded"),
+    ],
+)
+def test_bad_credentials_stop_start_up_naming_the_variable_not_the_value(name, value, problem):
+    result = start(**{name: value})
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert f"{name} " in result.stderr
+    assert problem in result.stderr
+    if secret_part := value.strip(" \n'\""):
+        assert secret_part not in result.stderr
+
+
+def test_production_requires_credentials():
+    result = start(FLEET_ENVIRONMENT="production", FLEET_BASE_URL="https://api.example.com")
+
+    assert result.returncode != 0
+    assert "FLEET_LOGIN_URL is not set" in result.stderr
+
+
+def test_production_refuses_plain_http():
+    result = start(
+        FLEET_ENVIRONMENT="production",
+        FLEET_BASE_URL="http://api.example.com",
+        FLEET_LOGIN_URL="https://app.example.com",
+        FLEET_ACCESS_TOKEN="token-for-production",
+        FLEET_SECRET_KEY="secret-for-production",
+        FLEET_FIELD_KEYS="8kT2J3Yb9pKf7qTg8tq0p8W0B2q1Jd0O5QeR8rWcH2E=",
+    )
+
+    assert result.returncode != 0
+    assert "FLEET_BASE_URL must use https" in result.stderr
+
+
+def test_unknown_environment_is_refused():
+    result = start(FLEET_ENVIRONMENT="staging")
+
+    assert "FLEET_ENVIRONMENT must be one of emulator, sandbox, production" in result.stderr
+
+
+def test_production_without_field_keys_is_refused():
+    result = start(
+        FLEET_ENVIRONMENT="production",
+        FLEET_BASE_URL="https://api.example.com",
+        FLEET_LOGIN_URL="https://app.example.com",
+        FLEET_ACCESS_TOKEN="token-for-production",
+        FLEET_SECRET_KEY="secret-for-production",
+    )
+
+    assert "FLEET_FIELD_KEYS is not set" in result.stderr

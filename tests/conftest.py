@@ -24,7 +24,7 @@ class Emulator:
         self.login_url = f"{url}/app"
         self.http = requests.Session()
 
-    def control(self, method: str, path: str, **json: Any) -> Any:
+    def control(self, method: str, path: str, /, **json: Any) -> Any:
         response = self.http.request(
             method, f"{self.url}/_emulator/{path}", json=json or None, timeout=10
         )

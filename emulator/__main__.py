@@ -1,0 +1,151 @@
+"""`python -m emulator`: serve the Fleet API emulator (see README.md).
+
+The bare command serves. Subcommands have room to grow beside `serve`
+(`python -m emulator send-webhooks ...` is the next one planned).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from emulator import auth
+from emulator.fleet import MAX_VEHICLES
+from emulator.server import FleetServer
+from emulator.state import Emulator, Settings
+from emulator.webapp import PASSWORD, USERS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m emulator",
+        description="A stand-in for the Fleet Management API and its web application.",
+    )
+    _add_serve_arguments(parser, defaults=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    serve = commands.add_parser("serve", help="serve the API (what the bare command does)")
+    # Suppressed defaults, so `--port 1 serve` keeps the port given before it.
+    _add_serve_arguments(serve, defaults=False)
+    return parser
+
+
+def _add_serve_arguments(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    def default(value: object) -> object:
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument("--host", default=default("127.0.0.1"), help="address to listen on")
+    parser.add_argument(
+        "--port", type=int, default=default(8001), help="port to listen on; 0 picks a free one"
+    )
+    parser.add_argument(
+        "--vehicles",
+        type=_vehicle_count,
+        default=default(200),
+        help=f"size of the fleet, 0 to {MAX_VEHICLES}",
+    )
+    parser.add_argument("--seed", type=int, default=default(1), help="seed of the fictitious data")
+    parser.add_argument(
+        "--rate-limit",
+        type=_non_negative_int,
+        default=default(600),
+        help="calls per window and access token; 0 turns limiting off",
+    )
+    parser.add_argument(
+        "--rate-window",
+        type=_positive_float,
+        default=default(60.0),
+        help="rate-limit window, in seconds",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        default=default(False),
+        help="log every request to stderr",
+    )
+
+
+def serve(args: argparse.Namespace) -> int:
+    emulator = Emulator(
+        Settings(
+            vehicles=args.vehicles,
+            seed=args.seed,
+            rate_limit=args.rate_limit,
+            rate_window=args.rate_window,
+        )
+    )
+    try:
+        server = FleetServer((args.host, args.port), emulator, verbose=args.verbose)
+    except OSError as error:
+        print(f"cannot listen on {args.host}:{args.port}: {error}", file=sys.stderr)
+        return 1
+    # Handlers first: a caller may signal as soon as it has read the URL.
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    # Scripts and tests read the first line for the URL: keep it first and exact.
+    print(
+        f"Fleet API emulator listening on {server.url}\n{_banner(server.url, emulator)}", flush=True
+    )
+    # The server runs on a thread so that the main thread, which receives the
+    # signals, can call shutdown(): from inside serve_forever it would deadlock.
+    thread = threading.Thread(target=server.serve_forever, name="emulator-server", daemon=True)
+    thread.start()
+    stop.wait()
+    server.shutdown()
+    server.server_close()
+    return 0
+
+
+def _banner(url: str, emulator: Emulator) -> str:
+    settings = emulator.settings
+    pairs = [
+        (auth.DEMO, "demo company"),
+        (auth.OTHER_ENVIRONMENT, "other environment: rejected"),
+        (auth.NO_PERMISSION, "no permission for the company: fbk_002"),
+    ]
+    lines = [
+        f"  FLEET_BASE_URL={url}",
+        f"  FLEET_LOGIN_URL={url}/app",
+        "  Credentials (ACCESS_TOKEN / SECRET_KEY):",
+        *(f"    {c.access_token} / {c.secret_key}  ({role})" for c, role in pairs),
+        f"  Web-app users: {', '.join(USERS)} (password {PASSWORD})",
+        f"  Fleet: {settings.vehicles} vehicles, seed {settings.seed}."
+        f" Rate limit: {settings.rate_limit or 'off'} per {settings.rate_window:g} s.",
+        f"  Control surface: {url}/_emulator/ (see emulator/README.md)",
+    ]
+    return "\n".join(lines)
+
+
+def _vehicle_count(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= MAX_VEHICLES:
+        raise argparse.ArgumentTypeError(f"must be from 0 to {MAX_VEHICLES}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command in (None, "serve"):
+        return serve(args)
+    raise AssertionError(f"unhandled command {args.command}")  # argparse rejects unknown ones
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""The API routes (spec section 4) and the checks every call goes through.
+
+Order for each call: an injected fault, if one is armed, answers first (as
+a failing gateway would); then the rate limit is counted (section 8: all
+routes); then the headers are checked (section 5); then the route answers.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+import uuid
+from typing import TYPE_CHECKING
+
+from emulator import auth
+from emulator.errors import (
+    BAD_REQUEST,
+    INTERNAL_ERROR,
+    METHOD_NOT_ALLOWED,
+    NOT_FOUND,
+    TOO_MANY_REQUESTS,
+    WRONG_LOGIN,
+    ApiError,
+    failure_for_status,
+    render,
+)
+from emulator.faults import Fault
+from emulator.messages import JSON, Call, Request, Response, json_response, parse_json_object
+from emulator.routing import Match, Route, Router
+
+if TYPE_CHECKING:
+    from emulator.state import Emulator
+
+
+def list_cars(emulator: Emulator, call: Call) -> Response:
+    """GET /key/list-cars (4.1): the whole fleet, serialised once at start-up."""
+    return Response(200, emulator.fleet.list_cars_body, JSON)
+
+
+def generate_access_key(emulator: Emulator, call: Call) -> Response:
+    """POST /key/generator (4.2): a single-use login key for a web-app user."""
+    content_type = (call.request.header("Content-Type") or "").split(";")[0].strip().lower()
+    if content_type != "application/json":
+        raise ApiError(BAD_REQUEST, "Envie o corpo como JSON (Content-Type: application/json).")
+    try:
+        body = parse_json_object(call.request.body)
+    except ValueError:
+        raise ApiError(BAD_REQUEST, "O corpo da requisição não é um objeto JSON válido.") from None
+    email, password = body.get("email"), body.get("password")
+    if not isinstance(email, str) or not email or not isinstance(password, str) or not password:
+        raise ApiError(BAD_REQUEST, "Os campos email e password são obrigatórios.")
+    user = emulator.webapp.check_login(email, password)
+    if user is None:
+        raise ApiError(WRONG_LOGIN)
+    key = emulator.webapp.mint_access_key(user, emulator.clock.now())
+    return json_response(200, {"accessKey": key, "error": False, "code": "fbk_200"})
+
+
+def crlv_request_status(emulator: Emulator, call: Call) -> Response:
+    """GET /v2/crlv/requests/{requestId} (4.3)."""
+    request = emulator.crlv.get(call.params["requestId"])
+    if request is None:
+        raise ApiError(NOT_FOUND, "Solicitação de CRLV-e não encontrada.")
+    described = emulator.crlv.describe(
+        request, now=emulator.clock.now(), base_url=call.request.base_url
+    )
+    return _v2_success(call, described)
+
+
+def crlv_vehicle_view(emulator: Emulator, call: Call) -> Response:
+    """GET /v2/crlv/vehicles/{carPlate} (4.4): latest issued and in progress, when they exist."""
+    vehicle = emulator.fleet.find(call.params["carPlate"])
+    if vehicle is None:
+        raise ApiError(NOT_FOUND, "Veículo não encontrado na frota.")
+    now, base_url = emulator.clock.now(), call.request.base_url
+    view: dict[str, object] = {"carPlate": vehicle.car_plate}
+    latest = emulator.crlv.latest_issued(vehicle.car_plate, now)
+    if latest is not None:
+        view["latest"] = emulator.crlv.describe(latest, now=now, base_url=base_url)
+    in_progress = emulator.crlv.in_progress(vehicle.car_plate, now)
+    if in_progress is not None:
+        view["inProgress"] = emulator.crlv.describe(in_progress, now=now, base_url=base_url)
+    return _v2_success(call, view)
+
+
+ROUTES = Router(
+    [
+        Route("GET", "/key/list-cars", list_cars),
+        Route("POST", "/key/generator", generate_access_key),
+        Route("GET", "/v2/crlv/requests/{requestId}", crlv_request_status),
+        Route("GET", "/v2/crlv/vehicles/{carPlate}", crlv_vehicle_view),
+    ]
+)
+
+
+def handle(emulator: Emulator, request: Request) -> Response:
+    """Answer an API call, and record it for the control surface."""
+    match = ROUTES.resolve(request.method, request.path)
+    template = match.template if match else None
+    call = Call(
+        request,
+        match.params if match else {},
+        trace_id=uuid.uuid4().hex if request.is_v2 else None,
+    )
+    entry = emulator.traffic.arrive(request, template)
+    fault = emulator.faults.take(template, request.method)
+    if fault is not None and fault.delay:
+        time.sleep(fault.delay)
+    if fault is not None and fault.answers:
+        response = _fault_response(fault, call)
+    else:
+        try:
+            response = _answer(emulator, call, match)
+        except Exception:
+            traceback.print_exc()  # a bug of the emulator: show it, answer like the API would
+            response = render(INTERNAL_ERROR, call)
+    if call.trace_id is not None:
+        response.headers.append(("X-Trace-Id", call.trace_id))
+    emulator.traffic.answered(entry, None if response.drop else response.status)
+    return response
+
+
+def _answer(emulator: Emulator, call: Call, match: Match | None) -> Response:
+    request = call.request
+    # Per access token: the Authorization header names it, even when malformed.
+    retry_after = emulator.rate_limiter.hit(
+        request.header("Authorization") or "", emulator.clock.now().timestamp()
+    )
+    if retry_after is not None:
+        return render(TOO_MANY_REQUESTS, call, retry_after=retry_after)
+    failure = auth.authenticate(request)
+    if failure is not None:
+        return render(failure, call)
+    if match is None:
+        return render(NOT_FOUND, call)
+    if match.handler is None:
+        response = render(METHOD_NOT_ALLOWED, call)
+        response.headers.append(("Allow", ", ".join(match.allowed)))
+        return response
+    try:
+        return match.handler(emulator, call)
+    except ApiError as error:
+        return render(error.failure, call, detail=error.detail)
+
+
+def _fault_response(fault: Fault, call: Call) -> Response:
+    headers = [] if fault.retry_after is None else [("Retry-After", str(fault.retry_after))]
+    if fault.drop:
+        return Response(0, drop=True)
+    status = fault.status or 200
+    if fault.malformed:
+        # Declared as JSON, cut off mid-way: what a truncated upstream answer looks like.
+        return Response(status, b'{"cars": {"data": [{"id": 1, "car_pl', JSON, headers)
+    if fault.body is not None:
+        return Response(status, fault.body, JSON, headers)
+    return render(failure_for_status(status), call, retry_after=fault.retry_after)
+
+
+def _v2_success(call: Call, payload: dict[str, object]) -> Response:
+    return json_response(200, {**payload, "traceId": call.trace_id})

@@ -1,0 +1,178 @@
+"""The control surface under `/_emulator/`: for tests and demos, no auth.
+
+It resets the emulator, arms faults, moves the clock, reads the traffic,
+sets the rate limit and creates e-CRLV requests. Answers are JSON; a bad
+body gets 400 with `{"error": "..."}` saying what to fix.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from emulator import api
+from emulator.clock import isoformat, parse_isoformat
+from emulator.crlv import OUTCOMES, Status
+from emulator.faults import parse_fault
+from emulator.messages import Call, Request, Response, json_response, parse_json_object
+from emulator.routing import Route, Router
+
+if TYPE_CHECKING:
+    from emulator.state import Emulator
+
+
+class ControlError(Exception):
+    """A control call that cannot be done; the message says why."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def reset(emulator: Emulator, call: Call) -> Response:
+    emulator.reset()
+    return json_response(200, {"reset": True})
+
+
+def add_fault(emulator: Emulator, call: Call) -> Response:
+    try:
+        fault, count = parse_fault(_body(call), api.ROUTES.templates)
+    except ValueError as error:
+        raise ControlError(str(error)) from None
+    return json_response(200, {"id": emulator.faults.add(fault, count)})
+
+
+def list_faults(emulator: Emulator, call: Call) -> Response:
+    return json_response(200, emulator.faults.pending())
+
+
+def clear_faults(emulator: Emulator, call: Call) -> Response:
+    return json_response(200, {"cleared": emulator.faults.clear()})
+
+
+def read_clock(emulator: Emulator, call: Call) -> Response:
+    return json_response(
+        200, {"now": isoformat(emulator.clock.now()), "offset": emulator.clock.offset}
+    )
+
+
+def move_clock(emulator: Emulator, call: Call) -> Response:
+    body = _body(call)
+    if "advance" in body:
+        seconds = body["advance"]
+        if type(seconds) not in (int, float):
+            raise ControlError("advance must be a number of seconds")
+        emulator.clock.advance(seconds)
+    elif "set" in body:
+        try:
+            emulator.clock.set(parse_isoformat(str(body["set"])))
+        except ValueError:
+            raise ControlError("set must be an ISO 8601 moment") from None
+    else:
+        raise ControlError('send {"advance": seconds} or {"set": "<ISO 8601>"}')
+    return read_clock(emulator, call)
+
+
+def read_stats(emulator: Emulator, call: Call) -> Response:
+    return json_response(200, {"calls": emulator.traffic.calls()})
+
+
+def clear_stats(emulator: Emulator, call: Call) -> Response:
+    emulator.traffic.clear()
+    return json_response(200, {"calls": {}})
+
+
+def recent_requests(emulator: Emulator, call: Call) -> Response:
+    return json_response(200, emulator.traffic.recent())
+
+
+def read_rate_limit(emulator: Emulator, call: Call) -> Response:
+    return json_response(200, emulator.rate_limiter.config)
+
+
+def set_rate_limit(emulator: Emulator, call: Call) -> Response:
+    body = _body(call)
+    config = emulator.rate_limiter.config
+    limit, window = body.get("limit", config["limit"]), body.get("window", config["window"])
+    if type(limit) is not int or limit < 0:
+        raise ControlError("limit must be a whole number of calls, 0 for no limit")
+    if type(window) not in (int, float) or window <= 0:
+        raise ControlError("window must be a positive number of seconds")
+    emulator.rate_limiter.configure(limit=limit, window=float(window))
+    return read_rate_limit(emulator, call)
+
+
+def create_crlv_request(emulator: Emulator, call: Call) -> Response:
+    body = _body(call)
+    vehicle = emulator.fleet.find(str(body.get("plate", "")))
+    if vehicle is None:
+        raise ControlError("plate must be the plate of a vehicle of the fleet", status=404)
+    outcome = body.get("outcome", Status.COMPLETED)
+    if outcome not in OUTCOMES:
+        raise ControlError(f"outcome must be one of {[str(o) for o in OUTCOMES]}")
+    schedule = {
+        name: body[name] for name in ("pending_seconds", "in_progress_seconds") if name in body
+    }
+    if any(type(seconds) not in (int, float) or seconds < 0 for seconds in schedule.values()):
+        raise ControlError("pending_seconds and in_progress_seconds must be seconds, at least 0")
+    now = emulator.clock.now()
+    request = emulator.crlv.create(vehicle, now=now, outcome=Status(outcome), **schedule)
+    return json_response(
+        200, emulator.crlv.describe(request, now=now, base_url=call.request.base_url)
+    )
+
+
+def list_crlv_requests(emulator: Emulator, call: Call) -> Response:
+    now = emulator.clock.now()
+    return json_response(
+        200,
+        [
+            {
+                "requestId": request.request_id,
+                "carPlate": request.plate,
+                "status": str(request.status_at(now)),
+            }
+            for request in emulator.crlv.all()
+        ],
+    )
+
+
+ROUTES = Router(
+    [
+        Route("POST", "/_emulator/reset", reset),
+        Route("GET", "/_emulator/faults", list_faults),
+        Route("POST", "/_emulator/faults", add_fault),
+        Route("DELETE", "/_emulator/faults", clear_faults),
+        Route("GET", "/_emulator/clock", read_clock),
+        Route("POST", "/_emulator/clock", move_clock),
+        Route("GET", "/_emulator/stats", read_stats),
+        Route("DELETE", "/_emulator/stats", clear_stats),
+        Route("GET", "/_emulator/requests", recent_requests),
+        Route("GET", "/_emulator/rate-limit", read_rate_limit),
+        Route("POST", "/_emulator/rate-limit", set_rate_limit),
+        Route("GET", "/_emulator/crlv/requests", list_crlv_requests),
+        Route("POST", "/_emulator/crlv/requests", create_crlv_request),
+    ]
+)
+
+
+def handle(emulator: Emulator, request: Request) -> Response:
+    match = ROUTES.resolve(request.method, request.path)
+    if match is None:
+        return json_response(404, {"error": f"no control route {request.path}"})
+    if match.handler is None:
+        return json_response(
+            405,
+            {"error": f"{request.path} takes {', '.join(match.allowed)}"},
+            headers=[("Allow", ", ".join(match.allowed))],
+        )
+    try:
+        return match.handler(emulator, Call(request, match.params))
+    except ControlError as error:
+        return json_response(error.status, {"error": str(error)})
+
+
+def _body(call: Call) -> dict[str, Any]:
+    try:
+        return parse_json_object(call.request.body)
+    except ValueError as error:
+        raise ControlError(str(error)) from None

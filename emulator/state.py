@@ -1,0 +1,49 @@
+"""Everything a running emulator remembers, and how to go back to the start.
+
+Each part guards its own mutable state with its own lock (the HTTP server
+answers on many threads); `reset` brings all of them back to how they were
+at start-up, which the tests do before each test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from emulator.clock import Clock
+from emulator.crlv import CrlvBook
+from emulator.faults import FaultQueue
+from emulator.fleet import Fleet, generate_vehicles
+from emulator.ratelimit import RateLimiter
+from emulator.traffic import Traffic
+from emulator.webapp import WebApp
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    vehicles: int = 200
+    seed: int = 1
+    rate_limit: int = 600  # calls per window and access token; 0 turns limiting off
+    rate_window: float = 60.0  # seconds
+
+
+class Emulator:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.clock = Clock()
+        self.fleet = Fleet(generate_vehicles(settings.vehicles, settings.seed))
+        self.crlv = CrlvBook(self.fleet, seed=settings.seed)
+        self.webapp = WebApp()
+        self.faults = FaultQueue()
+        self.rate_limiter = RateLimiter(settings.rate_limit, settings.rate_window)
+        self.traffic = Traffic()
+        self.reset()
+
+    def reset(self) -> None:
+        self.clock.reset()
+        self.crlv.reset(self.clock.now())
+        self.webapp.reset()
+        self.faults.clear()
+        self.rate_limiter.configure(
+            limit=self.settings.rate_limit, window=self.settings.rate_window
+        )
+        self.traffic.clear()

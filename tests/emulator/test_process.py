@@ -1,0 +1,157 @@
+"""The `python -m emulator` process: start-up line, determinism, size, signals, logging."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+import requests
+
+from tests.conftest import ROOT, start_emulator
+from tests.emulator.support import Api, auth_headers
+
+
+@contextmanager
+def running(*args: str) -> Iterator[str]:
+    process, url = start_emulator(*args)
+    try:
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def list_cars(url: str) -> requests.Response:
+    response = requests.get(f"{url}/key/list-cars", headers=auth_headers(), timeout=30)
+    response.raise_for_status()
+    return response
+
+
+def test_the_same_seed_gives_the_same_fleet_and_requests(emulator_url: str) -> None:
+    with running("--vehicles", "200", "--seed", "1") as twin:
+        assert list_cars(twin).content == list_cars(emulator_url).content
+        assert _crlv_requests(twin) == _crlv_requests(emulator_url)
+
+
+def test_another_seed_gives_another_fleet(emulator_url: str) -> None:
+    with running("--vehicles", "200", "--seed", "2") as other:
+        assert list_cars(other).content != list_cars(emulator_url).content
+        assert _crlv_requests(other) != _crlv_requests(emulator_url)
+
+
+def test_a_fleet_of_100000_starts_and_lists_quickly() -> None:
+    started = time.monotonic()
+    with running("--vehicles", "100000", "--seed", "3") as url:
+        start_up = time.monotonic() - started
+        listed_at = time.monotonic()
+        cars = list_cars(url).json()["cars"]
+        listing = time.monotonic() - listed_at
+        again_at = time.monotonic()
+        list_cars(url)
+        again = time.monotonic() - again_at
+
+    assert cars["total"] == len(cars["data"]) == 100_000
+    assert len({vehicle["car_plate"] for vehicle in cars["data"]}) == 100_000
+    assert start_up < 3, f"start-up took {start_up:.2f} s"
+    assert listing < 3, f"listing took {listing:.2f} s"
+    assert again < 1, f"a second listing took {again:.2f} s (is the answer cached?)"
+
+
+def test_the_bare_command_and_serve_are_the_same(emulator_url: str) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "emulator", "serve", "--port", "0", "--vehicles", "200"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().split("listening on ")[1].strip()
+        assert list_cars(url).content == list_cars(emulator_url).content
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_the_first_line_names_the_url_and_then_the_credentials() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "emulator", "--host", "127.0.0.1", "--port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    process.terminate()
+    rest = process.stdout.read()  # the same buffered stream as readline, up to EOF
+    process.wait(timeout=10)
+
+    assert first.startswith("Fleet API emulator listening on http://127.0.0.1:")
+    for credential in ("demo-access-token", "other-env-access-token", "no-permission-access-token"):
+        assert credential in rest
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_it_stops_cleanly_on_a_signal(signum: signal.Signals) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "emulator", "--port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    url = process.stdout.readline().split("listening on ")[1].strip()
+    list_cars(url)
+
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=10)
+
+    assert process.returncode == 0
+    assert "Traceback" not in stderr
+
+
+def test_it_logs_nothing_per_request_unless_verbose() -> None:
+    logs = {}
+    for flags in ((), ("--verbose",)):
+        process = subprocess.Popen(
+            [sys.executable, "-m", "emulator", "--port", "0", *flags],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert process.stdout is not None
+        url = process.stdout.readline().split("listening on ")[1].strip()
+        api = Api(url)
+        api.get("/key/list-cars")
+        api.get("/key/list-cars", headers={})
+        process.terminate()
+        _, logs[flags] = process.communicate(timeout=10)
+
+    assert logs[()] == ""
+    assert "/key/list-cars" in logs[("--verbose",)]
+
+
+def test_bad_arguments_are_refused() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "emulator", "--vehicles", "100001"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    )
+
+    assert result.returncode == 2
+    assert "--vehicles" in result.stderr
+
+
+def _crlv_requests(url: str) -> list[dict[str, str]]:
+    listed: list[dict[str, str]] = requests.get(f"{url}/_emulator/crlv/requests", timeout=10).json()
+    return listed

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import os
+
 import pytest
+from django.core.cache import cache
 from django.db import connection
 
 pytestmark = pytest.mark.django_db
@@ -30,9 +33,13 @@ def test_healthz_says_which_dependency_fails(client, settings):
 
 def test_database_is_the_configured_one():
     """Proves the PostgreSQL leg of CI really runs on PostgreSQL."""
-    import os
-
     expected = (
         "postgresql" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "sqlite"
     )
     assert connection.vendor == expected
+
+
+def test_cache_is_the_configured_one():
+    """Proves the Redis leg of CI really runs on Redis."""
+    redis = os.environ.get("CACHE_URL", "").startswith("redis")
+    assert (type(cache).__name__ == "RedisCache") is redis

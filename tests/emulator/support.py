@@ -26,7 +26,8 @@ UUID_PATTERN = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 OLD_PLATE = r"[A-Z]{3}[0-9]{4}"
 MERCOSUL_PLATE = r"[A-Z]{3}[0-9][A-Z][0-9]{2}"
 
-VECTORS_FILE = Path("/work/shared/vectors/hmac.json")
+# shared/ stands beside the checkout, here and in CI.
+VECTORS_FILE = Path(__file__).resolve().parents[3] / "shared" / "vectors" / "hmac.json"
 
 # One route of each kind: (method, path, version). Paths with an id use a
 # value that exists after reset or not at all; auth is checked before that.

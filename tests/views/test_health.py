@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from django.core.cache import cache
+from django.core.cache import caches
 from django.db import connection
 
 pytestmark = pytest.mark.django_db
@@ -42,4 +42,4 @@ def test_database_is_the_configured_one():
 def test_cache_is_the_configured_one():
     """Proves the Redis leg of CI really runs on Redis."""
     redis = os.environ.get("CACHE_URL", "").startswith("redis")
-    assert (type(cache).__name__ == "RedisCache") is redis
+    assert (type(caches["default"]).__name__ == "RedisCache") is redis

@@ -24,12 +24,15 @@ th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid #e4e7eb; 
 .notice { background: #fff; border-left: 4px solid #d64545; padding: 12px 16px; }
 """
 
-# Lets an embedding page size its iframe to the content (see the README).
+# Lets an embedding page size its iframe to the content and see its state
+# (`logged-in`, `expired`: see the README).
 _HEIGHT_SCRIPT = """
 (function () {
   function postHeight() {
     var height = document.documentElement.scrollHeight;
-    parent.postMessage({"type": "fleet-app:height", "height": height}, "*");
+    var main = document.querySelector("main");
+    var state = main ? main.getAttribute("data-fleet-state") : null;
+    parent.postMessage({"type": "fleet-app:height", "height": height, "state": state}, "*");
   }
   window.addEventListener("load", postHeight);
   if ("ResizeObserver" in window) { new ResizeObserver(postHeight).observe(document.body); }

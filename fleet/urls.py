@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from django.urls import path
 
-from fleet.views import dashboard, health
+from fleet.views import dashboard, embed, health
 
 app_name = "fleet"
 
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
     path("healthz", health.healthz, name="healthz"),
+    path("app/", embed.app, name="app"),
+    path("app/frame", embed.app_frame, name="app_frame"),
+    path("app/open", embed.app_open, name="app_open"),
+    path("app/account", embed.fleet_account, name="fleet_account"),
 ]

@@ -99,8 +99,21 @@ if not FLEET_FIELD_KEYS:
     raise ImproperlyConfigured(
         "FLEET_FIELD_KEYS is not set: give one or more Fernet keys, newest first."
     )
+for _position, _key in enumerate(FLEET_FIELD_KEYS, start=1):
+    try:
+        _valid = len(base64.urlsafe_b64decode(_key.encode())) == 32
+    except ValueError:
+        _valid = False
+    if not _valid:
+        raise ImproperlyConfigured(
+            f"FLEET_FIELD_KEYS: key number {_position} is not a Fernet key "
+            "(32 url-safe base64-encoded bytes; make one with "
+            "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key())'`)."
+        )
 # Interactive pages may wait this long for a Retry-After before giving up.
 FLEET_INTERACTIVE_RETRY_BUDGET = env.float("FLEET_INTERACTIVE_RETRY_BUDGET", default=2.0)
+# Seconds to wait for an answer of the Fleet API (the CNH lookup has its own 70 s).
+FLEET_READ_TIMEOUT = env.float("FLEET_READ_TIMEOUT", default=10.0)
 
 # --- Django -------------------------------------------------------------------
 

@@ -107,7 +107,36 @@ def emulator(emulator_process: str) -> Emulator:
 
 @pytest.fixture
 def fleet_settings(settings: Any, emulator: Emulator) -> Any:
-    """Django settings pointed at the test emulator."""
+    """Django settings pointed at the test emulator (its API, web app and origin)."""
     settings.FLEET_BASE_URL = emulator.url
     settings.FLEET_LOGIN_URL = emulator.login_url
+    settings.FLEET_LOGIN_ORIGIN = emulator.url
+    settings.SECURE_CSP = settings.SECURE_CSP | {"frame-src": [emulator.url]}
     return settings
+
+
+FLEET_EMAIL, FLEET_PASSWORD = "manager@example.com", "demo-password"
+
+
+@pytest.fixture
+def manager(django_user_model: Any, fleet_settings: Any) -> Any:
+    """A fleet manager whose fleet login (the emulator's manager) is linked."""
+    from fleet.models import FleetAccount
+
+    user = django_user_model.objects.create_user(
+        username="manager", password="manager-demo-password", first_name="Marcos"
+    )
+    account = FleetAccount(user=user, email=FLEET_EMAIL)
+    account.set_password(FLEET_PASSWORD)
+    account.save()
+    return user
+
+
+@pytest.fixture(autouse=True)
+def _fresh_fleet_client() -> Iterator[None]:
+    """Each test gets its own client: no route cooldown carried over from another test."""
+    from fleet.services.connection import _client_for
+
+    _client_for.cache_clear()
+    yield
+    _client_for.cache_clear()

@@ -20,16 +20,18 @@ def fleet_client() -> FleetClient:
         settings.FLEET_ACCESS_TOKEN,
         settings.FLEET_SECRET_KEY,
         settings.FLEET_INTERACTIVE_RETRY_BUDGET,
+        settings.FLEET_READ_TIMEOUT,
     )
 
 
 @functools.lru_cache(maxsize=4)
 def _client_for(
-    base_url: str, access_token: str, secret_key: str, retry_budget: float
+    base_url: str, access_token: str, secret_key: str, retry_budget: float, read_timeout: float
 ) -> FleetClient:
     return FleetClient(
         base_url=base_url,
         access_token=access_token,
         secret_key=secret_key,
         retry_budget=retry_budget,
+        read_timeout=read_timeout,
     )

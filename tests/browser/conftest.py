@@ -59,13 +59,6 @@ def page(browser: Any, live_server: Any, fleet_settings: Any) -> Iterator[Any]:
     context.close()
 
 
-@pytest.fixture
-def manager(django_user_model: Any) -> Any:
-    return django_user_model.objects.create_user(
-        username="manager", password="manager-demo-password", first_name="Marcos"
-    )
-
-
 def log_in(page: Any, username: str, password: str) -> None:
     page.goto("/accounts/login/")
     page.get_by_label("Nome de usuário").fill(username)

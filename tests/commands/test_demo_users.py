@@ -23,6 +23,14 @@ def test_demo_users_can_log_in_and_are_printed():
     assert "manager / manager-demo-password" in out.getvalue()
 
 
+def test_the_demo_manager_is_linked_to_the_emulator_fleet_login(django_user_model):
+    call_command("demo_users", stdout=io.StringIO())
+
+    account = django_user_model.objects.get(username="manager").fleet_account
+    assert account.email == "manager@example.com"
+    assert account.password() == "demo-password"
+
+
 def test_running_twice_resets_the_demo_passwords(django_user_model):
     call_command("demo_users", stdout=io.StringIO())
     manager = django_user_model.objects.get(username="manager")

@@ -19,7 +19,9 @@ from tests.emulator.support import (
     auth_headers,
 )
 
-HEIGHT_MESSAGE = 'parent.postMessage({"type": "fleet-app:height", "height": height}, "*")'
+HEIGHT_MESSAGE = (
+    'parent.postMessage({"type": "fleet-app:height", "height": height, "state": state}, "*")'
+)
 
 
 def test_it_mints_a_uuid_access_key_in_the_v1_envelope(api: Api) -> None:

@@ -9,6 +9,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from fleet.models import FleetAccount
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class DemoUser:
@@ -18,6 +20,8 @@ class DemoUser:
     last_name: str
     email: str
     is_staff: bool
+    # The emulator's web-app user this portal user logs into the fleet app as.
+    fleet_email: str | None = None
 
     @property
     def role(self) -> str:
@@ -28,8 +32,18 @@ class DemoUser:
 # and the command refuses to create them outside the emulator environment.
 DEMO_USERS = (
     DemoUser("admin", "admin-demo-password", "Ana", "Administradora", "admin@example.com", True),
-    DemoUser("manager", "manager-demo-password", "Marcos", "Gestor", "manager@example.com", False),
+    DemoUser(
+        "manager",
+        "manager-demo-password",
+        "Marcos",
+        "Gestor",
+        "manager@example.com",
+        False,
+        fleet_email="manager@example.com",
+    ),
 )
+# The emulator's web-app password (emulator/README.md), public like the above.
+EMULATOR_WEB_PASSWORD = "demo-password"  # noqa: S105 (public demo value)
 
 
 class Command(BaseCommand):
@@ -61,4 +75,9 @@ class Command(BaseCommand):
             )
             user.set_password(demo.password)
             user.save()
+            if demo.fleet_email:
+                account = FleetAccount.objects.filter(user=user).first() or FleetAccount(user=user)
+                account.email = demo.fleet_email
+                account.set_password(EMULATOR_WEB_PASSWORD)
+                account.save()
             self.stdout.write(f"  {demo.role:<14} {demo.username} / {demo.password}")

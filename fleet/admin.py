@@ -1,0 +1,171 @@
+"""The Django admin of the fleet app: fleet logins and the audit trail of mints.
+
+A fleet password is write-only here: it is typed, encrypted and never shown
+again, not even encrypted. Testing a login mints a key that is discarded.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+from django.views.decorators.http import require_POST
+
+from fleet.models import AccessKeyMint, FleetAccount, MintOutcome
+from fleet.services.sso import fleet_account_check
+
+if TYPE_CHECKING:
+    # Django's classes are not subscriptable at run time; the stubs' are.
+    _FleetAccountModelForm = forms.ModelForm[FleetAccount]
+    _FleetAccountModelAdmin = admin.ModelAdmin[FleetAccount]
+    _AccessKeyMintModelAdmin = admin.ModelAdmin[AccessKeyMint]
+else:
+    _FleetAccountModelForm = forms.ModelForm
+    _FleetAccountModelAdmin = _AccessKeyMintModelAdmin = admin.ModelAdmin
+
+
+# What an administrator can do about each failed test.
+_CHECK_HINTS = {
+    MintOutcome.LOGIN_REJECTED: _("Set the account's current fleet e-mail and password."),
+    MintOutcome.CREDENTIALS_REJECTED: _(
+        "The portal's Fleet API credentials are refused: run `manage.py fleet_doctor`."
+    ),
+    MintOutcome.PERMISSION_DENIED: _(
+        "The portal's Fleet API account has no permission for this company: "
+        "ask the company's fleet administrator to grant it."
+    ),
+    MintOutcome.RATE_LIMITED: _("The Fleet API is busy: try again in a minute."),
+    MintOutcome.UNAVAILABLE: _("The fleet service did not answer: try again later."),
+    MintOutcome.ERROR: _(
+        "See the audit trail of accessKey mints; if the stored password can no longer "
+        "be decrypted (FLEET_FIELD_KEYS), set it again."
+    ),
+}
+
+
+class FleetAccountForm(_FleetAccountModelForm):
+    password = forms.CharField(
+        label=_("fleet password"),
+        strip=False,
+        required=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+    )
+
+    class Meta:
+        model = FleetAccount
+        fields = ["user", "email"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is None:
+            self.fields["password"].required = True
+        else:
+            self.fields["password"].help_text = _("Leave empty to keep the current password.")
+
+    def save(self, commit: bool = True) -> FleetAccount:
+        account = super().save(commit=False)
+        if password := self.cleaned_data["password"]:
+            account.set_password(password)
+        if password or "email" in self.changed_data:
+            account.forget_results()
+        if commit:
+            account.save()
+        return account
+
+
+@admin.register(FleetAccount)
+class FleetAccountAdmin(_FleetAccountModelAdmin):
+    form = FleetAccountForm
+    change_form_template = "admin/fleet/fleetaccount/change_form.html"
+    fields = [
+        "user",
+        "email",
+        "password",
+        "last_success_at",
+        "last_failure_at",
+        "last_failure_outcome",
+    ]
+    readonly_fields = ["last_success_at", "last_failure_at", "last_failure_outcome"]
+    list_display = ["user", "email", "last_success_at", "last_failure_at", "last_failure_outcome"]
+    list_select_related = ["user"]
+    search_fields = ["user__username", "email"]
+    autocomplete_fields = ["user"]
+    actions = ["check_fleet_login"]
+
+    def get_urls(self) -> list[URLPattern]:
+        name = f"{self.opts.app_label}_{self.opts.model_name}_check"
+        view = self.admin_site.admin_view(require_POST(self.check_view))
+        return [path("<path:object_id>/check/", view, name=name), *super().get_urls()]
+
+    @admin.action(description=_("Test fleet login"), permissions=["change"])
+    def check_fleet_login(self, request: HttpRequest, queryset: QuerySet[FleetAccount]) -> None:
+        for account in queryset.select_related("user"):
+            self._check(request, account)
+
+    def check_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The change page's "Test fleet login" button (POST only, CSRF-protected)."""
+        account = self.get_object(request, unquote(object_id))
+        if account is None:
+            raise Http404(gettext("This fleet account does not exist."))
+        if not self.has_change_permission(request, account):
+            raise PermissionDenied
+        self._check(request, account)
+        opts = self.opts
+        return HttpResponseRedirect(
+            reverse(
+                f"admin:{opts.app_label}_{opts.model_name}_change",
+                args=[quote(account.pk)],
+                current_app=self.admin_site.name,
+            )
+        )
+
+    def _check(self, request: HttpRequest, account: FleetAccount) -> None:
+        # The admin site only lets authenticated staff in.
+        assert isinstance(request.user, User)
+        outcome = fleet_account_check(account=account, by=request.user)
+        values = {"account": account, "outcome": outcome.label}
+        if outcome == MintOutcome.MINTED:
+            message = gettext("%(account)s: the fleet login works (%(outcome)s).") % values
+            self.message_user(request, message, messages.SUCCESS)
+            return
+        message = gettext("%(account)s: the fleet login test failed (%(outcome)s).") % values
+        if hint := _CHECK_HINTS.get(outcome):
+            message = f"{message} {hint}"
+        self.message_user(request, message, messages.ERROR)
+
+
+@admin.register(AccessKeyMint)
+class AccessKeyMintAdmin(_AccessKeyMintModelAdmin):
+    """The audit trail: read-only, so that it can be trusted."""
+
+    list_display = [
+        "created_at",
+        "user",
+        "fleet_email",
+        "purpose",
+        "outcome",
+        "trace_id",
+        "duration_ms",
+    ]
+    list_filter = ["purpose", "outcome", "created_at"]
+    list_select_related = ["user"]
+    search_fields = ["user__username", "fleet_email", "trace_id"]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: AccessKeyMint | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: AccessKeyMint | None = None) -> bool:
+        return False

@@ -1,0 +1,180 @@
+"""Single sign-on into the fleet web application (spec 4.2).
+
+The portal logs a manager into the fleet app by minting a single-use
+accessKey with the manager's fleet login and sending the browser to
+`{login_url}/login?accessKey=…`. A key is minted for one response and never
+stored; every attempt is written to the audit trail without it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import NoReturn
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from fleet.api import errors
+from fleet.encryption import UndecryptableSecret
+from fleet.models import AccessKeyMint, FleetAccount, MintOutcome, MintPurpose
+from fleet.services.connection import fleet_client
+
+logger = logging.getLogger(__name__)
+
+_DETAIL_LENGTH = AccessKeyMint._meta.get_field("detail").max_length or 500
+
+
+class MintFailed(Exception):
+    """No key was minted; `outcome` says why, `retry_after` when to try again."""
+
+    def __init__(self, outcome: MintOutcome, *, retry_after: float | None = None) -> None:
+        super().__init__(outcome.value)
+        self.outcome = outcome
+        self.retry_after = retry_after
+
+
+def access_key_mint(*, user: User, purpose: MintPurpose) -> str:
+    """A fresh accessKey for `user`'s linked fleet login; `MintFailed` otherwise."""
+    account = FleetAccount.objects.filter(user=user).first()
+    if account is None:
+        _audit(user=user, email="", purpose=purpose, outcome=MintOutcome.NO_ACCOUNT)
+        raise MintFailed(MintOutcome.NO_ACCOUNT)
+    return _mint(user=user, account=account, purpose=purpose)
+
+
+def fleet_app_url(*, access_key: str) -> str:
+    """Where the browser logs in with `access_key` (spec 4.2, rule 2)."""
+    return f"{settings.FLEET_LOGIN_URL}/login?{urlencode({'accessKey': access_key})}"
+
+
+def fleet_account_link(*, user: User, email: str, password: str) -> FleetAccount:
+    """Link (or update) `user`'s fleet login, after checking it by minting once.
+
+    Nothing is saved when the check fails: `MintFailed` says why.
+    """
+    _mint(user=user, purpose=MintPurpose.LINK_CHECK, email=email, password=password)
+    account = FleetAccount.objects.filter(user=user).first() or FleetAccount(user=user)
+    account.email = email
+    account.set_password(password)
+    account.forget_results()
+    account.last_success_at = timezone.now()
+    account.save()
+    return account
+
+
+def fleet_account_check(*, account: FleetAccount, by: User) -> MintOutcome:
+    """An administrator's test of a stored fleet login; the key is discarded."""
+    try:
+        _mint(user=by, account=account, purpose=MintPurpose.ADMIN_TEST)
+    except MintFailed as failure:
+        return failure.outcome
+    return MintOutcome.MINTED
+
+
+def _mint(
+    *,
+    user: User,
+    purpose: MintPurpose,
+    account: FleetAccount | None = None,
+    email: str = "",
+    password: str = "",
+) -> str:
+    """Call `POST /key/generator` with a stored `account`'s login or the one given.
+
+    Every attempt is audited and, for a stored account, noted on it.
+    """
+    started = time.monotonic()
+    if account is not None:
+        email = account.email
+        try:
+            password = account.password()
+        except UndecryptableSecret as error:
+            logger.error("fleet account %s: %s", account.pk, error)
+            _fail(user, account, email, purpose, MintOutcome.ERROR, detail=str(error))
+    try:
+        key = fleet_client().create_access_key(email=email, password=password)
+    except errors.FleetError as error:
+        _fail(
+            user,
+            account,
+            email,
+            purpose,
+            _outcome_of(error),
+            detail=str(error),
+            trace_id=error.trace_id or "",
+            retry_after=error.retry_after if isinstance(error, errors.RetryLater) else None,
+            started=started,
+            cause=error,
+        )
+    _audit(user=user, email=email, purpose=purpose, outcome=MintOutcome.MINTED, started=started)
+    if account is not None:
+        FleetAccount.objects.filter(pk=account.pk).update(last_success_at=timezone.now())
+    return key
+
+
+def _fail(
+    user: User,
+    account: FleetAccount | None,
+    email: str,
+    purpose: MintPurpose,
+    outcome: MintOutcome,
+    *,
+    detail: str,
+    trace_id: str = "",
+    retry_after: float | None = None,
+    started: float | None = None,
+    cause: Exception | None = None,
+) -> NoReturn:
+    _audit(
+        user=user,
+        email=email,
+        purpose=purpose,
+        outcome=outcome,
+        trace_id=trace_id,
+        detail=detail,
+        started=started,
+    )
+    if account is not None:
+        FleetAccount.objects.filter(pk=account.pk).update(
+            last_failure_at=timezone.now(), last_failure_outcome=outcome
+        )
+    raise MintFailed(outcome, retry_after=retry_after) from cause
+
+
+def _outcome_of(error: errors.FleetError) -> MintOutcome:
+    if isinstance(error, errors.LoginRejected):
+        return MintOutcome.LOGIN_REJECTED
+    if isinstance(error, errors.CredentialsRejected):
+        return MintOutcome.CREDENTIALS_REJECTED
+    if isinstance(error, errors.PermissionDenied):
+        return MintOutcome.PERMISSION_DENIED
+    if isinstance(error, errors.RateLimited):
+        return MintOutcome.RATE_LIMITED
+    if isinstance(error, errors.UpstreamUnavailable | errors.GatewayTimeout):
+        return MintOutcome.UNAVAILABLE
+    return MintOutcome.ERROR
+
+
+def _audit(
+    *,
+    user: User,
+    email: str,
+    purpose: MintPurpose,
+    outcome: MintOutcome,
+    trace_id: str = "",
+    detail: str = "",
+    started: float | None = None,
+) -> None:
+    duration_ms = None if started is None else round((time.monotonic() - started) * 1000)
+    AccessKeyMint.objects.create(
+        user=user,
+        fleet_email=email,
+        purpose=purpose,
+        outcome=outcome,
+        trace_id=trace_id,
+        detail=detail[:_DETAIL_LENGTH],
+        duration_ms=duration_ms,
+    )

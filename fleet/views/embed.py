@@ -1,0 +1,122 @@
+"""The embedded fleet application: iframe, deep link, and the manager's fleet login.
+
+A key is minted as late as possible: never for `/app/` itself (a page the
+browser may prefetch or restore from its back-forward cache) but for the
+htmx request that fills in the iframe when the page is really shown, or for
+the deep link the user clicked. Every response that carries a key is
+`no-store`.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods
+
+from fleet.forms import FleetAccountForm
+from fleet.models import FleetAccount, MintOutcome, MintPurpose
+from fleet.services.sso import MintFailed, access_key_mint, fleet_account_link, fleet_app_url
+from fleet.views import AuthenticatedRequest
+
+# Status of the deep link's error page, by outcome: what went wrong, for proxies and logs.
+_FAILURE_STATUS = {
+    MintOutcome.NO_ACCOUNT: 409,
+    MintOutcome.LOGIN_REJECTED: 409,
+    MintOutcome.PERMISSION_DENIED: 403,
+    MintOutcome.RATE_LIMITED: 429,
+    MintOutcome.CREDENTIALS_REJECTED: 502,
+    MintOutcome.UNAVAILABLE: 503,
+    MintOutcome.ERROR: 502,
+}
+
+
+def _is_prefetch(request: HttpRequest) -> bool:
+    purpose = request.headers.get("Sec-Purpose", "") or request.headers.get("Purpose", "")
+    return "prefetch" in purpose.lower()
+
+
+@require_GET
+@login_required
+@never_cache
+def app(request: AuthenticatedRequest) -> HttpResponse:
+    """The page around the iframe; the iframe itself comes from `app_frame`."""
+    return render(request, "fleet/app.html", {"login_origin": settings.FLEET_LOGIN_ORIGIN})
+
+
+@require_GET
+@login_required
+@never_cache
+def app_frame(request: AuthenticatedRequest) -> HttpResponse:
+    """The iframe, with a key minted for this one load (htmx fragment of `app`)."""
+    if not request.htmx or _is_prefetch(request):
+        # A direct visit or a prefetch must not spend a key: show the page instead.
+        return redirect("fleet:app")
+    try:
+        key = access_key_mint(user=request.user, purpose=MintPurpose.EMBED)
+    except MintFailed as failure:
+        # 200: htmx only swaps successful answers in, and this is content to show.
+        return render(request, "fleet/app.html#failure", {"failure": failure})
+    return render(request, "fleet/app.html#frame", {"app_url": fleet_app_url(access_key=key)})
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@never_cache
+def app_open(request: AuthenticatedRequest) -> HttpResponse:
+    """The authenticated deep link: mint, then send the browser into the fleet app."""
+    back = _next_or(request, "")
+    # A GET from another site (a link in an e-mail, a hostile page) or a prefetch
+    # gets a button to confirm instead of a key: POST is CSRF-protected.
+    cross_site = request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none")
+    if request.method == "GET" and (cross_site or _is_prefetch(request)):
+        return render(request, "fleet/app_open.html", {"back": back, "confirm": True})
+    try:
+        key = access_key_mint(user=request.user, purpose=MintPurpose.DEEP_LINK)
+    except MintFailed as failure:
+        response = render(request, "fleet/app_open.html", {"back": back, "failure": failure})
+        response.status_code = _FAILURE_STATUS[failure.outcome]
+        if failure.retry_after:
+            response["Retry-After"] = str(round(failure.retry_after))
+        return response
+    return HttpResponseRedirect(fleet_app_url(access_key=key))
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@never_cache
+def fleet_account(request: AuthenticatedRequest) -> HttpResponse:
+    """Where a manager links or updates their own fleet login."""
+    account = FleetAccount.objects.filter(user=request.user).first()
+    form = FleetAccountForm(
+        request.POST or None, initial={"email": account.email if account else ""}
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            fleet_account_link(
+                user=request.user,
+                email=form.cleaned_data["email"],
+                password=form.cleaned_data["password"],
+            )
+        except MintFailed as failure:
+            form.add_failure(failure)
+        else:
+            messages.success(request, _("Your fleet login is linked."))
+            return redirect(_next_or(request, reverse("fleet:app")))
+    return render(request, "fleet/fleet_account.html", {"form": form, "account": account})
+
+
+def _next_or(request: HttpRequest, default: str) -> str:
+    """The `next` parameter when it is a page of this site, else `default`."""
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return default

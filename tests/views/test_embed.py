@@ -1,0 +1,258 @@
+"""The embedded fleet application and its deep link, through Django's test client."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import requests
+
+from fleet.models import AccessKeyMint, MintOutcome, MintPurpose
+
+pytestmark = pytest.mark.django_db
+
+KEY_URL = re.compile(r"/app/login\?accessKey=([0-9a-f-]{36})")
+HTMX = {"HX-Request": "true"}
+ENGLISH = {"Accept-Language": "en"}
+
+
+@pytest.fixture
+def manager_client(client, manager):
+    client.force_login(manager)
+    return client
+
+
+def frame(client, **headers):
+    return client.get("/app/frame", headers=HTMX | ENGLISH | headers)
+
+
+def test_app_page_mints_nothing_itself(manager_client, emulator):
+    response = manager_client.get("/app/")
+
+    assert response.status_code == 200
+    assert 'hx-get="/app/frame"' in response.text
+    assert "accessKey" not in response.text
+    assert emulator.calls("POST /key/generator") == 0
+    assert "no-store" in response["Cache-Control"]
+
+
+def test_app_page_allows_frames_only_from_the_fleet_login_origin(manager_client, emulator):
+    response = manager_client.get("/app/")
+
+    frame_src = re.search(r"frame-src ([^;]+)", response["Content-Security-Policy"]).group(1)
+    assert frame_src.strip() == emulator.url
+
+
+def test_frame_embeds_a_fresh_key_that_logs_the_manager_in(manager_client, emulator):
+    response = frame(manager_client)
+
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    src = re.search(r'<iframe[^>]* src="([^"]+)"', response.text).group(1)
+    assert src.startswith(f"{emulator.login_url}/login?accessKey=")
+    app = requests.get(src.replace("&amp;", "&"), timeout=10)
+    assert app.status_code == 200
+    assert 'data-fleet-user="manager@example.com"' in app.text
+
+
+def test_frame_is_sandboxed_titled_and_sends_no_referrer(manager_client):
+    iframe = re.search(r"<iframe[^>]*>", frame(manager_client).text, re.S).group(0)
+
+    assert 'referrerpolicy="no-referrer"' in iframe
+    assert 'title="Fleet application"' in iframe
+    sandbox = set(re.search(r'sandbox="([^"]+)"', iframe).group(1).split())
+    assert sandbox == {
+        "allow-scripts",
+        "allow-same-origin",
+        "allow-forms",
+        "allow-popups",
+        "allow-downloads",
+    }
+
+
+def test_every_load_of_the_frame_mints_a_new_key(manager_client, emulator):
+    keys = {KEY_URL.search(frame(manager_client).text).group(1) for _ in range(3)}
+
+    assert len(keys) == 3
+    assert emulator.calls("POST /key/generator") == 3
+
+
+def test_a_direct_visit_of_the_frame_mints_nothing(manager_client, emulator):
+    response = manager_client.get("/app/frame")
+
+    assert response.status_code == 302
+    assert response["Location"] == "/app/"
+    assert emulator.calls("POST /key/generator") == 0
+
+
+def test_a_prefetch_of_the_frame_mints_nothing(manager_client, emulator):
+    response = frame(manager_client, **{"Sec-Purpose": "prefetch"})
+
+    assert response.status_code == 302
+    assert emulator.calls("POST /key/generator") == 0
+
+
+def test_deep_link_redirects_into_the_fleet_app_with_a_fresh_key(manager_client, emulator):
+    response = manager_client.get("/app/open", headers={"Sec-Fetch-Site": "same-origin"})
+
+    assert response.status_code == 302
+    assert KEY_URL.search(response["Location"])
+    assert response["Location"].startswith(emulator.login_url)
+    assert "no-store" in response["Cache-Control"]
+    app = requests.get(response["Location"], timeout=10)
+    assert 'data-fleet-user="manager@example.com"' in app.text
+
+
+def test_deep_link_from_another_site_asks_before_minting(manager_client, emulator):
+    response = manager_client.get("/app/open", headers={"Sec-Fetch-Site": "cross-site"} | ENGLISH)
+
+    assert response.status_code == 200
+    assert "Open it logged in as you?" in response.text
+    assert emulator.calls("POST /key/generator") == 0
+    confirmed = manager_client.post("/app/open")
+    assert confirmed.status_code == 302
+    assert KEY_URL.search(confirmed["Location"])
+
+
+def test_deep_link_ignores_a_next_that_leaves_the_site(manager_client, client):
+    client.logout()
+    response = manager_client.get("/app/open?next=https://evil.example/")
+
+    assert "evil.example" not in response.text
+
+
+def test_anonymous_visitors_are_sent_to_log_in_and_nothing_is_minted(client, emulator):
+    for path in ("/app/", "/app/frame", "/app/open", "/app/account"):
+        response = client.get(path, headers=HTMX)
+        assert response.status_code == 302
+        assert response["Location"].startswith("/accounts/login/")
+    assert emulator.calls("POST /key/generator") == 0
+
+
+def test_a_successful_mint_is_audited_without_the_key(manager_client, manager):
+    key = KEY_URL.search(frame(manager_client).text).group(1)
+
+    mint = AccessKeyMint.objects.get()
+    assert (mint.user, mint.purpose, mint.outcome) == (manager, MintPurpose.EMBED, "minted")
+    assert mint.fleet_email == "manager@example.com"
+    assert key not in str(AccessKeyMint.objects.values().get())
+
+
+def test_the_account_notes_its_last_success(manager_client, manager):
+    frame(manager_client)
+
+    manager.fleet_account.refresh_from_db()
+    assert manager.fleet_account.last_success_at is not None
+
+
+# --- Failures: what the user sees, and that nothing was minted -------------------------
+
+
+def assert_failure(client, outcome, message, *, status):
+    """The iframe slot and the deep link both say `message`; nothing was minted."""
+    framed = frame(client)
+    opened = client.get("/app/open", headers=ENGLISH)
+
+    assert framed.status_code == 200
+    assert f'data-outcome="{outcome}"' in framed.text
+    assert message in framed.text
+    assert "<iframe" not in framed.text
+    assert opened.status_code == status
+    assert message in opened.text
+    assert "no-store" in opened["Cache-Control"]
+    assert set(AccessKeyMint.objects.values_list("outcome", flat=True)) == {outcome}
+    return framed, opened
+
+
+def test_no_fleet_login_linked_says_where_to_link_one(client, django_user_model, fleet_settings):
+    client.force_login(django_user_model.objects.create_user("newcomer"))
+
+    framed, _ = assert_failure(
+        client, MintOutcome.NO_ACCOUNT, "You have not linked your fleet login yet.", status=409
+    )
+    assert 'href="/app/account?next=/app/"' in framed.text
+
+
+def test_rejected_fleet_login_asks_to_update_the_password(manager_client, manager):
+    account = manager.fleet_account
+    account.set_password("an-old-password")
+    account.save()
+
+    framed, _ = assert_failure(
+        manager_client,
+        MintOutcome.LOGIN_REJECTED,
+        "The fleet application refused your fleet e-mail or password.",
+        status=409,
+    )
+    assert "Update your fleet password" in framed.text
+    account.refresh_from_db()
+    assert account.last_failure_at is not None
+
+
+def test_rejected_api_credentials_point_the_administrator_to_fleet_doctor(
+    manager_client, fleet_settings
+):
+    fleet_settings.FLEET_ACCESS_TOKEN = "other-env-access-token"
+    fleet_settings.FLEET_SECRET_KEY = "other-env-secret-key"
+
+    assert_failure(
+        manager_client,
+        MintOutcome.CREDENTIALS_REJECTED,
+        "an administrator should run <code>manage.py fleet_doctor</code>",
+        status=502,
+    )
+
+
+def test_no_permission_for_the_company_says_so(manager_client, fleet_settings):
+    fleet_settings.FLEET_ACCESS_TOKEN = "no-permission-access-token"
+    fleet_settings.FLEET_SECRET_KEY = "no-permission-secret-key"
+
+    assert_failure(
+        manager_client,
+        MintOutcome.PERMISSION_DENIED,
+        "has no permission for your company",
+        status=403,
+    )
+
+
+def test_rate_limited_says_when_and_retries_by_itself(manager_client, emulator):
+    emulator.fault("/key/generator", status=429, retry_after=30, count=1)
+
+    framed = frame(manager_client)
+
+    assert "The fleet service is busy and asked us to wait. Retrying in 30 s" in framed.text
+    assert 'hx-trigger="load delay:30s"' in framed.text
+    # The route now cools down: the deep link says so without calling the API again.
+    opened = manager_client.get("/app/open", headers=ENGLISH)
+    assert opened.status_code == 429
+    assert int(opened["Retry-After"]) in range(28, 31)
+    assert emulator.calls("POST /key/generator") == 1
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [{"drop": True, "count": 2}, {"status": 503, "count": 2}, {"delay": 1.5, "count": 2}],
+    ids=["connection dropped", "503", "slow"],
+)
+def test_fleet_service_down_or_slow_says_try_again(manager_client, emulator, fleet_settings, fault):
+    fleet_settings.FLEET_READ_TIMEOUT = 0.5
+    emulator.fault("/key/generator", **fault)
+
+    framed, _ = assert_failure(
+        manager_client,
+        MintOutcome.UNAVAILABLE,
+        "The fleet service did not answer in time. Nothing was opened",
+        status=503,
+    )
+    assert "Try again" in framed.text
+
+
+def test_a_broken_answer_is_reported_not_a_500(manager_client, emulator):
+    emulator.fault("/key/generator", malformed=True, count=2)
+
+    assert_failure(
+        manager_client,
+        MintOutcome.ERROR,
+        "The fleet service answered something unexpected.",
+        status=502,
+    )

@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 # Python 3.13 (.python-version): pyenv's shim when present, else python3.13 on PATH.
 PYTHON313 := $(shell (pyenv which python3.13 2>/dev/null || command -v python3.13) | head -n 1)
 
-.PHONY: help run test lint typecheck pytest browser setup migrate clean
+.PHONY: help run test lint typecheck pytest browser setup messages clean
 
 help:
 	@echo "make run    set up and start the emulator and the portal at http://127.0.0.1:$(PORT)/"
@@ -71,6 +71,13 @@ pytest: $(VENV)/.dev
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test: $(VENV)/.dev browser lint typecheck pytest
+
+# Extract new strings into locale/pt_BR/LC_MESSAGES/django.po; translate them there, then
+# `make messages` again to compile (a test fails while a string is untranslated or stale).
+messages: $(VENV)/.dev
+	DJANGO_SETTINGS_MODULE=tests.settings $(PY) manage.py makemessages -l pt_BR --no-obsolete \
+	  --ignore=.venv --ignore=emulator --ignore=tests --ignore=bench --ignore=staticfiles
+	DJANGO_SETTINGS_MODULE=tests.settings $(PY) manage.py compilemessages -l pt_BR --ignore=.venv
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache staticfiles

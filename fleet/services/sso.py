@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.utils import timezone
 
 from fleet.api import errors
@@ -109,9 +110,11 @@ def _mint(
             started=started,
             cause=error,
         )
-    _audit(user=user, email=email, purpose=purpose, outcome=MintOutcome.MINTED, started=started)
-    if account is not None:
-        FleetAccount.objects.filter(pk=account.pk).update(last_success_at=timezone.now())
+    # After the call, never around it: one short transaction, one commit.
+    with transaction.atomic():
+        _audit(user=user, email=email, purpose=purpose, outcome=MintOutcome.MINTED, started=started)
+        if account is not None:
+            FleetAccount.objects.filter(pk=account.pk).update(last_success_at=timezone.now())
     return key
 
 
@@ -128,19 +131,20 @@ def _fail(
     started: float | None = None,
     cause: Exception | None = None,
 ) -> NoReturn:
-    _audit(
-        user=user,
-        email=email,
-        purpose=purpose,
-        outcome=outcome,
-        trace_id=trace_id,
-        detail=detail,
-        started=started,
-    )
-    if account is not None:
-        FleetAccount.objects.filter(pk=account.pk).update(
-            last_failure_at=timezone.now(), last_failure_outcome=outcome
+    with transaction.atomic():
+        _audit(
+            user=user,
+            email=email,
+            purpose=purpose,
+            outcome=outcome,
+            trace_id=trace_id,
+            detail=detail,
+            started=started,
         )
+        if account is not None:
+            FleetAccount.objects.filter(pk=account.pk).update(
+                last_failure_at=timezone.now(), last_failure_outcome=outcome
+            )
     raise MintFailed(outcome, retry_after=retry_after) from cause
 
 

@@ -1,0 +1,299 @@
+"""What every benchmark needs: the emulator and the portal as real servers, and statistics.
+
+Each server runs on a free loopback port with its output in a log file, and
+is stopped by the context manager that started it, also on Ctrl-C or
+SIGTERM. The portal gets its own SQLite database and an environment built
+here, so a developer's `.env` or shell cannot change what is measured.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+LOOPBACK = "127.0.0.1"
+START_TIMEOUT = 30.0
+
+# The emulator's public demo values (emulator/README.md).
+DEMO_ACCESS_TOKEN = "demo-access-token"
+DEMO_SECRET_KEY = "demo-secret-key"
+DEMO_FLEET_EMAIL = "manager@example.com"
+DEMO_FLEET_PASSWORD = "demo-password"
+
+_LISTENING = re.compile(r"listening on (http://\S+)")
+# Variables the portal's settings read: dropped from the inherited environment.
+_PORTAL_PREFIXES = ("FLEET_", "DJANGO_", "SECURE_", "SESSION_", "CSRF_")
+_PORTAL_NAMES = frozenset(
+    [
+        "DEBUG",
+        "ALLOWED_HOSTS",
+        "DATABASE_URL",
+        "CACHE_URL",
+        "CONN_MAX_AGE",
+        "TIME_ZONE",
+        "USE_X_FORWARDED_PROTO",
+    ]
+)
+# Creates the benchmark's portal user and links the emulator's manager to it.
+_CREATE_MANAGER = """
+import os
+from django.contrib.auth import get_user_model
+from fleet.models import FleetAccount
+user = get_user_model().objects.create_user(
+    username=os.environ["BENCH_USERNAME"], password=os.environ["BENCH_PASSWORD"]
+)
+account = FleetAccount(user=user, email=os.environ["BENCH_FLEET_EMAIL"])
+account.set_password(os.environ["BENCH_FLEET_PASSWORD"])
+account.save()
+"""
+
+
+class ServerFailed(RuntimeError):
+    """A server did not come up or stopped; the message ends with the tail of its log."""
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+
+@dataclass(frozen=True, slots=True)
+class PortalUser:
+    username: str
+    password: str
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Latencies of one kind of request, in milliseconds."""
+
+    name: str
+    count: int
+    p50: float
+    p95: float
+    mean: float
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback interface right now."""
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Let SIGTERM unwind like Ctrl-C, so that every `finally` stops its servers."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def running_emulator(workdir: Path, *args: str) -> Iterator[Server]:
+    """`python -m emulator` on a free loopback port, with extra `args`."""
+    log = workdir / "emulator.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "emulator", "--host", LOOPBACK, "--port", "0", *args],
+            cwd=ROOT,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        url = _wait_for_line(process, log)
+        _wait_for_health(f"{url}/healthz", process, log)
+        yield Server(url=url, process=process, log=log)
+    finally:
+        stop(process)
+
+
+def portal_environment(*, database: Path, emulator_url: str) -> dict[str, str]:
+    """The environment of a production-like portal on `emulator_url`, with its own database."""
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in _PORTAL_NAMES and not name.startswith(_PORTAL_PREFIXES)
+    }
+    environment |= {
+        "DJANGO_ENV_FILE": "",
+        "DJANGO_SETTINGS_MODULE": "portal.settings",
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+        "DEBUG": "False",
+        "DATABASE_URL": f"sqlite:///{database}",
+        "FLEET_ENVIRONMENT": "emulator",
+        "FLEET_BASE_URL": emulator_url,
+        "FLEET_LOGIN_URL": f"{emulator_url}/app",
+        "ALLOWED_HOSTS": f"{LOOPBACK},localhost",
+        "SESSION_COOKIE_SECURE": "False",
+        "CSRF_COOKIE_SECURE": "False",
+    }
+    return environment
+
+
+def portal_prepare(environment: dict[str, str]) -> PortalUser:
+    """Migrate the portal's database and create a manager linked to the emulator's one."""
+    user = PortalUser(username="bench-manager", password=secrets.token_urlsafe(16))
+    manage = [sys.executable, "manage.py"]
+    _run([*manage, "migrate", "--no-input", "-v", "0"], environment)
+    _run(
+        [*manage, "shell", "-v", "0", "-c", _CREATE_MANAGER],
+        environment
+        | {
+            "BENCH_USERNAME": user.username,
+            "BENCH_PASSWORD": user.password,
+            "BENCH_FLEET_EMAIL": DEMO_FLEET_EMAIL,
+            "BENCH_FLEET_PASSWORD": DEMO_FLEET_PASSWORD,
+        },
+    )
+    return user
+
+
+@contextmanager
+def running_portal(
+    environment: dict[str, str], workdir: Path, *, workers: int = 2, threads: int = 4
+) -> Iterator[Server]:
+    """The portal under gunicorn on a free loopback port, as in production."""
+    url = f"http://{LOOPBACK}:{free_port()}"
+    log = workdir / "gunicorn.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "portal.wsgi",
+                "--workers",
+                str(workers),
+                "--threads",
+                str(threads),
+                "--bind",
+                url.removeprefix("http://"),
+                # Several benchmarks (or engineers) at once must not share a socket.
+                "--no-control-socket",
+            ],
+            cwd=ROOT,
+            env=environment,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        _wait_for_health(f"{url}/healthz", process, log)
+        yield Server(url=url, process=process, log=log)
+    finally:
+        stop(process)
+
+
+def portal_log_in(session: requests.Session, portal_url: str, user: PortalUser) -> None:
+    """Log `session` in through the login form, as a browser does."""
+    login_url = f"{portal_url}/accounts/login/"
+    session.get(login_url, timeout=10).raise_for_status()
+    response = session.post(
+        login_url,
+        data={
+            "csrfmiddlewaretoken": session.cookies["csrftoken"],
+            "username": user.username,
+            "password": user.password,
+        },
+        allow_redirects=False,  # the dashboard is not what we measure
+        timeout=30,
+    )
+    if response.status_code != 302 or "sessionid" not in session.cookies:
+        raise ServerFailed(f"logging in to the portal failed (HTTP {response.status_code})")
+
+
+def ensure_running(server: Server) -> None:
+    """Raise `ServerFailed` if `server` has exited (rather than time a dead server)."""
+    _fail_if_exited(server.process, server.log)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop `process` politely, then firmly."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def summarize(name: str, seconds: Sequence[float]) -> Summary:
+    """p50, p95 and mean of `seconds`, in milliseconds."""
+    milliseconds = [value * 1000 for value in seconds]
+    return Summary(
+        name=name,
+        count=len(milliseconds),
+        p50=statistics.median(milliseconds),
+        p95=statistics.quantiles(milliseconds, n=20, method="inclusive")[18],
+        mean=statistics.fmean(milliseconds),
+    )
+
+
+def _run(command: list[str], environment: dict[str, str]) -> None:
+    completed = subprocess.run(
+        command, cwd=ROOT, env=environment, capture_output=True, text=True, check=False
+    )
+    if completed.returncode != 0:
+        raise ServerFailed(
+            f"{' '.join(command[1:3])} failed (exit {completed.returncode}):\n"
+            f"{_tail(completed.stdout + completed.stderr)}"
+        )
+
+
+def _wait_for_line(process: subprocess.Popen[bytes], log: Path) -> str:
+    """The URL in the emulator's first line, once it has printed it."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if match := _LISTENING.search(log.read_text(errors="replace")):
+            return match.group(1)
+        _fail_if_exited(process, log)
+        time.sleep(0.05)
+    raise ServerFailed(f"the emulator did not say where it listens:\n{_tail(log)}")
+
+
+def _wait_for_health(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        _fail_if_exited(process, log)
+        try:
+            if requests.get(url, timeout=2).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.1)
+    raise ServerFailed(f"{url} did not answer 200 within {START_TIMEOUT:.0f} s:\n{_tail(log)}")
+
+
+def _fail_if_exited(process: subprocess.Popen[bytes], log: Path) -> None:
+    if process.poll() is not None:
+        raise ServerFailed(f"{log.stem} exited with {process.returncode}:\n{_tail(log)}")
+
+
+def _tail(source: Path | str, lines: int = 20) -> str:
+    text = source.read_text(errors="replace") if isinstance(source, Path) else source
+    return "\n".join(text.splitlines()[-lines:])

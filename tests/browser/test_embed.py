@@ -99,3 +99,19 @@ def test_a_manager_without_a_fleet_login_is_told_where_to_link_it(
     expect(page).to_have_url(re.compile(r"/app/$"))
     app = page.frame_locator('[data-testid="fleet-app-frame"]')
     expect(app.locator(MANAGER_IN_APP)).to_be_visible()
+
+
+def test_the_back_button_gets_a_fresh_key_not_the_spent_one(page, manager, emulator):
+    log_in(page, "manager", "manager-demo-password")
+    page.goto("/app/")
+    app = page.frame_locator('[data-testid="fleet-app-frame"]')
+    expect(app.locator(MANAGER_IN_APP)).to_be_visible()
+    first_key_url = frame_src(page)
+
+    page.get_by_role("navigation").get_by_role("link", name="Painel").click()
+    expect(page).to_have_url(re.compile(r"/$"))
+    page.go_back()
+
+    expect(app.locator(MANAGER_IN_APP)).to_be_visible()
+    assert frame_src(page) != first_key_url
+    assert emulator.calls("POST /key/generator") == 2

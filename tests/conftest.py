@@ -118,6 +118,18 @@ def fleet_settings(settings: Any, emulator: Emulator) -> Any:
 FLEET_EMAIL, FLEET_PASSWORD = "manager@example.com", "demo-password"
 
 
+def stored_password(account: Any) -> str:
+    """A fleet account's encrypted password as the database holds it, past the ORM."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT password_encrypted FROM fleet_fleetaccount WHERE id = %s", [account.pk]
+        )
+        (value,) = cursor.fetchone()
+    return str(value)
+
+
 @pytest.fixture
 def manager(django_user_model: Any, fleet_settings: Any) -> Any:
     """A fleet manager whose fleet login (the emulator's manager) is linked."""

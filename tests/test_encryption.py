@@ -3,26 +3,16 @@ from __future__ import annotations
 import pytest
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connection
 
 from fleet import encryption
 from fleet.models import FleetAccount
+from tests.conftest import stored_password
 
 PASSWORD = "Fleet-pw-7d1c-in-clear"
 
 
 def new_key() -> str:
     return Fernet.generate_key().decode()
-
-
-def stored_password(account: FleetAccount) -> str:
-    """The column as the database holds it, past the ORM."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT password_encrypted FROM fleet_fleetaccount WHERE id = %s", [account.pk]
-        )
-        (value,) = cursor.fetchone()
-    return str(value)
 
 
 @pytest.fixture

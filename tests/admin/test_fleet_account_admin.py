@@ -3,12 +3,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
 from fleet import encryption
 from fleet.models import AccessKeyMint, FleetAccount
+from tests.conftest import stored_password
 
 pytestmark = pytest.mark.django_db
 
@@ -30,15 +30,6 @@ def change_url(account: FleetAccount) -> str:
 
 def check_url(account: FleetAccount) -> str:
     return reverse("admin:fleet_fleetaccount_check", args=[account.pk])
-
-
-def stored_password(account: FleetAccount) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT password_encrypted FROM fleet_fleetaccount WHERE id = %s", [account.pk]
-        )
-        (value,) = cursor.fetchone()
-    return str(value)
 
 
 def shown_messages(response) -> list[tuple[str, str]]:

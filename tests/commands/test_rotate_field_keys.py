@@ -5,11 +5,11 @@ import io
 import pytest
 from cryptography.fernet import Fernet
 from django.core.management import CommandError, call_command
-from django.db import connection
 
 from fleet import encryption
 from fleet.management.commands.rotate_field_keys import Command
 from fleet.models import FleetAccount
+from tests.conftest import stored_password
 
 pytestmark = pytest.mark.django_db
 
@@ -17,15 +17,6 @@ PASSWORD = "Fleet-pw-2b9e-in-clear"
 KEY_A = Fernet.generate_key().decode()
 KEY_B = Fernet.generate_key().decode()
 KEY_C = Fernet.generate_key().decode()
-
-
-def stored_password(account: FleetAccount) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT password_encrypted FROM fleet_fleetaccount WHERE id = %s", [account.pk]
-        )
-        (value,) = cursor.fetchone()
-    return str(value)
 
 
 @pytest.fixture

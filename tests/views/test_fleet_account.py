@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection
 
 from fleet.models import AccessKeyMint, FleetAccount
-from tests.conftest import FLEET_EMAIL, FLEET_PASSWORD
+from tests.conftest import FLEET_EMAIL, FLEET_PASSWORD, stored_password
 
 pytestmark = pytest.mark.django_db
 ENGLISH = {"Accept-Language": "en"}
@@ -19,14 +18,6 @@ def newcomer(client, django_user_model, fleet_settings):
     return user
 
 
-def stored_password(user) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT password_encrypted FROM fleet_fleetaccount WHERE user_id = %s", [user.pk]
-        )
-        return cursor.fetchone()[0]
-
-
 def test_linking_a_working_login_saves_it_encrypted(client, newcomer, emulator):
     response = client.post(
         "/app/account?next=/app/", {"email": FLEET_EMAIL, "password": FLEET_PASSWORD}
@@ -36,7 +27,7 @@ def test_linking_a_working_login_saves_it_encrypted(client, newcomer, emulator):
     assert response["Location"] == "/app/"
     account = FleetAccount.objects.get(user=newcomer)
     assert account.email == FLEET_EMAIL
-    assert FLEET_PASSWORD not in stored_password(newcomer)
+    assert FLEET_PASSWORD not in stored_password(FleetAccount.objects.get(user=newcomer))
     assert account.password() == FLEET_PASSWORD
     assert emulator.calls("POST /key/generator") == 1
     assert AccessKeyMint.objects.get().purpose == "link_check"
@@ -69,11 +60,11 @@ def test_fleet_service_down_saves_nothing_and_says_so(client, newcomer, emulator
 
 def test_updating_the_password_replaces_the_stored_one(client, manager):
     client.force_login(manager)
-    before = stored_password(manager)
+    before = stored_password(manager.fleet_account)
 
     client.post("/app/account", {"email": FLEET_EMAIL, "password": FLEET_PASSWORD})
 
-    assert stored_password(manager) != before
+    assert stored_password(manager.fleet_account) != before
     assert FleetAccount.objects.get(user=manager).password() == FLEET_PASSWORD
 
 
@@ -84,7 +75,7 @@ def test_the_page_shows_the_linked_email_but_never_the_password(client, manager)
 
     assert FLEET_EMAIL in response.text
     assert FLEET_PASSWORD not in response.text
-    assert stored_password(manager) not in response.text
+    assert stored_password(manager.fleet_account) not in response.text
 
 
 def test_an_invalid_email_is_refused_before_any_call(client, newcomer, emulator):

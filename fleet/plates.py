@@ -1,0 +1,33 @@
+"""Brazilian licence plates: the old `ABC1234` and the Mercosul `ABC1D23` formats.
+
+People type plates with hyphens, spaces and any case (`abc-1234`, `ABC 1D23`);
+the API may hold them either way. Everything the portal compares, looks up or
+puts in a URL goes through `normalize` first.
+"""
+
+from __future__ import annotations
+
+import re
+
+_OLD = re.compile(r"[A-Z]{3}[0-9]{4}")
+_MERCOSUL = re.compile(r"[A-Z]{3}[0-9][A-Z][0-9]{2}")
+_SEPARATORS = str.maketrans("", "", "- .\u00a0")
+
+
+def normalize(text: str) -> str:
+    """Upper case without hyphens, dots or spaces: `abc-1234` → `ABC1234`."""
+    return text.translate(_SEPARATORS).upper()
+
+
+def is_valid(text: str) -> bool:
+    """Whether `text` is a plate in either format, once normalized."""
+    plate = normalize(text)
+    return bool(_OLD.fullmatch(plate) or _MERCOSUL.fullmatch(plate))
+
+
+def display(text: str) -> str:
+    """How Brazilians write a plate: `ABC-1234` (old) or `ABC1D23` (Mercosul)."""
+    plate = normalize(text)
+    if _OLD.fullmatch(plate):
+        return f"{plate[:3]}-{plate[3:]}"
+    return plate

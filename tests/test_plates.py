@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import pytest
+
+from fleet import plates
+
+
+@pytest.mark.parametrize(
+    ("typed", "normal"),
+    [
+        ("abc-1234", "ABC1234"),
+        ("ABC 1D23", "ABC1D23"),
+        (" abc.1d23 ", "ABC1D23"),
+        ("ABC1234", "ABC1234"),
+    ],
+)
+def test_plates_are_normalized_whatever_the_typing(typed, normal):
+    assert plates.normalize(typed) == normal
+
+
+@pytest.mark.parametrize("plate", ["ABC1234", "abc-1234", "ABC1D23", "abc 1d23"])
+def test_both_formats_are_valid(plate):
+    assert plates.is_valid(plate)
+
+
+@pytest.mark.parametrize(
+    "plate",
+    [
+        "",
+        "AB1234",
+        "ABCD123",
+        "ABC12345",
+        "1BC1234",
+        "ABC1DD3",
+        "../key/generator",
+        "ABC%2F1",
+        "ÁBC1234",
+    ],
+)
+def test_anything_else_is_not_a_plate(plate):
+    assert not plates.is_valid(plate)
+
+
+def test_old_plates_are_shown_with_a_hyphen_and_mercosul_ones_without():
+    assert plates.display("abc1234") == "ABC-1234"
+    assert plates.display("abc-1d23") == "ABC1D23"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
@@ -61,3 +63,45 @@ class FleetAccountForm(forms.Form):
                 )
                 % {"reason": failure.outcome.label},
             )
+
+
+class VehicleFilterForm(forms.Form):
+    """The vehicle list's query string: search, active filter, sort and page."""
+
+    SORT_CHOICES = [
+        ("plate", _("Plate (A-Z)")),
+        ("-plate", _("Plate (Z-A)")),
+        ("model", _("Model (A-Z)")),
+        ("-model", _("Model (Z-A)")),
+        ("-active", _("Active first")),
+        ("active", _("Inactive first")),
+    ]
+    ACTIVE_CHOICES = [("", _("All vehicles")), ("1", _("Active")), ("0", _("Inactive"))]
+
+    q = forms.CharField(
+        label=_("Search"),
+        required=False,
+        max_length=60,
+        widget=forms.TextInput(
+            attrs={
+                "type": "search",
+                "placeholder": _("Plate or model, e.g. ABC-1234, ABC1D23, Onix"),
+                "autocomplete": "off",
+            }
+        ),
+    )
+    active = forms.ChoiceField(label=_("Status"), choices=ACTIVE_CHOICES, required=False)
+    sort = forms.ChoiceField(label=_("Sort by"), choices=SORT_CHOICES, required=False)
+    page = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
+
+    def filters(self) -> dict[str, Any]:
+        """The valid parts of the query; anything malformed falls back to its default."""
+        self.is_valid()  # cleaned_data then holds the fields that are valid
+        data = self.cleaned_data
+        active = data.get("active") or ""
+        return {
+            "query": (data.get("q") or "").strip(),
+            "active": None if active == "" else active == "1",
+            "sort": data.get("sort") or "plate",
+            "page": data.get("page") or 1,
+        }

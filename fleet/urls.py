@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.urls import path
 
-from fleet.views import dashboard, embed, health
+from fleet.urls_crlv import urlpatterns_crlv
+from fleet.views import dashboard, embed, health, vehicles
 
 app_name = "fleet"
 
@@ -15,4 +16,8 @@ urlpatterns = [
     path("app/frame", embed.app_frame, name="app_frame"),
     path("app/open", embed.app_open, name="app_open"),
     path("app/account", embed.fleet_account, name="fleet_account"),
+    path("vehicles/", vehicles.vehicle_list, name="vehicles"),
+    path("vehicles/export.csv", vehicles.vehicle_list_export, name="vehicles_export"),
+    path("vehicles/refresh", vehicles.vehicle_list_refresh, name="vehicles_refresh"),
+    *urlpatterns_crlv,
 ]

@@ -115,6 +115,30 @@ FLEET_INTERACTIVE_RETRY_BUDGET = env.float("FLEET_INTERACTIVE_RETRY_BUDGET", def
 # Seconds to wait for an answer of the Fleet API (the CNH lookup has its own 70 s).
 FLEET_READ_TIMEOUT = env.float("FLEET_READ_TIMEOUT", default=10.0)
 
+
+def _seconds(name: str, *, default: float, minimum: float = 0.0) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number of seconds.") from None
+    if not minimum <= value < float("inf"):
+        raise ImproperlyConfigured(f"{name} must be a number of seconds, at least {minimum:g}.")
+    return value
+
+
+# The shared snapshot of the vehicle list (fleet/services/vehicles.py): fresh
+# for FLEET_VEHICLES_TTL, then refreshed by one worker; served stale while the
+# API fails for up to FLEET_VEHICLES_KEEP.
+FLEET_VEHICLES_TTL = _seconds("FLEET_VEHICLES_TTL", default=60.0, minimum=1.0)
+FLEET_VEHICLES_KEEP = _seconds("FLEET_VEHICLES_KEEP", default=86400.0, minimum=FLEET_VEHICLES_TTL)
+# How long a request with no data at all waits for another worker's refresh.
+FLEET_VEHICLES_WAIT = _seconds("FLEET_VEHICLES_WAIT", default=5.0)
+# After a failed refresh (without Retry-After), no worker tries again for this long.
+FLEET_VEHICLES_FAILURE_BACKOFF = _seconds("FLEET_VEHICLES_FAILURE_BACKOFF", default=10.0)
+
 # --- Django -------------------------------------------------------------------
 
 INSTALLED_APPS = [

@@ -146,9 +146,17 @@ def manager(django_user_model: Any, fleet_settings: Any) -> Any:
 
 @pytest.fixture(autouse=True)
 def _fresh_fleet_client() -> Iterator[None]:
-    """Each test gets its own client: no route cooldown carried over from another test."""
+    """Each test starts cold: its own client, an empty cache (no vehicle list, no
+    route cooldown) and no vehicle list decoded in this process."""
+    from django.core.cache import cache
+
     from fleet.services.connection import _client_for
+    from fleet.services.vehicles import _memo
 
     _client_for.cache_clear()
+    cache.clear()
+    _memo.clear()
     yield
     _client_for.cache_clear()
+    cache.clear()
+    _memo.clear()

@@ -10,8 +10,8 @@ from tests.conftest import ROOT
 CATALOGUE = ROOT / "locale" / "pt_BR" / "LC_MESSAGES"
 
 
-def entries() -> dict[str, tuple[str, bool]]:
-    """msgid -> (msgstr, fuzzy) for every entry of django.po."""
+def entries() -> dict[tuple[str | None, str], tuple[str, bool]]:
+    """(msgctxt, msgid) -> (msgstr, fuzzy) for every singular entry of django.po."""
     found = {}
     for block in (CATALOGUE / "django.po").read_text().split("\n\n"):
         lines = block.splitlines()
@@ -24,9 +24,12 @@ def entries() -> dict[str, tuple[str, bool]]:
             return "".join(json.loads(line) for line in part if line.strip())
 
         msgid = text([lines[i][6:], *lines[i + 1 : j]])
+        context = next(
+            (json.loads(line[8:]) for line in lines if line.startswith("msgctxt ")), None
+        )
         if msgid:
             fuzzy = any(line.startswith("#,") and "fuzzy" in line for line in lines)
-            found[msgid] = (text([lines[j][7:], *lines[j + 1 :]]), fuzzy)
+            found[context, msgid] = (text([lines[j][7:], *lines[j + 1 :]]), fuzzy)
     return found
 
 
@@ -43,6 +46,9 @@ def test_the_compiled_catalogue_is_up_to_date():
         translations = gettext.GNUTranslations(compiled)
 
     stale = [
-        msgid for msgid, (msgstr, _) in entries().items() if translations.gettext(msgid) != msgstr
+        msgid
+        for (context, msgid), (msgstr, _) in entries().items()
+        if (translations.pgettext(context, msgid) if context else translations.gettext(msgid))
+        != msgstr
     ]
     assert stale == [], "run `manage.py compilemessages`"

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 
 from django.conf import settings
 
 from fleet.api.client import FleetClient
+from fleet.services.cooldown import CacheCooldown
 
 
 def fleet_client() -> FleetClient:
     """The client for the configured credentials, shared by every thread.
 
     Settings are read on each call (tests override them); the client and its
-    connection pool are reused for as long as they stay the same.
+    connection pool are reused for as long as they stay the same. Its route
+    cooldowns live in Django's cache, so a Retry-After pauses every worker.
     """
     return _client_for(
         settings.FLEET_BASE_URL,
@@ -22,6 +25,20 @@ def fleet_client() -> FleetClient:
         settings.FLEET_INTERACTIVE_RETRY_BUDGET,
         settings.FLEET_READ_TIMEOUT,
     )
+
+
+def fleet_cache_scope() -> str:
+    """A short name for the configured API and account, for shared cache keys.
+
+    Workers pointed at another API or account (a rate limit is per access
+    token) must not share pauses or data. A digest: keys never hold the token.
+    """
+    return _scope_for(settings.FLEET_BASE_URL, settings.FLEET_ACCESS_TOKEN)
+
+
+@functools.lru_cache(maxsize=4)
+def _scope_for(base_url: str, access_token: str) -> str:
+    return hashlib.sha256(f"{base_url}\n{access_token}".encode()).hexdigest()[:16]
 
 
 @functools.lru_cache(maxsize=4)
@@ -34,4 +51,5 @@ def _client_for(
         secret_key=secret_key,
         retry_budget=retry_budget,
         read_timeout=read_timeout,
+        cooldown=CacheCooldown(scope=_scope_for(base_url, access_token)),
     )

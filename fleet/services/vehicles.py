@@ -1,0 +1,708 @@
+"""The fleet's vehicles for the portal's pages: one snapshot, shared by every worker.
+
+`GET /key/list-cars` answers with the whole fleet at once (spec 4.1), tens of
+thousands of vehicles and no paging or filters. So the portal keeps a snapshot:
+
+- in Django's cache (Redis in production), compact: zlib-compressed JSON
+  columns under a key per version, beside a small metadata key that names the
+  current version and when it was fetched;
+- in each process, decoded once per version (`_memo`) with its sort orders
+  built on first use: a request reads only the metadata key, then filters,
+  counts and slices in memory, creating objects only for the rows it shows;
+- refreshed after `FLEET_VEHICLES_TTL` by exactly one request of the whole
+  deployment, the holder of a lock taken with `cache.add`; the others serve
+  the stale copy or, with nothing to serve, wait briefly for that one;
+- served stale, saying since when and why, while the API fails or the route
+  cools down after a Retry-After (`fleet.services.cooldown`, the same pause
+  the client honours).
+
+Cache keys, under `fleet:vehicles:1:<scope>` (`fleet_cache_scope()`):
+
+| key | holds | read |
+|---|---|---|
+| `meta` | `{"version", "fetched_at", "count"}` | by every request |
+| `data:<version>` | the snapshot | once per version by each process |
+| `lock` | the refreshing worker's random token | when stale |
+| `failure` | the last failed refresh: outcome, Retry-After, when | when stale |
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import operator
+import secrets
+import threading
+import time
+import unicodedata
+import zlib
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import reduce
+from itertools import compress, repeat
+from typing import Any, Final, Literal, NamedTuple, get_args
+
+from django.conf import settings
+from django.core.cache import cache
+
+from fleet import plates
+from fleet.api import errors
+from fleet.api.client import LIST_VEHICLES, FleetClient
+from fleet.api.resources import Vehicle
+from fleet.services.connection import fleet_cache_scope, fleet_client
+
+logger = logging.getLogger(__name__)
+
+type Outcome = Literal[
+    "rate_limited", "unavailable", "credentials_rejected", "permission_denied", "error"
+]
+
+SORTS: Final = ("plate", "-plate", "model", "-model", "active", "-active")
+DEFAULT_SORT: Final = "plate"
+MAX_PER_PAGE: Final = 200
+
+_FORMAT: Final = 1  # of the cached snapshot; part of every key
+_POLL: Final = 0.05  # seconds between looks at another worker's refresh
+_LOCK_MARGIN: Final = 10  # seconds the lock outlives the longest possible API call
+_OUTCOMES: Final = frozenset(get_args(Outcome.__value__))
+_TO_DIGITS: Final = bytes.maketrans(b"\x00\x01", b"01")
+_FROM_DIGITS: Final = bytes.maketrans(b"01", b"\x00\x01")
+_FLIP: Final = bytes.maketrans(b"\x00\x01", b"\x01\x00")
+
+
+@dataclass(frozen=True, slots=True)
+class VehicleRow:
+    """One vehicle as the pages show it."""
+
+    id: int
+    plate: str  # normalized: "ABC1234", "ABC1D23"
+    plate_display: str  # "ABC-1234" (old format), "ABC1D23" (Mercosul)
+    model: str
+    active: bool
+    driver_id: int | None
+
+
+class FleetDataUnavailable(Exception):
+    """There is no vehicle list to show at all: `outcome` says why.
+
+    `retry_after`: seconds before the API may be called again, when it asked to wait.
+    """
+
+    def __init__(self, outcome: Outcome, *, retry_after: float | None = None) -> None:
+        when = "" if retry_after is None else f", retry after {math.ceil(retry_after)} s"
+        super().__init__(f"no vehicle list to show: {outcome}{when}")
+        self.outcome: Outcome = outcome
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True, slots=True)
+class Freshness:
+    """How old the list shown is, and why it was not refreshed.
+
+    `stale`: older than `FLEET_VEHICLES_TTL`. `problem`: why the list was not
+    replaced by a newer one; None when nothing went wrong, which a stale list
+    also is while another worker is fetching its successor. `retry_after`:
+    seconds before the API may be called again, while the route cools down.
+    """
+
+    fetched_at: datetime  # aware, UTC
+    stale: bool
+    problem: Outcome | None = None
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VehiclePage:
+    """One page of the vehicles matching a filter."""
+
+    rows: Sequence[VehicleRow]
+    total: int  # vehicles matching the filter
+    fleet_total: int
+    page: int
+    pages: int
+    per_page: int
+    freshness: Freshness
+
+
+# --- The selectors the pages call ----------------------------------------------
+
+
+def vehicle_search(
+    *,
+    query: str = "",
+    active: bool | None = None,
+    sort: str = DEFAULT_SORT,
+    page: int = 1,
+    per_page: int = 50,
+) -> VehiclePage:
+    """The page `page` of the vehicles matching `query` and `active`, in `sort` order.
+
+    `query` matches a plate ignoring case, spaces and hyphens, or a model
+    ignoring case and accents. An unknown `sort` is the default; `page` is
+    clamped to the pages there are; `per_page` to 1..MAX_PER_PAGE.
+    """
+    snapshot, freshness = _current()
+    per_page = min(max(per_page, 1), MAX_PER_PAGE)
+    matches = snapshot.select(query=query, active=active, sort=sort)
+    pages = max(1, math.ceil(len(matches) / per_page))
+    page = min(max(page, 1), pages)
+    start = (page - 1) * per_page
+    return VehiclePage(
+        rows=tuple(map(snapshot.row, matches[start : start + per_page])),
+        total=len(matches),
+        fleet_total=snapshot.count,
+        page=page,
+        pages=pages,
+        per_page=per_page,
+        freshness=freshness,
+    )
+
+
+def vehicle_export(
+    *, query: str = "", active: bool | None = None, sort: str = DEFAULT_SORT
+) -> tuple[Iterator[VehicleRow], Freshness]:
+    """Every vehicle matching the filter, in order, made one at a time (for CSV)."""
+    snapshot, freshness = _current()
+    return map(snapshot.row, snapshot.select(query=query, active=active, sort=sort)), freshness
+
+
+def vehicle_get(*, plate: str) -> VehicleRow | None:
+    """The vehicle with this plate (typed any way `plates.normalize` accepts), if any."""
+    snapshot, _freshness = _current()
+    index = snapshot.find(plates.normalize(plate))
+    return None if index is None else snapshot.row(index)
+
+
+def vehicles_refresh() -> Freshness:
+    """Fetch the list now (the page's refresh button), unless the route is
+    cooling down or another worker is already fetching it."""
+    _snapshot, freshness = _current(force=True)
+    return freshness
+
+
+# --- The snapshot of one version of the fleet ----------------------------------
+
+
+def _fold(text: str) -> str:
+    """Lower case, without accents, single spaces: what model search compares."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return " ".join(bare.casefold().split())
+
+
+def _normalized_plates(raw: list[str]) -> list[str]:
+    # One `normalize` of the joined plates costs a tenth of one call per plate;
+    # a plate with a line break in it (never seen) falls back to those calls.
+    normalized = plates.normalize("\n".join(raw)).split("\n")
+    return normalized if len(normalized) == len(raw) else [plates.normalize(p) for p in raw]
+
+
+def _or(a: bytes, b: bytes) -> bytes:
+    return (int.from_bytes(a) | int.from_bytes(b)).to_bytes(len(a))
+
+
+def _and(a: bytes, b: bytes) -> bytes:
+    return (int.from_bytes(a) & int.from_bytes(b)).to_bytes(len(a))
+
+
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """What search scans, in one sort order. Filters are masks: a byte per row, 1 if it matches."""
+
+    plates: list[str]
+    plate_text: str  # the plates joined: one `in` tells whether any plate matches at all
+    models: bytes | list[int]  # model numbers; bytes (for `translate`) up to 256 models
+    active: bytes
+    inactive: bytes
+
+
+class _Snapshot:
+    """One version of the fleet, as columns in the API's order, and its sort orders."""
+
+    def __init__(
+        self,
+        *,
+        scope: str,
+        version: str,
+        fetched_at: float,
+        ids: list[int],
+        plates: list[str],
+        model_names: list[str],
+        model_codes: list[int],
+        actives: bytes,
+        drivers: list[int | None],
+    ) -> None:
+        self.scope = scope
+        self.version = version
+        self.fetched_at = fetched_at
+        self.fetched_at_utc = datetime.fromtimestamp(fetched_at, UTC)
+        self.count = len(ids)
+        self.ids = ids
+        self.plates = plates  # normalized
+        # A fleet has few models: each row holds its model's number, and
+        # search folds each model once, not each row's.
+        self.model_names = model_names
+        self.model_codes = model_codes
+        self.model_folds = [_fold(name) for name in model_names]
+        self.actives = actives  # 1 per active vehicle
+        self.drivers = drivers
+        # Built on first use, once per process and version: a page without a
+        # search needs only its order, which the first page pays for.
+        self._orders: dict[str, list[int]] = {}
+        self._columns: dict[str, _Columns] = {}
+        self._build_lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"<_Snapshot {self.version} of {self.count} vehicles>"
+
+    @classmethod
+    def from_vehicles(
+        cls, vehicles: Sequence[Vehicle], *, scope: str, version: str, fetched_at: float
+    ) -> _Snapshot:
+        number: dict[str, int] = {}
+        codes = [number.setdefault(v.model, len(number)) for v in vehicles]
+        return cls(
+            scope=scope,
+            version=version,
+            fetched_at=fetched_at,
+            ids=[v.id for v in vehicles],
+            plates=_normalized_plates([v.plate for v in vehicles]),
+            model_names=list(number),
+            model_codes=codes,
+            actives=bytes([v.active for v in vehicles]),
+            drivers=[v.driver_id for v in vehicles],
+        )
+
+    def encode(self) -> bytes:
+        """JSON columns, compressed (fast over small)."""
+        document = {
+            "format": _FORMAT,
+            "ids": self.ids,
+            "plates": self.plates,
+            "models": self.model_names,
+            "model": self.model_codes,
+            "active": self.actives.translate(_TO_DIGITS).decode("ascii"),
+            "drivers": self.drivers,
+        }
+        return zlib.compress(json.dumps(document, separators=(",", ":")).encode(), 1)
+
+    @classmethod
+    def decode(
+        cls, payload: object, *, scope: str, version: str, fetched_at: float
+    ) -> _Snapshot | None:
+        """The snapshot `encode` wrote, or None if `payload` is not one."""
+        if not isinstance(payload, bytes):
+            return None
+        try:
+            document = json.loads(zlib.decompress(payload))
+            if document["format"] != _FORMAT:
+                return None
+            snapshot = cls(
+                scope=scope,
+                version=version,
+                fetched_at=fetched_at,
+                ids=document["ids"],
+                plates=document["plates"],
+                model_names=document["models"],
+                model_codes=document["model"],
+                actives=document["active"].encode("ascii").translate(_FROM_DIGITS),
+                drivers=document["drivers"],
+            )
+        except (zlib.error, ValueError, KeyError, TypeError, AttributeError):
+            logger.exception("the cached vehicle list %s is unreadable; fetching it again", version)
+            return None
+        columns = (snapshot.plates, snapshot.model_codes, snapshot.actives, snapshot.drivers)
+        if (
+            any(len(c) != snapshot.count for c in columns)
+            or snapshot.actives.translate(None, b"\x00\x01")
+            or (snapshot.count and max(snapshot.model_codes) >= len(snapshot.model_names))
+        ):
+            logger.error("the cached vehicle list %s is inconsistent; fetching it again", version)
+            return None
+        return snapshot
+
+    def row(self, index: int) -> VehicleRow:
+        plate = self.plates[index]
+        return VehicleRow(
+            id=self.ids[index],
+            plate=plate,
+            plate_display=plates.display(plate),
+            model=self.model_names[self.model_codes[index]],
+            active=self.actives[index] == 1,
+            driver_id=self.drivers[index],
+        )
+
+    def find(self, plate: str) -> int | None:
+        """The row of a normalized plate, by binary search in plate order."""
+        order = self.order(DEFAULT_SORT)
+        position = bisect_left(order, plate, key=self.plates.__getitem__)
+        if position < len(order) and self.plates[order[position]] == plate:
+            return order[position]
+        return None
+
+    def select(self, *, query: str, active: bool | None, sort: str) -> Sequence[int]:
+        """Row numbers matching the filter, in `sort` order: one pass, no sorting."""
+        sort = sort if sort in SORTS else DEFAULT_SORT
+        text = _fold(query)
+        if not text and active is None:
+            return self.order(sort)
+        columns = self.columns(sort)
+        mask = self._query_mask(columns, text) if text else None
+        if active is not None:
+            wanted = columns.active if active else columns.inactive
+            mask = wanted if mask is None else _and(mask, wanted)
+        return self.order(sort) if mask is None else list(compress(self.order(sort), mask))
+
+    def _query_mask(self, columns: _Columns, text: str) -> bytes | None:
+        """Rows whose plate or model matches the folded query; None when every row does."""
+        models = [n for n, folded in enumerate(self.model_folds) if text in folded]
+        if len(models) == len(self.model_folds):
+            return None
+        masks = []
+        plate_part = plates.normalize(text)
+        if plate_part and plate_part in columns.plate_text:
+            masks.append(bytes(map(operator.contains, columns.plates, repeat(plate_part))))
+        if models and isinstance(columns.models, bytes):
+            masks.append(columns.models.translate(bytes(n in models for n in range(256))))
+        elif models:
+            masks.append(bytes(map(set(models).__contains__, columns.models)))
+        return reduce(_or, masks) if masks else bytes(self.count)
+
+    def order(self, sort: str) -> list[int]:
+        """Row numbers in `sort` order."""
+        order = self._orders.get(sort)
+        if order is None:
+            with self._build_lock:
+                order = self._orders.get(sort)
+                if order is None:
+                    order = self._orders[sort] = self._sorted(sort)
+        return order
+
+    def columns(self, sort: str) -> _Columns:
+        """The search columns in `sort` order."""
+        columns = self._columns.get(sort)
+        if columns is None:
+            with self._build_lock:
+                columns = self._columns.get(sort)
+                if columns is None:
+                    columns = self._columns[sort] = self._columns_in(self.order(sort))
+        return columns
+
+    def _columns_in(self, order: list[int]) -> _Columns:
+        in_order = list(map(self.plates.__getitem__, order))
+        codes = map(self.model_codes.__getitem__, order)
+        active = bytes(map(self.actives.__getitem__, order))
+        return _Columns(
+            plates=in_order,
+            plate_text="\n".join(in_order),
+            models=bytes(codes) if len(self.model_names) <= 256 else list(codes),
+            active=active,
+            inactive=active.translate(_FLIP),
+        )
+
+    def _sorted(self, sort: str) -> list[int]:
+        if sort == "plate":
+            return sorted(range(self.count), key=self.plates.__getitem__)
+        # Stable sorts of the plate order: ties stay in plate order, even
+        # descending, so "-model" lists each model's plates A to Z.
+        by_plate = self.order("plate")
+        field, descending = sort.removeprefix("-"), sort.startswith("-")
+        if field == "plate":
+            return by_plate[::-1]
+        if field == "model":
+            names, folds = self.model_names, self.model_folds
+            ranked = sorted(range(len(names)), key=lambda n: (folds[n], names[n]))
+            rank = [0] * len(names)
+            for position, n in enumerate(ranked):
+                rank[n] = position
+            keys = list(map(rank.__getitem__, self.model_codes))
+            return sorted(by_plate, key=keys.__getitem__, reverse=descending)
+        return sorted(by_plate, key=self.actives.__getitem__, reverse=descending)
+
+
+class _Memo:
+    """This process's decoded snapshot, shared by its threads, decoded once per version."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.snapshot: _Snapshot | None = None
+
+    def clear(self) -> None:
+        with self.lock:
+            self.snapshot = None
+
+
+_memo = _Memo()
+
+
+# --- The shared cache -----------------------------------------------------------
+
+
+class _Keys:
+    def __init__(self, scope: str) -> None:
+        self.scope = scope
+        prefix = f"fleet:vehicles:{_FORMAT}:{scope}"
+        self.meta = f"{prefix}:meta"
+        self.lock = f"{prefix}:lock"
+        self.failure = f"{prefix}:failure"
+        self._data = f"{prefix}:data"
+
+    def data(self, version: str) -> str:
+        return f"{self._data}:{version}"
+
+
+class _Meta(NamedTuple):
+    version: str
+    fetched_at: float
+
+    @classmethod
+    def parse(cls, value: Any) -> _Meta | None:
+        if isinstance(value, dict):
+            version, fetched_at = value.get("version"), value.get("fetched_at")
+            if isinstance(version, str) and isinstance(fetched_at, int | float):
+                return cls(version, float(fetched_at))
+        return None
+
+
+class _Failure(NamedTuple):
+    """The last refresh that failed: why, the Retry-After it carried, when (wall clock)."""
+
+    outcome: Outcome
+    retry_after: float | None
+    at: float
+
+    @classmethod
+    def parse(cls, value: Any) -> _Failure | None:
+        if isinstance(value, tuple | list) and len(value) == 3:
+            outcome, retry_after, at = value
+            if (
+                outcome in _OUTCOMES
+                and (retry_after is None or isinstance(retry_after, int | float))
+                and isinstance(at, int | float)
+            ):
+                return cls(outcome, retry_after, at)
+        return None
+
+    def backing_off(self, now: float) -> bool:
+        """Whether workers should not call again yet (a Retry-After is the cooldown's)."""
+        return self.retry_after is None and now - self.at < settings.FLEET_VEHICLES_FAILURE_BACKOFF
+
+
+def _keep_seconds() -> int:
+    return math.ceil(settings.FLEET_VEHICLES_KEEP)
+
+
+def _load(keys: _Keys) -> _Snapshot | None:
+    """The current snapshot: the memo while the version is unchanged, else decoded."""
+    for _attempt in range(3):
+        meta = _Meta.parse(cache.get(keys.meta))
+        if meta is None:
+            break
+        memo = _memo.snapshot
+        if memo is not None and memo.version == meta.version:
+            return memo
+        with _memo.lock:
+            memo = _memo.snapshot
+            if memo is not None and memo.version == meta.version:
+                return memo
+            started = time.perf_counter()
+            snapshot = _Snapshot.decode(
+                cache.get(keys.data(meta.version)),
+                scope=keys.scope,
+                version=meta.version,
+                fetched_at=meta.fetched_at,
+            )
+            if snapshot is not None:
+                _memo.snapshot = snapshot
+                logger.debug(
+                    "decoded vehicle list %s (%d vehicles) in %.0f ms",
+                    snapshot.version,
+                    snapshot.count,
+                    (time.perf_counter() - started) * 1000,
+                )
+                return snapshot
+        # The version was replaced between the two reads, or evicted: look again.
+    # The cache lost the list (flushed, evicted): this process's copy is still good.
+    memo = _memo.snapshot
+    if (
+        memo is not None
+        and memo.scope == keys.scope
+        and time.time() - memo.fetched_at <= settings.FLEET_VEHICLES_KEEP
+    ):
+        return memo
+    return None
+
+
+def _publish(keys: _Keys, vehicles: Sequence[Vehicle], fetched_at: float) -> _Snapshot:
+    """Store a new version for every worker (data first, then the meta naming it)."""
+    version = f"{time.time_ns():x}-{secrets.token_hex(4)}"
+    snapshot = _Snapshot.from_vehicles(
+        vehicles, scope=keys.scope, version=version, fetched_at=fetched_at
+    )
+    previous = _Meta.parse(cache.get(keys.meta))
+    keep = _keep_seconds()
+    cache.set(keys.data(version), snapshot.encode(), timeout=keep)
+    cache.set(
+        keys.meta,
+        {"version": version, "fetched_at": fetched_at, "count": snapshot.count},
+        timeout=keep,
+    )
+    cache.delete(keys.failure)
+    if previous is not None and previous.version != version:
+        # A worker that read the old meta reads it again when the data is gone.
+        cache.delete(keys.data(previous.version))
+    with _memo.lock:
+        _memo.snapshot = snapshot
+    return snapshot
+
+
+@contextmanager
+def _refresh_lock(keys: _Keys, client: FleetClient) -> Iterator[bool]:
+    """Try to become the one worker fetching the list; yields whether this one is.
+
+    The lock expires after the longest the client can spend on one call, in
+    case its holder dies; it is released only by its owner, and only while it
+    is surely still that owner's.
+    """
+    seconds = (client.connect_timeout + client.read_timeout) * client.max_attempts
+    timeout = math.ceil(seconds + client.retry_budget) + _LOCK_MARGIN
+    token = secrets.token_hex(16)
+    taken = time.monotonic()
+    owned = cache.add(keys.lock, token, timeout=timeout)
+    try:
+        yield owned
+    finally:
+        if owned and time.monotonic() - taken < timeout - 1 and cache.get(keys.lock) == token:
+            cache.delete(keys.lock)
+
+
+def _outcome(error: errors.FleetError) -> Outcome:
+    if isinstance(error, errors.RateLimited):
+        return "rate_limited"
+    if isinstance(error, errors.GatewayTimeout | errors.UpstreamUnavailable):
+        return "unavailable"
+    if isinstance(error, errors.CredentialsRejected):
+        return "credentials_rejected"
+    if isinstance(error, errors.PermissionDenied):
+        return "permission_denied"
+    return "error"
+
+
+def _fetch(keys: _Keys, client: FleetClient) -> _Snapshot:
+    """Call the API and publish its answer; on failure, record it for every worker."""
+    started = time.perf_counter()
+    try:
+        fleet = client.list_vehicles()
+    except errors.FleetError as error:
+        outcome = _outcome(error)
+        retry_after = error.retry_after if isinstance(error, errors.RetryLater) else None
+        cache.set(keys.failure, (outcome, retry_after, time.time()), timeout=_keep_seconds())
+        logger.warning(
+            "vehicle list refresh failed after %.0f ms (%s): %s",
+            (time.perf_counter() - started) * 1000,
+            outcome,
+            error,
+        )
+        raise
+    fetched = time.perf_counter()
+    snapshot = _publish(keys, fleet.vehicles, time.time())
+    logger.info(
+        "vehicle list refreshed: %d vehicles in %.0f ms (API %.0f ms, storing %.0f ms)",
+        snapshot.count,
+        (time.perf_counter() - started) * 1000,
+        (fetched - started) * 1000,
+        (time.perf_counter() - fetched) * 1000,
+    )
+    return snapshot
+
+
+# --- Fresh, stale or none --------------------------------------------------------
+
+
+def _freshness(
+    snapshot: _Snapshot, *, problem: Outcome | None = None, retry_after: float | None = None
+) -> Freshness:
+    return Freshness(
+        fetched_at=snapshot.fetched_at_utc,
+        stale=time.time() - snapshot.fetched_at > settings.FLEET_VEHICLES_TTL,
+        problem=problem,
+        retry_after=retry_after,
+    )
+
+
+def _current(*, force: bool = False) -> tuple[_Snapshot, Freshness]:
+    """The snapshot to serve and its freshness; `FleetDataUnavailable` when there is none.
+
+    The usual path is one read of the small meta key. `force` refreshes a list
+    that is still fresh, as long as no pause or other refresh is in the way.
+    """
+    keys = _Keys(fleet_cache_scope())
+    snapshot = _load(keys)
+    if snapshot is None:
+        return _first(keys, force=force)
+    if not force and time.time() - snapshot.fetched_at <= settings.FLEET_VEHICLES_TTL:
+        return snapshot, _freshness(snapshot)
+    return _refreshed(keys, snapshot, force=force)
+
+
+def _refreshed(keys: _Keys, snapshot: _Snapshot, *, force: bool) -> tuple[_Snapshot, Freshness]:
+    """A newer snapshot if this worker may fetch one now, else `snapshot` and why not."""
+    client = fleet_client()
+    failure = _Failure.parse(cache.get(keys.failure))
+    if (pause := client.cooldown.remaining(LIST_VEHICLES)) > 0:
+        outcome = failure.outcome if failure and failure.retry_after is not None else None
+        return snapshot, _freshness(snapshot, problem=outcome or "rate_limited", retry_after=pause)
+    if failure and not force and failure.backing_off(time.time()):
+        return snapshot, _freshness(snapshot, problem=failure.outcome)
+    with _refresh_lock(keys, client) as owned:
+        if not owned:  # another worker is fetching: serve this one meanwhile
+            return snapshot, _freshness(snapshot, problem=failure.outcome if failure else None)
+        latest = _load(keys)
+        if latest is not None and latest.version != snapshot.version:
+            return latest, _freshness(latest)  # published while this one looked
+        try:
+            latest = _fetch(keys, client)
+        except errors.FleetError as error:
+            retry_after = error.retry_after if isinstance(error, errors.RetryLater) else None
+            return snapshot, _freshness(snapshot, problem=_outcome(error), retry_after=retry_after)
+    return latest, _freshness(latest)
+
+
+def _first(keys: _Keys, *, force: bool) -> tuple[_Snapshot, Freshness]:
+    """The first snapshot, with none to serve meanwhile: fetch it, or wait for the
+    worker fetching it (up to `FLEET_VEHICLES_WAIT`)."""
+    client = fleet_client()
+    started, give_up = time.time(), time.monotonic() + settings.FLEET_VEHICLES_WAIT
+    failure = _Failure.parse(cache.get(keys.failure))
+    if failure and not force and failure.backing_off(started):
+        raise FleetDataUnavailable(failure.outcome)
+    while True:
+        # Longer than the client may wait for: refuse now rather than hold the lock.
+        if (pause := client.cooldown.remaining(LIST_VEHICLES)) > client.retry_budget:
+            outcome = failure.outcome if failure and failure.retry_after is not None else None
+            raise FleetDataUnavailable(outcome or "rate_limited", retry_after=pause)
+        with _refresh_lock(keys, client) as owned:
+            if owned:
+                snapshot = _load(keys)  # published just before the lock was free
+                if snapshot is None:
+                    try:
+                        snapshot = _fetch(keys, client)
+                    except errors.FleetError as error:
+                        pause = client.cooldown.remaining(LIST_VEHICLES)
+                        raise FleetDataUnavailable(
+                            _outcome(error), retry_after=pause or None
+                        ) from error
+                return snapshot, _freshness(snapshot)
+        time.sleep(_POLL)
+        if (snapshot := _load(keys)) is not None:
+            return snapshot, _freshness(snapshot)
+        failure = _Failure.parse(cache.get(keys.failure))
+        if failure and failure.at >= started:  # the worker fetching it failed
+            pause = client.cooldown.remaining(LIST_VEHICLES)
+            raise FleetDataUnavailable(failure.outcome, retry_after=pause or None)
+        if time.monotonic() >= give_up:
+            raise FleetDataUnavailable("unavailable")

@@ -1,0 +1,233 @@
+"""e-CRLV pages: a vehicle with its documents, a request's status, and downloads.
+
+A status page polls with htmx while the request is not final: the fragment
+carries its own next delay (half as long again each time, from 2 s up to
+15 s), so a forgotten tab costs the shared rate limit little, and a final
+fragment simply has no trigger. Downloads ask the API for a link minted now and redirect to it: a
+page never holds a PDF link that may have expired.
+"""
+
+from __future__ import annotations
+
+import math
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+from fleet import plates
+from fleet.services.crlv import (
+    CrlvOutcome,
+    CrlvRequest,
+    CrlvUnavailable,
+    VehicleCrlv,
+    crlv_download_url,
+    crlv_request_get,
+    vehicle_crlv_download_url,
+    vehicle_crlv_get,
+)
+from fleet.services.vehicles import FleetDataUnavailable, vehicle_get
+from fleet.views import AuthenticatedRequest
+
+FIRST_POLL_MS = 2_000
+MAX_POLL_MS = 15_000
+POLL_BACKOFF = 1.5
+# When a 429 comes without Retry-After, wait this long before asking again.
+DEFAULT_RETRY_AFTER_S = 30
+
+# Status of a whole page whose e-CRLV part failed: what went wrong, for proxies and logs.
+# (htmx fragments are always 200: htmx swaps only successful answers in.)
+_FAILURE_STATUS = {
+    CrlvOutcome.RATE_LIMITED: 429,
+    CrlvOutcome.UNAVAILABLE: 503,
+    CrlvOutcome.CREDENTIALS_REJECTED: 502,
+    CrlvOutcome.PERMISSION_DENIED: 403,
+    CrlvOutcome.ERROR: 502,
+}
+
+
+@require_GET
+@login_required
+@never_cache
+def vehicle(request: AuthenticatedRequest, plate: str) -> HttpResponse:
+    """The vehicle's fields and its e-CRLV view (htmx: the e-CRLV part only)."""
+    if not plates.is_valid(plate):
+        return _vehicle_not_found(request, plate, invalid=True)
+    if (canonical := plates.normalize(plate)) != plate:
+        return redirect("fleet:vehicle", plate=canonical)
+    try:
+        crlv = vehicle_crlv_get(plate=plate)
+    except CrlvUnavailable as failure:
+        if failure.outcome is CrlvOutcome.NOT_FOUND:
+            return _vehicle_not_found(request, plate, invalid=False)
+        return _vehicle_page(request, plate, failure=failure)
+    return _vehicle_page(request, plate, crlv=crlv)
+
+
+@require_GET
+@login_required
+@never_cache
+def vehicle_crlv_download(request: AuthenticatedRequest, plate: str) -> HttpResponse:
+    """The vehicle's latest e-CRLV: a PDF link minted now, by redirect."""
+    if not plates.is_valid(plate):
+        return _vehicle_not_found(request, plate, invalid=True)
+    try:
+        url = vehicle_crlv_download_url(plate=plate)
+    except CrlvUnavailable as failure:
+        if failure.outcome is CrlvOutcome.NOT_FOUND:
+            return _vehicle_not_found(request, plate, invalid=False)
+        if failure.outcome is CrlvOutcome.NOT_READY:
+            messages.warning(request, _("This vehicle has no issued e-CRLV to download yet."))
+            return redirect("fleet:vehicle", plate=plates.normalize(plate))
+        return _vehicle_page(request, plates.normalize(plate), failure=failure)
+    return HttpResponseRedirect(url)
+
+
+@require_GET
+@login_required
+@never_cache
+def crlv_request(request: AuthenticatedRequest, request_id: str) -> HttpResponse:
+    """A request's status; htmx polls its `status` fragment until it is final."""
+    delay_ms = _poll_delay(request.GET.get("poll"))
+    try:
+        crlv = crlv_request_get(request_id=request_id)
+    except CrlvUnavailable as failure:
+        if failure.outcome in (CrlvOutcome.INVALID, CrlvOutcome.NOT_FOUND):
+            return _request_not_found(request, failure)
+        return _request_page(request, request_id, failure=failure, delay_ms=delay_ms)
+    return _request_page(request, request_id, crlv=crlv, delay_ms=delay_ms)
+
+
+@require_GET
+@login_required
+@never_cache
+def crlv_request_download(request: AuthenticatedRequest, request_id: str) -> HttpResponse:
+    """The request's PDF: a link minted now, by redirect; back to the status if not ready."""
+    try:
+        url = crlv_download_url(request_id=request_id)
+    except CrlvUnavailable as failure:
+        if failure.outcome in (CrlvOutcome.INVALID, CrlvOutcome.NOT_FOUND):
+            return _request_not_found(request, failure)
+        if failure.outcome is CrlvOutcome.NOT_READY:
+            messages.warning(
+                request, _("The e-CRLV is not issued yet: there is nothing to download.")
+            )
+            return redirect("fleet:crlv_request", request_id=request_id)
+        return _request_page(request, request_id, failure=failure, delay_ms=FIRST_POLL_MS)
+    return HttpResponseRedirect(url)
+
+
+# --- Rendering --------------------------------------------------------------------
+
+
+def _vehicle_page(
+    request: AuthenticatedRequest,
+    plate: str,
+    *,
+    crlv: VehicleCrlv | None = None,
+    failure: CrlvUnavailable | None = None,
+) -> HttpResponse:
+    wait_s = _wait_s(failure)
+    context: dict[str, object] = {
+        "plate": plate,
+        "plate_display": plates.display(plate),
+        "crlv": crlv,
+        "failure": failure,
+        "wait_s": wait_s,
+        # Only a rate limit is worth waiting out by itself; other failures get a link.
+        "retry_ms": wait_s * 1000 if wait_s else None,
+    }
+    if _is_fragment_request(request):
+        return render(request, "fleet/vehicle.html#crlv", context)
+    try:
+        context["vehicle"] = vehicle_get(plate=plate)
+    except FleetDataUnavailable:
+        context["vehicle_unavailable"] = True
+    return _with_failure_status(render(request, "fleet/vehicle.html", context), failure)
+
+
+def _request_page(
+    request: AuthenticatedRequest,
+    request_id: str,
+    *,
+    delay_ms: int,
+    crlv: CrlvRequest | None = None,
+    failure: CrlvUnavailable | None = None,
+) -> HttpResponse:
+    if failure is not None:
+        poll_ms = _retry_ms(failure, delay_ms)
+    else:
+        poll_ms = None if crlv is None or crlv.status.is_final else delay_ms
+    # The plate comes from the API: linked only when it is one.
+    plate = crlv.plate if crlv is not None and plates.is_valid(crlv.plate) else None
+    context: dict[str, object] = {
+        "request_id": request_id,
+        "crlv": crlv,
+        "plate": plate and plates.normalize(plate),
+        "plate_display": plate and plates.display(plate),
+        "failure": failure,
+        "wait_s": _wait_s(failure),
+        # The wait before this fragment asks again (None: it does not), and the one after.
+        "poll_ms": poll_ms,
+        "next_poll_ms": min(math.ceil(delay_ms * POLL_BACKOFF), MAX_POLL_MS),
+    }
+    if _is_fragment_request(request):
+        return render(request, "fleet/crlv_request.html#status", context)
+    return _with_failure_status(render(request, "fleet/crlv_request.html", context), failure)
+
+
+def _is_fragment_request(request: AuthenticatedRequest) -> bool:
+    # A history restore needs the whole page, though htmx asks for it.
+    return bool(request.htmx) and not request.htmx.history_restore_request
+
+
+def _with_failure_status(response: HttpResponse, failure: CrlvUnavailable | None) -> HttpResponse:
+    if failure is not None:
+        response.status_code = _FAILURE_STATUS.get(failure.outcome, 502)
+        if failure.retry_after is not None:
+            response["Retry-After"] = str(math.ceil(failure.retry_after))
+    return response
+
+
+def _vehicle_not_found(request: AuthenticatedRequest, plate: str, *, invalid: bool) -> HttpResponse:
+    context = {
+        "not_found": True,
+        "invalid": invalid,
+        "plate": plate,
+        "plate_display": plates.display(plate),
+    }
+    return render(request, "fleet/vehicle.html", context, status=404)
+
+
+def _request_not_found(request: AuthenticatedRequest, failure: CrlvUnavailable) -> HttpResponse:
+    context = {"not_found": True, "invalid": failure.outcome is CrlvOutcome.INVALID}
+    return render(request, "fleet/crlv_request.html", context, status=404)
+
+
+def _poll_delay(raw: str | None) -> int:
+    """The wait (ms) the poll asks for, kept within the backoff's bounds."""
+    try:
+        delay = int(raw or FIRST_POLL_MS)
+    except ValueError:
+        delay = FIRST_POLL_MS
+    return max(FIRST_POLL_MS, min(delay, MAX_POLL_MS))
+
+
+def _wait_s(failure: CrlvUnavailable | None) -> int | None:
+    """The whole seconds the API asked us to wait after a rate limit."""
+    if failure is None or failure.outcome is not CrlvOutcome.RATE_LIMITED:
+        return None
+    return math.ceil(failure.retry_after or DEFAULT_RETRY_AFTER_S)
+
+
+def _retry_ms(failure: CrlvUnavailable, delay_ms: int) -> int | None:
+    """When to ask again by itself after `failure` (None: waiting would not help)."""
+    if wait_s := _wait_s(failure):
+        return wait_s * 1000
+    if failure.outcome is CrlvOutcome.UNAVAILABLE:
+        return max(delay_ms, math.ceil(failure.retry_after or 0) * 1000)
+    return None

@@ -1,0 +1,119 @@
+"""The vehicle list: search, filter, sort, pages and CSV export of the cached fleet."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+from collections.abc import Iterator
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from fleet.forms import VehicleFilterForm
+from fleet.services.vehicles import (
+    FleetDataUnavailable,
+    VehicleRow,
+    vehicle_export,
+    vehicle_search,
+    vehicles_refresh,
+)
+from fleet.views import AuthenticatedRequest
+
+
+@require_GET
+@login_required
+@vary_on_headers("HX-Request")
+def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
+    form = VehicleFilterForm(request.GET)
+    filters = form.filters()
+    context = {
+        "form": form,
+        "filters": filters,
+        "query_string": _query_string(filters),
+        "base_query": _query_string(filters | {"sort": "plate"}),  # for the sort links
+    }
+    try:
+        context["result"] = vehicle_search(**filters)
+    except FleetDataUnavailable as unavailable:
+        context["unavailable"] = unavailable
+    # htmx swaps only the results; a history restore needs the whole page.
+    partial = request.htmx and not request.htmx.history_restore_request
+    template = "fleet/vehicles.html#results" if partial else "fleet/vehicles.html"
+    response = render(request, template, context)
+    if "unavailable" in context and not partial:
+        response.status_code = 503
+    return response
+
+
+@require_GET
+@login_required
+def vehicle_list_export(request: AuthenticatedRequest) -> HttpResponseBase:
+    """The current filter as CSV, streamed: a 50,000-row fleet never sits in memory twice."""
+    filters = VehicleFilterForm(request.GET).filters()
+    filters.pop("page")
+    try:
+        rows, _freshness = vehicle_export(**filters)
+    except FleetDataUnavailable:
+        return redirect(f"{reverse('fleet:vehicles')}?{_query_string(filters)}")
+    # Excel in Brazilian Portuguese splits columns on semicolons, and needs the BOM
+    # to read UTF-8 accents; English users get the comma they expect.
+    delimiter = ";" if (get_language() or "").startswith("pt") else ","
+    response = StreamingHttpResponse(
+        _csv_lines(rows, delimiter), content_type="text/csv; charset=utf-8"
+    )
+    stamp = timezone.localtime().strftime("%Y%m%d-%H%M")
+    response["Content-Disposition"] = f'attachment; filename="vehicles-{stamp}.csv"'
+    return response
+
+
+@require_POST
+@login_required
+def vehicle_list_refresh(request: AuthenticatedRequest) -> HttpResponse:
+    """The "refresh" button of stale data: fetch now, unless the API asked us to wait."""
+    with contextlib.suppress(FleetDataUnavailable):  # the list page explains what is wrong
+        vehicles_refresh()
+    back = request.POST.get("query_string", "")
+    return redirect(f"{reverse('fleet:vehicles')}?{back}" if back else reverse("fleet:vehicles"))
+
+
+class _Echo:
+    """A file-like object whose write returns the line, for streaming csv.writer."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def _csv_lines(rows: Iterator[VehicleRow], delimiter: str) -> Iterator[str]:
+    writer = csv.writer(_Echo(), delimiter=delimiter)
+    yield "\ufeff" + writer.writerow(
+        [_("Plate"), _("Model"), _("Status"), _("Driver ID"), _("Vehicle ID")]
+    )
+    active, inactive = _("Active"), _("Inactive")
+    for row in rows:
+        yield writer.writerow(
+            [
+                row.plate_display,
+                row.model,
+                active if row.active else inactive,
+                row.driver_id if row.driver_id is not None else "",
+                row.id,
+            ]
+        )
+
+
+def _query_string(filters: dict[str, object]) -> str:
+    """The filters as a query string, defaults left out, for links that keep them."""
+    params = {
+        "q": filters.get("query") or "",
+        "active": {True: "1", False: "0"}.get(filters.get("active")),  # type: ignore[call-overload]
+        "sort": filters.get("sort") if filters.get("sort") != "plate" else None,
+    }
+    return urlencode({key: value for key, value in params.items() if value})

@@ -1,0 +1,190 @@
+"""The e-CRLV service against the emulator: validation first, typed failures, fresh links."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import requests
+
+from fleet.services.crlv import (
+    CrlvOutcome,
+    CrlvUnavailable,
+    crlv_download_url,
+    crlv_request_get,
+    vehicle_crlv_download_url,
+    vehicle_crlv_get,
+)
+
+REQUEST_ROUTE = "/v2/crlv/requests/{requestId}"
+VEHICLE_ROUTE = "/v2/crlv/vehicles/{carPlate}"
+
+
+@pytest.fixture
+def seeded(emulator, fleet_settings):
+    """The emulator's seeded requests by status: {"requestId", "carPlate", "status"}."""
+    return {r["status"]: r for r in emulator.control("GET", "crlv/requests")}
+
+
+def loosely_typed(plate: str) -> str:
+    """`plate` as a person might type it: lower case, with a hyphen after the letters."""
+    return f"{plate[:3]}-{plate[3:]}".lower()
+
+
+def outcome_of(call) -> CrlvUnavailable:
+    with pytest.raises(CrlvUnavailable) as raised:
+        call()
+    return raised.value
+
+
+def test_a_loosely_typed_plate_is_asked_for_in_its_canonical_form(emulator, seeded):
+    plate = seeded["completed"]["carPlate"]
+
+    view = vehicle_crlv_get(plate=loosely_typed(plate))
+
+    assert view.latest is not None
+    assert view.latest.request_id == seeded["completed"]["requestId"]
+    assert [r["path"] for r in emulator.requests()] == [f"/v2/crlv/vehicles/{plate}"]
+
+
+@pytest.mark.parametrize(
+    "plate", ["", "ABC123", "ABC12345", "1234ABC", "AB1C234", "ABC/1234", "../key/generator"]
+)
+def test_an_invalid_plate_is_refused_without_an_upstream_call(emulator, fleet_settings, plate):
+    for call in (
+        lambda: vehicle_crlv_get(plate=plate),
+        lambda: vehicle_crlv_download_url(plate=plate),
+    ):
+        assert outcome_of(call).outcome is CrlvOutcome.INVALID
+    assert emulator.requests() == []
+
+
+@pytest.mark.parametrize(
+    "request_id",
+    [
+        "",
+        "123",
+        "not-a-uuid",
+        uuid.uuid4().hex,  # no hyphens
+        "{" + str(uuid.uuid4()) + "}",
+        str(uuid.uuid4()) + "0",
+        "../../key/generator",
+    ],
+)
+def test_a_request_id_that_is_not_a_uuid_is_refused_without_an_upstream_call(
+    emulator, fleet_settings, request_id
+):
+    for call in (
+        lambda: crlv_request_get(request_id=request_id),
+        lambda: crlv_download_url(request_id=request_id),
+    ):
+        assert outcome_of(call).outcome is CrlvOutcome.INVALID
+    assert emulator.requests() == []
+
+
+def test_an_upper_case_request_id_is_asked_for_in_lower_case(emulator, seeded):
+    request_id = seeded["failed"]["requestId"]
+
+    request = crlv_request_get(request_id=request_id.upper())
+
+    assert request.status == "failed"
+    assert [r["path"] for r in emulator.requests()] == [f"/v2/crlv/requests/{request_id}"]
+
+
+def test_an_unknown_request_is_not_found(emulator, fleet_settings):
+    failure = outcome_of(lambda: crlv_request_get(request_id=str(uuid.uuid4())))
+
+    assert failure.outcome is CrlvOutcome.NOT_FOUND
+    assert emulator.calls(f"GET {REQUEST_ROUTE}") == 1
+
+
+def test_a_plate_outside_the_fleet_is_not_found(emulator, fleet_settings):
+    plates_in_fleet = {v["car_plate"] for v in emulator.vehicles()}
+    assert "ZZZ9Z99" not in plates_in_fleet
+
+    assert outcome_of(lambda: vehicle_crlv_get(plate="ZZZ9Z99")).outcome is CrlvOutcome.NOT_FOUND
+
+
+def test_every_download_gets_a_new_url_that_serves_the_pdf(emulator, seeded):
+    request_id = seeded["completed"]["requestId"]
+
+    first = crlv_download_url(request_id=request_id)
+    second = crlv_download_url(request_id=request_id)
+
+    assert first != second
+    assert emulator.calls(f"GET {REQUEST_ROUTE}") == 2
+    for url in (first, second):
+        pdf = requests.get(url, timeout=5)
+        assert pdf.headers["Content-Type"] == "application/pdf"
+        assert pdf.content.startswith(b"%PDF-")
+
+
+def test_a_vehicle_download_gets_a_new_url_of_its_latest_document(emulator, seeded):
+    plate = seeded["completed"]["carPlate"]
+
+    first = vehicle_crlv_download_url(plate=plate)
+    second = vehicle_crlv_download_url(plate=loosely_typed(plate))
+
+    assert first != second
+    assert emulator.calls(f"GET {VEHICLE_ROUTE}") == 2
+    pdf = requests.get(second, timeout=5)
+    assert pdf.content.startswith(b"%PDF-")
+    assert plate.encode() in pdf.content
+
+
+@pytest.mark.parametrize("status", ["pending", "in_progress", "failed"])
+def test_a_request_without_a_document_is_not_ready(emulator, seeded, status):
+    failure = outcome_of(lambda: crlv_download_url(request_id=seeded[status]["requestId"]))
+
+    assert failure.outcome is CrlvOutcome.NOT_READY
+
+
+def test_a_vehicle_without_an_issued_document_is_not_ready(emulator, seeded):
+    plate = seeded["pending"]["carPlate"]  # a request in progress, nothing issued
+
+    assert vehicle_crlv_get(plate=plate).latest is None
+    assert outcome_of(lambda: vehicle_crlv_download_url(plate=plate)).outcome is (
+        CrlvOutcome.NOT_READY
+    )
+
+
+def test_a_document_link_that_is_not_a_web_address_is_never_handed_out(emulator, seeded):
+    emulator.fault(
+        REQUEST_ROUTE,
+        body={"status": "completed", "document": {"downloadUrl": "javascript:alert(1)"}},
+    )
+
+    failure = outcome_of(lambda: crlv_download_url(request_id=seeded["completed"]["requestId"]))
+
+    assert failure.outcome is CrlvOutcome.ERROR
+
+
+@pytest.mark.parametrize(
+    ("fault", "outcome", "retry_after"),
+    [
+        ({"status": 429, "retry_after": 37}, CrlvOutcome.RATE_LIMITED, 37),
+        ({"status": 503, "count": 5}, CrlvOutcome.UNAVAILABLE, None),
+        ({"drop": True, "count": 5}, CrlvOutcome.UNAVAILABLE, None),
+        ({"status": 504, "retry_after": 40}, CrlvOutcome.UNAVAILABLE, 40),
+        ({"status": 401}, CrlvOutcome.CREDENTIALS_REJECTED, None),
+        ({"status": 403}, CrlvOutcome.PERMISSION_DENIED, None),
+        ({"malformed": True}, CrlvOutcome.ERROR, None),
+    ],
+    ids=["429", "503", "dropped", "504", "401", "403", "malformed"],
+)
+def test_each_api_failure_becomes_its_outcome(emulator, seeded, fault, outcome, retry_after):
+    emulator.fault(REQUEST_ROUTE, **fault)
+
+    failure = outcome_of(lambda: crlv_request_get(request_id=seeded["completed"]["requestId"]))
+
+    assert failure.outcome is outcome
+    assert failure.retry_after == retry_after
+
+
+def test_rejected_credentials_are_reported_as_such(emulator, fleet_settings):
+    fleet_settings.FLEET_ACCESS_TOKEN = "other-env-access-token"
+    fleet_settings.FLEET_SECRET_KEY = "other-env-secret-key"
+
+    failure = outcome_of(lambda: vehicle_crlv_get(plate="ABC1234"))
+
+    assert failure.outcome is CrlvOutcome.CREDENTIALS_REJECTED

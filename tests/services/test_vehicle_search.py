@@ -1,0 +1,187 @@
+"""What the vehicle pages ask the list: search, filter, sort, pages, export, one plate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fleet import plates
+from fleet.services.vehicles import (
+    MAX_PER_PAGE,
+    SORTS,
+    VehicleRow,
+    vehicle_export,
+    vehicle_get,
+    vehicle_search,
+)
+from tests.conftest import Emulator
+
+pytestmark = pytest.mark.usefixtures("small_fleet")
+
+
+def plates_of(query: str = "", **filters: Any) -> list[str]:
+    return [row.plate for row in vehicle_search(query=query, **filters).rows]
+
+
+def test_rows_carry_the_normalized_plate_its_display_form_and_the_vehicle_fields() -> None:
+    assert vehicle_search(query="ABC1234").rows == (
+        VehicleRow(
+            id=2,
+            plate="ABC1234",
+            plate_display="ABC-1234",
+            model="Toyota Hilux",
+            active=False,
+            driver_id=None,
+        ),
+    )
+    mercosul = vehicle_search(query="ABC1D23").rows[0]
+    assert (mercosul.plate, mercosul.plate_display, mercosul.active) == ("ABC1D23", "ABC1D23", True)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("abc-1", ["ABC1234", "ABC1D23"]),
+        ("ABC 1D", ["ABC1D23"]),
+        ("abc1d23", ["ABC1D23"]),
+        ("ABC-1234", ["ABC1234"]),
+        ("qwe-5678", ["QWE5678"]),  # the API held it as "QWE 5678"
+        ("  e19 ", ["BRA2E19"]),
+        ("3", ["ABC1234", "ABC1D23", "KLM3F45", "XYZ9876"]),  # "Citroën C3" too
+        ("zzz", []),
+    ],
+)
+def test_the_query_matches_plates_ignoring_case_hyphens_and_spaces(
+    query: str, expected: list[str]
+) -> None:
+    assert plates_of(query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("onix", ["ABC1D23"]),
+        ("HILUX", ["ABC1234", "QWE5678"]),
+        ("citroen", ["KLM3F45", "XYZ9876"]),
+        ("CITROËN c4", ["KLM3F45"]),
+        ("toyota  hilux", ["ABC1234", "QWE5678"]),
+        ("fiat strada", ["BRA2E19"]),
+    ],
+)
+def test_the_query_matches_models_ignoring_case_and_accents(
+    query: str, expected: list[str]
+) -> None:
+    assert plates_of(query) == expected
+
+
+def test_a_query_matching_no_plate_and_no_model_is_an_empty_first_page() -> None:
+    page = vehicle_search(query="volvo")
+    assert (page.rows, page.total, page.page, page.pages, page.fleet_total) == ((), 0, 1, 1, 6)
+
+
+def test_a_blank_query_lists_the_whole_fleet() -> None:
+    assert (
+        plates_of("   ")
+        == plates_of("")
+        == [
+            "ABC1234",
+            "ABC1D23",
+            "BRA2E19",
+            "KLM3F45",
+            "QWE5678",
+            "XYZ9876",
+        ]
+    )
+
+
+def test_the_active_filter_keeps_only_active_or_only_inactive_vehicles() -> None:
+    assert plates_of(active=True) == ["ABC1D23", "BRA2E19", "KLM3F45", "XYZ9876"]
+    assert plates_of(active=False) == ["ABC1234", "QWE5678"]
+    assert plates_of("hilux", active=False) == ["ABC1234", "QWE5678"]
+    assert plates_of("hilux", active=True) == []
+    assert vehicle_search(query="abc", active=True).total == 1
+
+
+@pytest.mark.parametrize(
+    ("sort", "expected"),
+    [
+        ("plate", ["ABC1234", "ABC1D23", "BRA2E19", "KLM3F45", "QWE5678", "XYZ9876"]),
+        ("-plate", ["XYZ9876", "QWE5678", "KLM3F45", "BRA2E19", "ABC1D23", "ABC1234"]),
+        # chevrolet onix, citroën c3, citroën c4 cactus, fiat strada, toyota hilux (two)
+        ("model", ["ABC1D23", "XYZ9876", "KLM3F45", "BRA2E19", "ABC1234", "QWE5678"]),
+        ("-model", ["ABC1234", "QWE5678", "BRA2E19", "KLM3F45", "XYZ9876", "ABC1D23"]),
+        ("active", ["ABC1234", "QWE5678", "ABC1D23", "BRA2E19", "KLM3F45", "XYZ9876"]),
+        ("-active", ["ABC1D23", "BRA2E19", "KLM3F45", "XYZ9876", "ABC1234", "QWE5678"]),
+        ("driver", ["ABC1234", "ABC1D23", "BRA2E19", "KLM3F45", "QWE5678", "XYZ9876"]),
+    ],
+)
+def test_every_sort_orders_by_its_field_then_by_plate(sort: str, expected: list[str]) -> None:
+    assert plates_of(sort=sort) == expected
+
+
+def test_sorting_applies_to_search_results() -> None:
+    assert plates_of("3", sort="-plate") == ["XYZ9876", "KLM3F45", "ABC1D23", "ABC1234"]
+    assert plates_of("3", sort="model", active=True) == ["ABC1D23", "XYZ9876", "KLM3F45"]
+
+
+def test_pages_split_the_matches_and_count_them() -> None:
+    pages = [vehicle_search(per_page=4, page=n) for n in (1, 2)]
+    assert [[r.plate for r in p.rows] for p in pages] == [
+        ["ABC1234", "ABC1D23", "BRA2E19", "KLM3F45"],
+        ["QWE5678", "XYZ9876"],
+    ]
+    assert {(p.total, p.fleet_total, p.pages, p.per_page) for p in pages} == {(6, 6, 2, 4)}
+    assert [p.page for p in pages] == [1, 2]
+
+
+@pytest.mark.parametrize(("asked", "given"), [(0, 1), (-3, 1), (3, 3), (4, 3), (99, 3)])
+def test_the_page_number_is_clamped_to_the_pages_there_are(asked: int, given: int) -> None:
+    page = vehicle_search(per_page=2, page=asked)
+    assert page.page == given
+    assert len(page.rows) == 2
+
+
+@pytest.mark.parametrize(("asked", "given"), [(0, 1), (-1, 1), (1, 1), (10_000, MAX_PER_PAGE)])
+def test_the_page_size_is_capped(asked: int, given: int) -> None:
+    assert vehicle_search(per_page=asked).per_page == given
+
+
+def test_the_export_yields_every_match_in_the_page_order() -> None:
+    rows, freshness = vehicle_export(query="3", sort="-plate")
+    assert [r.plate for r in rows] == ["XYZ9876", "KLM3F45", "ABC1D23", "ABC1234"]
+    assert not freshness.stale
+
+    everything, _freshness = vehicle_export(active=False, sort="nonsense")
+    assert list(everything) == list(vehicle_search(active=False).rows)
+
+
+@pytest.mark.parametrize("typed", ["ABC1234", "abc-1234", "ABC 1234", "abc1234"])
+def test_a_vehicle_is_found_by_its_plate_typed_any_way(typed: str) -> None:
+    found = vehicle_get(plate=typed)
+    assert found is not None
+    assert (found.id, found.plate_display) == (2, "ABC-1234")
+
+
+def test_a_plate_outside_the_fleet_is_none() -> None:
+    assert vehicle_get(plate="AAA0A00") is None
+    assert vehicle_get(plate="ZZZ9999") is None
+
+
+def test_sorts_are_the_documented_ones() -> None:
+    assert SORTS == ("plate", "-plate", "model", "-model", "active", "-active")
+
+
+def test_the_emulator_fleet_is_listed_whole_in_plate_order(
+    fleet_settings: Any, emulator: Emulator
+) -> None:
+    emulator.control("DELETE", "faults")  # the real fleet, not the small one
+    expected = sorted(plates.normalize(v["car_plate"]) for v in emulator.vehicles())
+
+    page = vehicle_search(per_page=MAX_PER_PAGE)
+    rows, _freshness = vehicle_export()
+
+    assert page.fleet_total == page.total == 200
+    assert [r.plate for r in page.rows] == expected
+    assert [r.plate for r in rows] == expected
+    assert all(r.plate_display == plates.display(r.plate) for r in page.rows)

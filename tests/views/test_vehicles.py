@@ -1,0 +1,218 @@
+"""The vehicle list page, its htmx fragment and its CSV export, over the real emulator."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from datetime import timedelta
+
+import pytest
+import time_machine
+from django.utils import timezone
+
+from fleet import plates
+from fleet.services.connection import fleet_client
+
+pytestmark = pytest.mark.django_db
+ENGLISH = {"Accept-Language": "en"}
+HTMX = {"HX-Request": "true"}
+PLATE_CELL = re.compile(r'<a class="plate" href="/vehicles/([A-Z0-9]+)/">([^<]+)</a>')
+
+
+@pytest.fixture
+def fleet(fleet_settings):
+    """The emulator's vehicles, as the API lists them."""
+    return fleet_client().list_vehicles().vehicles
+
+
+@pytest.fixture
+def manager_client(client, manager):
+    client.force_login(manager)
+    return client
+
+
+def shown_plates(response) -> list[str]:
+    return [plate for plate, _ in PLATE_CELL.findall(response.text)]
+
+
+def test_the_list_shows_the_first_page_and_the_counts(manager_client, fleet):
+    response = manager_client.get("/vehicles/", headers=ENGLISH)
+
+    assert response.status_code == 200
+    assert f"{len(fleet)} vehicles of {len(fleet)}" in response.text
+    assert len(shown_plates(response)) == 50
+    assert "Page 1 of 4" in response.text
+
+
+def test_plates_are_shown_in_their_own_format(manager_client, fleet):
+    response = manager_client.get("/vehicles/")
+
+    for plate, shown in PLATE_CELL.findall(response.text):
+        assert shown == plates.display(plate)
+    assert any("-" in shown for _, shown in PLATE_CELL.findall(response.text))
+
+
+def test_search_ignores_case_hyphens_and_spaces(manager_client, fleet):
+    old = next(v.plate for v in fleet if plates.display(v.plate).count("-"))
+    typed = f"{old[:3].lower()}-{old[3:5]}"
+
+    response = manager_client.get("/vehicles/", {"q": typed})
+
+    assert old in shown_plates(response)
+    assert all(old[:5] in plate for plate in shown_plates(response))
+
+
+def test_search_finds_models_too(manager_client, fleet):
+    model = fleet[0].model
+    expected = sorted(v.plate for v in fleet if model.lower() in v.model.lower())[:50]
+
+    response = manager_client.get("/vehicles/", {"q": model.upper()})
+
+    assert shown_plates(response) == expected
+
+
+def test_the_active_filter_keeps_only_inactive_vehicles(manager_client, fleet):
+    inactive = sorted(v.plate for v in fleet if not v.active)
+
+    response = manager_client.get("/vehicles/", {"active": "0"})
+
+    assert shown_plates(response) == inactive[:50]
+
+
+@pytest.mark.parametrize(
+    ("sort", "key", "reverse"),
+    [("plate", lambda v: v.plate, False), ("-plate", lambda v: v.plate, True)],
+)
+def test_sorting_by_plate_both_ways(manager_client, fleet, sort, key, reverse):
+    expected = [v.plate for v in sorted(fleet, key=key, reverse=reverse)][:50]
+
+    assert shown_plates(manager_client.get("/vehicles/", {"sort": sort})) == expected
+
+
+def test_sorting_by_model_breaks_ties_by_plate(manager_client, fleet):
+    expected = [v.plate for v in sorted(fleet, key=lambda v: (v.model.lower(), v.plate))][:50]
+
+    assert shown_plates(manager_client.get("/vehicles/", {"sort": "model"})) == expected
+
+
+def test_later_pages_and_a_page_past_the_end(manager_client, fleet):
+    ordered = sorted(v.plate for v in fleet)
+
+    assert shown_plates(manager_client.get("/vehicles/", {"page": 2})) == ordered[50:100]
+    assert shown_plates(manager_client.get("/vehicles/", {"page": 999})) == ordered[150:200]
+
+
+def test_malformed_parameters_fall_back_to_defaults(manager_client, fleet):
+    response = manager_client.get("/vehicles/", {"sort": "drop table", "page": "x", "active": "7"})
+
+    assert response.status_code == 200
+    assert shown_plates(response) == sorted(v.plate for v in fleet)[:50]
+
+
+def test_an_empty_result_says_so_and_offers_to_clear(manager_client, fleet):
+    response = manager_client.get("/vehicles/", {"q": "no such vehicle"}, headers=ENGLISH)
+
+    assert "No vehicle matches this search." in response.text
+    assert 'href="/vehicles/">Clear the search' in response.text
+
+
+def test_htmx_gets_only_the_results_and_caches_vary_on_it(manager_client, fleet):
+    response = manager_client.get("/vehicles/", {"q": "a"}, headers=HTMX)
+
+    assert "<html" not in response.text
+    assert 'data-testid="result-count"' in response.text
+    assert "HX-Request" in response["Vary"]
+
+
+def test_a_history_restore_gets_the_whole_page(manager_client, fleet):
+    response = manager_client.get(
+        "/vehicles/", {"q": "a"}, headers=HTMX | {"HX-History-Restore-Request": "true"}
+    )
+
+    assert "<html" in response.text
+
+
+def test_rows_link_to_the_vehicle_and_to_the_fleet_app(manager_client, fleet):
+    response = manager_client.get("/vehicles/")
+
+    plate = shown_plates(response)[0]
+    assert f'href="/vehicles/{plate}/"' in response.text
+    assert 'href="/app/open?next=/vehicles/"' in response.text
+
+
+def test_export_streams_the_current_filter_as_csv_for_brazilian_excel(manager_client, fleet):
+    response = manager_client.get("/vehicles/export.csv", {"active": "1", "sort": "-plate"})
+
+    assert response.status_code == 200
+    assert response.streaming
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    assert response["Content-Disposition"].startswith('attachment; filename="vehicles-')
+    text = b"".join(response.streaming_content).decode("utf-8")
+    assert text.startswith("\ufeff")
+    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff")), delimiter=";"))
+    assert rows[0] == ["Placa", "Modelo", "Situação", "ID do motorista", "ID do veículo"]
+    active = sorted((v for v in fleet if v.active), key=lambda v: v.plate, reverse=True)
+    assert [row[0] for row in rows[1:]] == [plates.display(v.plate) for v in active]
+
+
+def test_export_uses_commas_in_english(manager_client, fleet):
+    response = manager_client.get("/vehicles/export.csv", headers=ENGLISH)
+
+    text = b"".join(response.streaming_content).decode("utf-8")
+    header = text.lstrip("\ufeff").splitlines()[0]
+    assert header == "Plate,Model,Status,Driver ID,Vehicle ID"
+    assert len(text.splitlines()) == len(fleet) + 1
+
+
+def test_the_list_is_fetched_once_while_fresh(manager_client, emulator, fleet_settings):
+    for _ in range(3):
+        manager_client.get("/vehicles/", {"q": "a"})
+
+    assert emulator.calls("GET /key/list-cars") == 1
+
+
+def test_no_data_and_a_failing_api_say_so_without_a_500(manager_client, emulator, fleet_settings):
+    emulator.fault("/key/list-cars", status=503, count=5)
+
+    page = manager_client.get("/vehicles/", headers=ENGLISH)
+    fragment = manager_client.get("/vehicles/", headers=HTMX | ENGLISH)
+
+    assert page.status_code == 503
+    assert "The fleet service did not answer" in page.text
+    assert fragment.status_code == 200
+    assert "The fleet service did not answer" in fragment.text
+
+
+def test_rate_limited_with_no_data_says_how_long_and_retries_by_itself(
+    manager_client, emulator, fleet_settings
+):
+    emulator.fault("/key/list-cars", status=429, retry_after=30)
+
+    response = manager_client.get("/vehicles/", headers=ENGLISH)
+
+    assert "The fleet service asked us to wait 30 s" in response.text
+    assert 'hx-trigger="load delay:30s"' in response.text
+
+
+def test_stale_data_is_served_with_its_time_and_a_refresh_button(
+    manager_client, emulator, fleet_settings, fleet
+):
+    manager_client.get("/vehicles/")
+    emulator.fault("/key/list-cars", status=503, count=5)
+
+    later = timezone.now() + timedelta(seconds=fleet_settings.FLEET_VEHICLES_TTL + 5)
+    with time_machine.travel(later, tick=False):
+        response = manager_client.get("/vehicles/", headers=ENGLISH)
+
+    assert response.status_code == 200
+    assert "Data as of" in response.text
+    assert "this is the last copy we have" in response.text
+    assert 'action="/vehicles/refresh"' in response.text
+    assert len(shown_plates(response)) == 50
+
+
+def test_anonymous_visitors_are_sent_to_log_in(client, emulator):
+    for path in ("/vehicles/", "/vehicles/export.csv"):
+        assert client.get(path)["Location"].startswith("/accounts/login/")
+    assert emulator.calls("GET /key/list-cars") == 0

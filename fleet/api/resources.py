@@ -40,6 +40,37 @@ class VehicleList:
     total: int
 
 
+@dataclass(frozen=True, slots=True)
+class VehicleColumns:
+    """The whole fleet column by column: row `i` is `ids[i]`, `plates[i]`, ….
+
+    The cheap shape for a fleet of 100,000 vehicles: five lists instead of one
+    object per vehicle. `actives` holds 1 for an active vehicle, 0 otherwise.
+    """
+
+    ids: list[int]
+    plates: list[str]
+    models: list[str]
+    actives: bytes
+    driver_ids: list[int | None]
+    total: int
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def vehicles(self) -> tuple[Vehicle, ...]:
+        return tuple(
+            map(
+                Vehicle,
+                self.ids,
+                self.plates,
+                self.models,
+                map(bool, self.actives),
+                self.driver_ids,
+            )
+        )
+
+
 class CrlvStatus(StrEnum):
     """State of an e-CRLV issuance request (spec 3)."""
 
@@ -144,34 +175,59 @@ def _timestamp(data: Mapping[str, Any], name: str, what: str) -> datetime | None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def vehicle_list_from_json(body: Any) -> VehicleList:
-    """Read `{"cars": {"data": [...], "total": N}}` (spec 4.1)."""
+def vehicle_columns_from_json(body: Any) -> VehicleColumns:
+    """Read `{"cars": {"data": [...], "total": N}}` (spec 4.1) column by column."""
     cars = _object(_object(body, "the answer").get("cars"), "cars")
     data, total = cars.get("data"), cars.get("total")
     if not isinstance(data, list):
         raise ShapeError("cars.data is not a list")
     if type(total) is not int:
         raise ShapeError("cars.total is not an integer")
-    # Up to 100,000 items: one pass, exact type checks, no helper calls per item.
-    vehicles: list[Vehicle] = []
-    append = vehicles.append
+    # Up to 100,000 items: a comprehension per column and exact type checks
+    # per column run in C; only a bad answer pays for finding the bad item.
     try:
-        for item in data:
-            id_, plate, model = item["id"], item["car_plate"], item["model"]
-            driver_id = item.get("driver_id")
-            if (
-                type(id_) is not int
-                or type(plate) is not str
-                or type(model) is not str
-                or (driver_id is not None and type(driver_id) is not int)
-            ):
-                raise ShapeError(f"vehicle {id_!r} has a member of the wrong type")
-            append(Vehicle(id_, plate, model, item.get("active") == "1", driver_id))
-    except KeyError as error:
-        raise ShapeError(f"vehicle #{len(vehicles) + 1} has no {error}") from None
-    except (TypeError, AttributeError):
-        raise ShapeError(f"vehicle #{len(vehicles) + 1} is not a JSON object") from None
-    return VehicleList(vehicles=tuple(vehicles), total=total)
+        ids = [item["id"] for item in data]
+        plates = [item["car_plate"] for item in data]
+        models = [item["model"] for item in data]
+        actives = bytes([item.get("active") == "1" for item in data])
+        drivers = [item.get("driver_id") for item in data]
+    except (KeyError, TypeError, AttributeError):
+        raise ShapeError(_first_bad_vehicle(data)) from None
+    if (
+        not set(map(type, ids)) <= {int}
+        or not set(map(type, plates)) <= {str}
+        or not set(map(type, models)) <= {str}
+        or not set(map(type, drivers)) <= {int, type(None)}
+    ):
+        raise ShapeError(_first_bad_vehicle(data))
+    return VehicleColumns(
+        ids=ids, plates=plates, models=models, actives=actives, driver_ids=drivers, total=total
+    )
+
+
+def _first_bad_vehicle(data: list[Any]) -> str:
+    """What is wrong with the first vehicle that is not as spec 2.2 says."""
+    for number, item in enumerate(data, start=1):
+        if not isinstance(item, dict):
+            return f"vehicle #{number} is not a JSON object"
+        for name in ("id", "car_plate", "model"):
+            if name not in item:
+                return f"vehicle #{number} has no '{name}'"
+        driver_id = item.get("driver_id")
+        if (
+            type(item["id"]) is not int
+            or type(item["car_plate"]) is not str
+            or type(item["model"]) is not str
+            or (driver_id is not None and type(driver_id) is not int)
+        ):
+            return f"vehicle {item['id']!r} has a member of the wrong type"
+    return "a vehicle is not as the spec describes"
+
+
+def vehicle_list_from_json(body: Any) -> VehicleList:
+    """Read `{"cars": {"data": [...], "total": N}}` (spec 4.1) as `Vehicle` records."""
+    columns = vehicle_columns_from_json(body)
+    return VehicleList(vehicles=columns.vehicles(), total=columns.total)
 
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")

@@ -3,9 +3,9 @@
 `GET /key/list-cars` answers with the whole fleet at once (spec 4.1), tens of
 thousands of vehicles and no paging or filters. So the portal keeps a snapshot:
 
-- in Django's cache (Redis in production), compact: zlib-compressed JSON
-  columns under a key per version, beside a small metadata key that names the
-  current version and when it was fetched;
+- in Django's cache (Redis in production), as plain columns (lists the cache
+  pickles and unpickles in a few milliseconds) under a key per version, beside
+  a small metadata key that names the current version and when it was fetched;
 - in each process, decoded once per version (`_memo`) with its sort orders
   built on first use: a request reads only the metadata key, then filters,
   counts and slices in memory, creating objects only for the rows it shows;
@@ -28,7 +28,6 @@ Cache keys, under `fleet:vehicles:1:<scope>` (`fleet_cache_scope()`):
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import operator
@@ -36,7 +35,6 @@ import secrets
 import threading
 import time
 import unicodedata
-import zlib
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -52,7 +50,7 @@ from django.core.cache import cache
 from fleet import plates
 from fleet.api import errors
 from fleet.api.client import LIST_VEHICLES, FleetClient
-from fleet.api.resources import Vehicle
+from fleet.api.resources import VehicleColumns
 from fleet.services.connection import fleet_cache_scope, fleet_client
 
 logger = logging.getLogger(__name__)
@@ -65,12 +63,10 @@ SORTS: Final = ("plate", "-plate", "model", "-model", "active", "-active")
 DEFAULT_SORT: Final = "plate"
 MAX_PER_PAGE: Final = 200
 
-_FORMAT: Final = 1  # of the cached snapshot; part of every key
+_FORMAT: Final = 2  # of the cached snapshot; part of every key
 _POLL: Final = 0.05  # seconds between looks at another worker's refresh
 _LOCK_MARGIN: Final = 10  # seconds the lock outlives the longest possible API call
 _OUTCOMES: Final = frozenset(get_args(Outcome.__value__))
-_TO_DIGITS: Final = bytes.maketrans(b"\x00\x01", b"01")
-_FROM_DIGITS: Final = bytes.maketrans(b"01", b"\x00\x01")
 _FLIP: Final = bytes.maketrans(b"\x00\x01", b"\x01\x00")
 
 
@@ -260,61 +256,63 @@ class _Snapshot:
         return f"<_Snapshot {self.version} of {self.count} vehicles>"
 
     @classmethod
-    def from_vehicles(
-        cls, vehicles: Sequence[Vehicle], *, scope: str, version: str, fetched_at: float
+    def from_columns(
+        cls, fleet: VehicleColumns, *, scope: str, version: str, fetched_at: float
     ) -> _Snapshot:
-        number: dict[str, int] = {}
-        codes = [number.setdefault(v.model, len(number)) for v in vehicles]
+        # Each distinct model once, in order of appearance; rows hold its number.
+        names = list(dict.fromkeys(fleet.models))
+        number = {name: code for code, name in enumerate(names)}
         return cls(
             scope=scope,
             version=version,
             fetched_at=fetched_at,
-            ids=[v.id for v in vehicles],
-            plates=_normalized_plates([v.plate for v in vehicles]),
-            model_names=list(number),
-            model_codes=codes,
-            actives=bytes([v.active for v in vehicles]),
-            drivers=[v.driver_id for v in vehicles],
+            ids=fleet.ids,
+            plates=_normalized_plates(fleet.plates),
+            model_names=names,
+            model_codes=list(map(number.__getitem__, fleet.models)),
+            actives=fleet.actives,
+            drivers=fleet.driver_ids,
         )
 
-    def encode(self) -> bytes:
-        """JSON columns, compressed (fast over small)."""
-        document = {
-            "format": _FORMAT,
-            "ids": self.ids,
-            "plates": self.plates,
-            "models": self.model_names,
-            "model": self.model_codes,
-            "active": self.actives.translate(_TO_DIGITS).decode("ascii"),
-            "drivers": self.drivers,
-        }
-        return zlib.compress(json.dumps(document, separators=(",", ":")).encode(), 1)
+    def encode(self) -> tuple[Any, ...]:
+        """Plain columns: the cache backend pickles lists of str and int quickly."""
+        return (
+            _FORMAT,
+            self.ids,
+            self.plates,
+            self.model_names,
+            self.model_codes,
+            self.actives,
+            self.drivers,
+        )
 
     @classmethod
     def decode(
         cls, payload: object, *, scope: str, version: str, fetched_at: float
     ) -> _Snapshot | None:
         """The snapshot `encode` wrote, or None if `payload` is not one."""
-        if not isinstance(payload, bytes):
+        if not isinstance(payload, tuple) or len(payload) != 7 or payload[0] != _FORMAT:
+            if payload is not None:
+                logger.error("the cached vehicle list %s is unreadable; fetching it again", version)
             return None
-        try:
-            document = json.loads(zlib.decompress(payload))
-            if document["format"] != _FORMAT:
-                return None
-            snapshot = cls(
-                scope=scope,
-                version=version,
-                fetched_at=fetched_at,
-                ids=document["ids"],
-                plates=document["plates"],
-                model_names=document["models"],
-                model_codes=document["model"],
-                actives=document["active"].encode("ascii").translate(_FROM_DIGITS),
-                drivers=document["drivers"],
-            )
-        except (zlib.error, ValueError, KeyError, TypeError, AttributeError):
-            logger.exception("the cached vehicle list %s is unreadable; fetching it again", version)
+        _, ids, plate_list, model_names, model_codes, actives, drivers = payload
+        if not isinstance(actives, bytes) or not all(
+            isinstance(column, list)
+            for column in (ids, plate_list, model_names, model_codes, drivers)
+        ):
+            logger.error("the cached vehicle list %s is unreadable; fetching it again", version)
             return None
+        snapshot = cls(
+            scope=scope,
+            version=version,
+            fetched_at=fetched_at,
+            ids=ids,
+            plates=plate_list,
+            model_names=model_names,
+            model_codes=model_codes,
+            actives=actives,
+            drivers=drivers,
+        )
         columns = (snapshot.plates, snapshot.model_codes, snapshot.actives, snapshot.drivers)
         if (
             any(len(c) != snapshot.count for c in columns)
@@ -537,11 +535,11 @@ def _load(keys: _Keys) -> _Snapshot | None:
     return None
 
 
-def _publish(keys: _Keys, vehicles: Sequence[Vehicle], fetched_at: float) -> _Snapshot:
+def _publish(keys: _Keys, fleet: VehicleColumns, fetched_at: float) -> _Snapshot:
     """Store a new version for every worker (data first, then the meta naming it)."""
     version = f"{time.time_ns():x}-{secrets.token_hex(4)}"
-    snapshot = _Snapshot.from_vehicles(
-        vehicles, scope=keys.scope, version=version, fetched_at=fetched_at
+    snapshot = _Snapshot.from_columns(
+        fleet, scope=keys.scope, version=version, fetched_at=fetched_at
     )
     previous = _Meta.parse(cache.get(keys.meta))
     keep = _keep_seconds()
@@ -596,7 +594,7 @@ def _fetch(keys: _Keys, client: FleetClient) -> _Snapshot:
     """Call the API and publish its answer; on failure, record it for every worker."""
     started = time.perf_counter()
     try:
-        fleet = client.list_vehicles()
+        fleet = client.list_vehicle_columns()
     except errors.FleetError as error:
         outcome = _outcome(error)
         retry_after = error.retry_after if isinstance(error, errors.RetryLater) else None
@@ -609,7 +607,7 @@ def _fetch(keys: _Keys, client: FleetClient) -> _Snapshot:
         )
         raise
     fetched = time.perf_counter()
-    snapshot = _publish(keys, fleet.vehicles, time.time())
+    snapshot = _publish(keys, fleet, time.time())
     logger.info(
         "vehicle list refreshed: %d vehicles in %.0f ms (API %.0f ms, storing %.0f ms)",
         snapshot.count,

@@ -175,3 +175,29 @@ def test_a_fleet_of_100000_vehicles_is_read_in_well_under_a_few_seconds(
     assert result.total == len(result.vehicles) == 100_000
     assert len({v.plate for v in result.vehicles}) == 100_000
     assert elapsed < 3.0, f"{elapsed:.2f} s"
+
+
+def test_columns_hold_the_same_fleet_as_the_records(client: FleetClient) -> None:
+    records = client.list_vehicles()
+    columns = client.list_vehicle_columns()
+
+    assert columns.vehicles() == records.vehicles
+    assert (len(columns), columns.total) == (len(records.vehicles), records.total)
+    assert set(columns.actives) <= {0, 1}
+
+
+@pytest.mark.parametrize(
+    ("member", "value", "message"),
+    [
+        ("id", "7", "vehicle '7' has a member of the wrong type"),
+        ("driver_id", "x", "vehicle 1 has a member of the wrong type"),
+        ("model", ..., "vehicle #2 has no 'model'"),
+    ],
+)
+def test_columns_name_the_bad_vehicle(
+    emulator: Emulator, client: FleetClient, member: str, value: Any, message: str
+) -> None:
+    emulator.fault("/key/list-cars", body=_envelope(_vehicle(id=9), _vehicle(**{member: value})))
+
+    with pytest.raises(InvalidResponse, match=message):
+        client.list_vehicle_columns()

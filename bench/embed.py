@@ -16,8 +16,6 @@ exits 1 if any request failed (an embed without a fresh key is a failure).
 from __future__ import annotations
 
 import argparse
-import hashlib
-import hmac
 import html
 import re
 import sqlite3
@@ -34,10 +32,8 @@ from urllib.parse import parse_qs, urlsplit
 import requests
 
 from bench.support import (
-    DEMO_ACCESS_TOKEN,
     DEMO_FLEET_EMAIL,
     DEMO_FLEET_PASSWORD,
-    DEMO_SECRET_KEY,
     Server,
     ServerFailed,
     Summary,
@@ -49,6 +45,7 @@ from bench.support import (
     running_portal,
     sigterm_as_interrupt,
     summarize,
+    upstream_session,
 )
 
 WORKERS, THREADS = 2, 4
@@ -87,22 +84,6 @@ class Samples:
     timings: dict[str, list[float]] = field(default_factory=dict)
     failures: Counter[str] = field(default_factory=Counter)
     embeds: int = 0
-
-
-def upstream_session() -> requests.Session:
-    """A keep-alive session with the three headers of spec 5.2, like the portal's client."""
-    session = requests.Session()
-    signature = hmac.new(
-        DEMO_SECRET_KEY.encode(), DEMO_ACCESS_TOKEN.encode(), hashlib.sha256
-    ).hexdigest()
-    session.headers.update(
-        {
-            "Authorization": f"Basic {DEMO_ACCESS_TOKEN}",
-            "Key": signature,
-            "cache-control": "no-cache",
-        }
-    )
-    return session
 
 
 def probe_generator(target: Target) -> Outcome:

@@ -8,6 +8,8 @@ here, so a developer's `.env` or shell cannot change what is measured.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import re
 import secrets
@@ -175,9 +177,17 @@ def portal_prepare(environment: dict[str, str]) -> PortalUser:
 
 @contextmanager
 def running_portal(
-    environment: dict[str, str], workdir: Path, *, workers: int = 2, threads: int = 4
+    environment: dict[str, str],
+    workdir: Path,
+    *,
+    workers: int = 2,
+    threads: int = 4,
+    extra_args: Sequence[str] = (),
 ) -> Iterator[Server]:
-    """The portal under gunicorn on a free loopback port, as in production."""
+    """The portal under gunicorn on a free loopback port, as in production.
+
+    `extra_args` go to gunicorn as they are (an access log, for instance).
+    """
     url = f"http://{LOOPBACK}:{free_port()}"
     log = workdir / "gunicorn.log"
     with log.open("wb") as output:
@@ -195,6 +205,7 @@ def running_portal(
                 url.removeprefix("http://"),
                 # Several benchmarks (or engineers) at once must not share a socket.
                 "--no-control-socket",
+                *extra_args,
             ],
             cwd=ROOT,
             env=environment,
@@ -226,6 +237,55 @@ def portal_log_in(session: requests.Session, portal_url: str, user: PortalUser) 
         raise ServerFailed(f"logging in to the portal failed (HTTP {response.status_code})")
 
 
+def portal_restart_workers(server: Server, *, workers: int) -> None:
+    """Replace every gunicorn worker of `server` by a fresh process (SIGHUP).
+
+    What a process keeps in memory goes with it; the master, its socket and
+    the database stay. Returns once `workers` new workers answer.
+    """
+    old = worker_pids(server)
+    server.process.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        _fail_if_exited(server.process, server.log)
+        current = worker_pids(server)
+        if len(current) == workers and not current & old:
+            _wait_for_health(f"{server.url}/healthz", server.process, server.log)
+            return
+        time.sleep(0.1)
+    raise ServerFailed(f"gunicorn did not replace its workers after SIGHUP:\n{_tail(server.log)}")
+
+
+def worker_pids(server: Server) -> set[int]:
+    """The process ids of `server`'s children (gunicorn's workers), from /proc."""
+    children = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # The command name (field 2) may hold spaces: the parent id follows its ")".
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # the process ended while we looked
+            continue
+        if int(fields[1]) == server.process.pid:
+            children.add(int(stat.parent.name))
+    return children
+
+
+def upstream_session() -> requests.Session:
+    """A keep-alive session with the three headers of spec 5.2, like the portal's client."""
+    session = requests.Session()
+    signature = hmac.new(
+        DEMO_SECRET_KEY.encode(), DEMO_ACCESS_TOKEN.encode(), hashlib.sha256
+    ).hexdigest()
+    session.headers.update(
+        {
+            "Authorization": f"Basic {DEMO_ACCESS_TOKEN}",
+            "Key": signature,
+            "cache-control": "no-cache",
+        }
+    )
+    return session
+
+
 def ensure_running(server: Server) -> None:
     """Raise `ServerFailed` if `server` has exited (rather than time a dead server)."""
     _fail_if_exited(server.process, server.log)
@@ -252,6 +312,17 @@ def summarize(name: str, seconds: Sequence[float]) -> Summary:
         p95=statistics.quantiles(milliseconds, n=20, method="inclusive")[18],
         mean=statistics.fmean(milliseconds),
     )
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """The `fraction` quantile of `values` (0.5: the median), by linear interpolation."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("no values")
+    position = (len(ordered) - 1) * fraction
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def _run(command: list[str], environment: dict[str, str]) -> None:

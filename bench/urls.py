@@ -1,0 +1,45 @@
+"""The portal's URLs plus two that only benchmarks serve (`bench.settings`).
+
+- `bench/bare`: the floor of an authenticated page, through the same
+  middleware and the same `login_required` session check as `/vehicles/`,
+  answering a few bytes (this worker's process id, to tell workers apart);
+- `bench/forget`: empties the shared cache and this worker's decoded vehicle
+  list, so that the next `/vehicles/` on the same keep-alive connection is
+  the cold page: it fetches, stores and renders the fleet.
+"""
+
+from __future__ import annotations
+
+import os
+
+from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse
+from django.urls import path
+from django.views.decorators.http import require_GET
+
+from fleet.services import vehicles
+from portal.urls import urlpatterns as portal_urlpatterns
+
+
+@require_GET
+@login_required
+def bare_view(request: HttpRequest) -> HttpResponse:
+    return HttpResponse(str(os.getpid()), content_type="text/plain")
+
+
+@require_GET
+@login_required
+def forget_vehicles(request: HttpRequest) -> HttpResponse:
+    # The process keeps its decoded copy when the cache loses the list (an
+    # eviction must not cost an API call), so emptying the cache alone is not cold.
+    cache.clear()
+    vehicles._memo.clear()
+    return HttpResponse(str(os.getpid()), content_type="text/plain")
+
+
+urlpatterns = [
+    *portal_urlpatterns,
+    path("bench/bare", bare_view, name="bench_bare"),
+    path("bench/forget", forget_vehicles, name="bench_forget"),
+]

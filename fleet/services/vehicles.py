@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import reduce
 from itertools import compress, repeat
-from typing import Any, Final, Literal, NamedTuple, get_args
+from typing import Any, Final, Literal, NamedTuple, get_args, overload
 
 from django.conf import settings
 from django.core.cache import cache
@@ -210,7 +210,8 @@ class _Columns:
     """What search scans, in one sort order. Filters are masks: a byte per row, 1 if it matches."""
 
     plates: list[str]
-    plate_text: str  # the plates joined: one `in` tells whether any plate matches at all
+    plate_text: str  # the plates joined by "\n": C's substring search finds the matches
+    plate_width: int | None  # when every plate has this length (they all do, normalized)
     models: bytes | list[int]  # model numbers; bytes (for `translate`) up to 256 models
     active: bytes
     inactive: bytes
@@ -343,7 +344,11 @@ class _Snapshot:
         return None
 
     def select(self, *, query: str, active: bool | None, sort: str) -> Sequence[int]:
-        """Row numbers matching the filter, in `sort` order: one pass, no sorting."""
+        """Row numbers matching the filter, in `sort` order: one pass, no sorting.
+
+        A filtered result stays a mask over the order: a page counts it and
+        slices the rows it shows, without listing thousands of matches.
+        """
         sort = sort if sort in SORTS else DEFAULT_SORT
         text = _fold(query)
         if not text and active is None:
@@ -353,7 +358,7 @@ class _Snapshot:
         if active is not None:
             wanted = columns.active if active else columns.inactive
             mask = wanted if mask is None else _and(mask, wanted)
-        return self.order(sort) if mask is None else list(compress(self.order(sort), mask))
+        return self.order(sort) if mask is None else _Matches(self.order(sort), mask)
 
     def _query_mask(self, columns: _Columns, text: str) -> bytes | None:
         """Rows whose plate or model matches the folded query; None when every row does."""
@@ -362,13 +367,32 @@ class _Snapshot:
             return None
         masks = []
         plate_part = plates.normalize(text)
-        if plate_part and plate_part in columns.plate_text:
-            masks.append(bytes(map(operator.contains, columns.plates, repeat(plate_part))))
+        if plate_part and (plate_mask := self._plate_mask(columns, plate_part)) is not None:
+            masks.append(plate_mask)
         if models and isinstance(columns.models, bytes):
             masks.append(columns.models.translate(bytes(n in models for n in range(256))))
         elif models:
             masks.append(bytes(map(set(models).__contains__, columns.models)))
         return reduce(_or, masks) if masks else bytes(self.count)
+
+    def _plate_mask(self, columns: _Columns, part: str) -> bytes | None:
+        """Rows whose plate contains `part`; None when none does."""
+        hits = columns.plate_text.count(part)  # one pass in C: most plate searches find few
+        if not hits:
+            return None
+        width = columns.plate_width
+        if width is None or hits > self.count // 32:
+            return bytes(map(operator.contains, columns.plates, repeat(part)))
+        # Plates of one width joined by "\n": a match at offset i is on row
+        # i // (width + 1); jumping to the next row counts a plate only once.
+        mask = bytearray(self.count)
+        find, stride = columns.plate_text.find, width + 1
+        position = find(part)
+        while position >= 0:
+            row = position // stride
+            mask[row] = 1
+            position = find(part, (row + 1) * stride)
+        return bytes(mask)
 
     def order(self, sort: str) -> list[int]:
         """Row numbers in `sort` order."""
@@ -392,11 +416,13 @@ class _Snapshot:
 
     def _columns_in(self, order: list[int]) -> _Columns:
         in_order = list(map(self.plates.__getitem__, order))
+        width = len(in_order[0]) if in_order else 0
         codes = map(self.model_codes.__getitem__, order)
         active = bytes(map(self.actives.__getitem__, order))
         return _Columns(
             plates=in_order,
             plate_text="\n".join(in_order),
+            plate_width=width if all(len(p) == width for p in in_order) else None,
             models=bytes(codes) if len(self.model_names) <= 256 else list(codes),
             active=active,
             inactive=active.translate(_FLIP),
@@ -420,6 +446,48 @@ class _Snapshot:
             keys = list(map(rank.__getitem__, self.model_codes))
             return sorted(by_plate, key=keys.__getitem__, reverse=descending)
         return sorted(by_plate, key=self.actives.__getitem__, reverse=descending)
+
+
+class _Matches(Sequence[int]):
+    """The rows of `order` whose byte in `mask` is 1, counted and sliced in C.
+
+    A page needs the count and 50 rows: `bytes.count` and `bytes.find` give
+    both without building the list of every match (thousands for a model).
+    """
+
+    def __init__(self, order: list[int], mask: bytes) -> None:
+        self._order = order
+        self._mask = mask
+        self._count = mask.count(1)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[int]:
+        return compress(self._order, self._mask)
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+    def __getitem__(self, index: int | slice) -> int | list[int]:
+        if isinstance(index, int):
+            if not -self._count <= index < self._count:
+                raise IndexError(index)
+            return self[index % self._count : index % self._count + 1][0]
+        start, stop, step = index.indices(self._count)
+        if step != 1:
+            return list(self)[index]
+        mask, rows = self._mask, []
+        # The match before `start` ends the shortest prefix holding `start`
+        # matches: a binary search of counts, each one pass in C.
+        position = (
+            bisect_left(range(len(mask) + 1), start, key=lambda end: mask.count(1, 0, end)) - 1
+        )
+        for _ in range(max(0, stop - start)):
+            position = mask.find(1, position + 1)
+            rows.append(self._order[position])
+        return rows
 
 
 class _Memo:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from fleet.services.vehicles import (
     vehicle_search,
 )
 from tests.conftest import Emulator
+from tests.services.conftest import envelope, vehicle
 
 pytestmark = pytest.mark.usefixtures("small_fleet")
 
@@ -185,3 +187,67 @@ def test_the_emulator_fleet_is_listed_whole_in_plate_order(
     assert [r.plate for r in page.rows] == expected
     assert [r.plate for r in rows] == expected
     assert all(r.plate_display == plates.display(r.plate) for r in page.rows)
+
+
+def _fold(text: str) -> str:
+    bare = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return " ".join(bare.casefold().split())
+
+
+def _scan(vehicles: list[dict[str, Any]], query: str, active: bool | None) -> set[str]:
+    """The plates a search must find, by looking at every vehicle."""
+    text = _fold(query)
+    return {
+        plates.normalize(v["car_plate"])
+        for v in vehicles
+        if (plates.normalize(text) in plates.normalize(v["car_plate"]) or text in _fold(v["model"]))
+        and (active is None or (v["active"] == "1") == active)
+    }
+
+
+def _queries(vehicles: list[dict[str, Any]]) -> list[str]:
+    """Parts of plates of every length (a few matches to most of the fleet) and models."""
+    some = [plates.normalize(v["car_plate"]) for v in vehicles[::37]]
+    parts = {plate[i : i + n] for plate in some for n in range(1, 8) for i in range(0, 8 - n)}
+    return [*sorted(parts), "onix", "C3", "-12", "zzz9"]
+
+
+@pytest.mark.usefixtures("fleet_settings")
+def test_every_search_page_holds_what_a_scan_of_every_vehicle_finds(emulator: Emulator) -> None:
+    emulator.control("DELETE", "faults")  # the emulator's fleet of 200
+    vehicles = emulator.vehicles()
+    for query in _queries(vehicles):
+        for active in (None, True, False):
+            expected = _scan(vehicles, query, active)
+            rows, _freshness = vehicle_export(query=query, active=active, sort="-model")
+            in_order = [r.plate for r in rows]
+            assert set(in_order) == expected, (query, active)
+            for page in (1, 2, 5):
+                found = vehicle_search(
+                    query=query, active=active, sort="-model", page=page, per_page=7
+                )
+                assert found.total == len(expected), (query, active)
+                start = (found.page - 1) * 7
+                assert [r.plate for r in found.rows] == in_order[start : start + 7], (query, page)
+
+
+def test_a_plate_holding_the_query_twice_is_listed_once(emulator: Emulator) -> None:
+    emulator.control("DELETE", "faults")
+    many = [vehicle(n, f"AAA{n:04d}", "Fiat Uno") for n in range(1, 101)]
+    emulator.fault("/key/list-cars", body=envelope(*many, vehicle(101, "BBB1A11", "Fiat Uno")))
+
+    assert plates_of("A") == sorted(v["car_plate"] for v in many)[:50]
+    assert vehicle_search(query="1A1").total == 1
+    assert plates_of("1A1") == ["BBB1A11"]
+
+
+def test_plates_of_other_lengths_are_searched_too(emulator: Emulator) -> None:
+    """Plates the API holds in neither format (foreign, typos) are kept and found."""
+    emulator.control("DELETE", "faults")
+    odd = [vehicle(1, "AB-123", "Fiat Uno"), vehicle(2, "XYZ98765", "Fiat Uno")]
+    fleet = [*odd, *(vehicle(n, f"CDE{n:04d}", "Fiat Uno") for n in range(3, 203))]
+    emulator.fault("/key/list-cars", body=envelope(*fleet))
+
+    assert plates_of("b12") == ["AB123"]
+    assert plates_of("98765") == ["XYZ98765"]
+    assert plates_of("E0007") == ["CDE0007"]

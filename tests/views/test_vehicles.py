@@ -6,6 +6,7 @@ import csv
 import io
 import re
 from datetime import timedelta
+from urllib.parse import unquote
 
 import pytest
 import time_machine
@@ -139,6 +140,40 @@ def test_rows_link_to_the_vehicle_and_to_the_fleet_app(manager_client, fleet):
     plate = shown_plates(response)[0]
     assert f'href="/vehicles/{plate}/"' in response.text
     assert 'href="/app/open?next=/vehicles/"' in response.text
+
+
+def test_what_the_api_and_the_query_hold_is_escaped_not_markup(manager_client, emulator):
+    hostile = '<img src=x onerror="alert(1)">'
+    emulator.fault(
+        "/key/list-cars",
+        body={
+            "cars": {
+                "data": [
+                    {
+                        "id": 1,
+                        "car_plate": "ABC1D23",
+                        "model": hostile,
+                        "active": "1",
+                        "driver_id": None,
+                    },
+                ],
+                "total": 1,
+            },
+            "error": False,
+            "code": "fbk_200",
+        },
+    )
+    query = '"><script>x</script>'
+
+    response = manager_client.get("/vehicles/", {"q": "abc", "sort": query})
+    searched = manager_client.get("/vehicles/", {"q": query})
+
+    assert hostile not in response.text
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in response.text
+    assert "<script>x</script>" not in searched.text
+    assert 'value="&quot;&gt;&lt;script&gt;x&lt;/script&gt;"' in searched.text
+    (next_page,) = re.findall(r'href="/app/open\?next=([^"]+)"', response.text)
+    assert unquote(next_page.replace("&amp;", "&")) == response.wsgi_request.get_full_path()
 
 
 def test_export_streams_the_current_filter_as_csv_for_brazilian_excel(manager_client, fleet):

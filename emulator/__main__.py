@@ -24,6 +24,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m emulator",
         description="A stand-in for the Fleet Management API and its web application.",
+        epilog=(
+            f"CNH test CPFs: {_formatted(TIMEOUT_CPF)} times out (504 with Retry-After"
+            f" individually, status: error in a batch); {_formatted(NO_LICENCE_CPF)} has no"
+            " licence. See emulator/README.md."
+        ),
     )
     _add_serve_arguments(parser, defaults=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -64,7 +69,10 @@ def _add_serve_arguments(parser: argparse.ArgumentParser, *, defaults: bool) -> 
         "--cnh-timeout-wait",
         type=_non_negative_float,
         default=default(DEFAULT_TIMEOUT_WAIT),
-        help="seconds the timeout test CPF's lookup waits before its 504 (spec: 60)",
+        help=(
+            f"seconds the CNH lookup of the timeout test CPF {_formatted(TIMEOUT_CPF)} waits"
+            " before its 504 (default 60, the spec's limit)"
+        ),
     )
     parser.add_argument(
         "--verbose",

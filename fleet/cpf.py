@@ -57,15 +57,18 @@ class InvalidLine:
     """A line of a list that is not a CPF: where it was, what it said, and why."""
 
     number: int
-    text: str
-    problem: str  # "digits" (not eleven digits) or "check" (check digits wrong)
+    text: str = field(repr=False)  # what was typed: maybe a CPF with a typo
+    problem: str = ""  # "digits" (not eleven digits) or "check" (check digits wrong)
 
 
 @dataclass(slots=True)
 class CpfList:
-    """A pasted or uploaded list, read: the CPFs (first occurrence, in order) and the rest."""
+    """A pasted or uploaded list, read: the CPFs (first occurrence, in order) and the rest.
 
-    cpfs: list[str] = field(default_factory=list)
+    Reprs leave the CPFs out: they end up in logs (a template's debug line, a traceback).
+    """
+
+    cpfs: list[str] = field(default_factory=list, repr=False)
     invalid: list[InvalidLine] = field(default_factory=list)
     repeated: int = 0
 

@@ -53,24 +53,31 @@ class Emulator:
         created: dict[str, Any] = self.control("POST", "crlv/requests", plate=plate, **options)
         return created
 
-    def vehicles(self) -> list[dict[str, Any]]:
-        """The fleet as the API lists it, fetched with the demo credentials."""
+    def _api_headers(self) -> dict[str, str]:
+        """The three headers of the demo credentials, signed here (spec 5)."""
         import hashlib
         import hmac
 
         key = hmac.new(b"demo-secret-key", b"demo-access-token", hashlib.sha256).hexdigest()
+        return {"Authorization": "Basic demo-access-token", "Key": key, "cache-control": "no-cache"}
+
+    def vehicles(self) -> list[dict[str, Any]]:
+        """The fleet as the API lists it, fetched with the demo credentials."""
         response = self.http.get(
-            f"{self.url}/key/list-cars",
-            headers={
-                "Authorization": "Basic demo-access-token",
-                "Key": key,
-                "cache-control": "no-cache",
-            },
-            timeout=10,
+            f"{self.url}/key/list-cars", headers=self._api_headers(), timeout=10
         )
         response.raise_for_status()
         data: list[dict[str, Any]] = response.json()["cars"]["data"]
         return data
+
+    def cnh_licence(self, cpf: str) -> dict[str, Any]:
+        """The licence the emulator answers for `cpf` (this call is counted like any other)."""
+        response = self.http.post(
+            f"{self.url}/v2/cnh/lookup", json={"cpf": cpf}, headers=self._api_headers(), timeout=10
+        )
+        response.raise_for_status()
+        licence: dict[str, Any] = response.json()
+        return licence
 
 
 def start_emulator(*args: str) -> tuple[subprocess.Popen[str], str]:

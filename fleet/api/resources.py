@@ -312,9 +312,12 @@ _ENVELOPE_MEMBERS: Final = frozenset({"cpf", "status", "error", "traceId"})
 CNH_ITEM_ERROR: Final = "error"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class CnhLicence:
-    """A driver's licence as a lookup returned it; each known member may be missing."""
+    """A driver's licence as a lookup returned it; each known member may be missing.
+
+    Personal data (LGPD): its repr names no one, since reprs end up in logs.
+    """
 
     name: str | None = None
     number: str | None = None
@@ -325,6 +328,9 @@ class CnhLicence:
     points: int | None = None
     # Members the portal does not know, as received (spec 6.2: additions are additive).
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"<CnhLicence category={self.category!r} situation={self.situation!r}>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,10 +347,11 @@ class CnhLookupResult:
 
     `members` is the answer as received, minus the envelope (`cpf`, `status`,
     `traceId`): what the portal stores and reads again with `cnh_licence_from_json`.
+    The repr leaves the CPF out: it is personal data, and reprs end up in logs.
     """
 
-    cpf: str
-    licence: CnhLicence | None
+    cpf: str = field(repr=False)
+    licence: CnhLicence | None = None
     error: CnhItemError | None = None
     members: Mapping[str, Any] = field(default_factory=dict, repr=False)
 

@@ -339,12 +339,12 @@ _SITUATIONS: Final[dict[str, Promise]] = {
 
 @dataclass(frozen=True, slots=True)
 class CnhItemRow:
-    """One CPF of a lookup as its page shows it."""
+    """One CPF of a lookup as its page shows it (its repr leaves the CPF out)."""
 
     position: int
-    cpf: str
-    status: str
-    licence: CnhLicence | None
+    cpf: str = field(repr=False)
+    status: str = ""
+    licence: CnhLicence | None = None
     # Members the portal does not know, as (name, text), in the order received.
     extra: list[tuple[str, str]] = field(default_factory=list)
     error_code: str = ""

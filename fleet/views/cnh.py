@@ -95,6 +95,7 @@ def cnh_lookup(request: AuthenticatedRequest, lookup_id: int) -> HttpResponse:
     delay_ms = POLLING.delay(request.GET.get("poll"))
     rows = cnh_lookup_rows(lookup=lookup)
     context = {
+        "not_found": False,
         "lookup": lookup,
         "rows": rows,
         "failed_count": sum(row.status == CnhItemStatus.ERROR for row in rows),
@@ -149,4 +150,3 @@ def _index(
 
 def _not_found(request: AuthenticatedRequest) -> HttpResponse:
     return render(request, "fleet/cnh_lookup.html", {"not_found": True}, status=404)
-

@@ -185,3 +185,22 @@ def test_the_control_surface_refuses_settings_that_make_no_sense(
 
     assert response.status_code == 400
     assert response.json()["error"]
+
+
+def test_the_help_names_the_test_cpfs_and_the_timeout_wait() -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    shown = subprocess.run(
+        [sys.executable, "-m", "emulator", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    assert "--cnh-timeout-wait" in shown
+    assert "504.504.504-06 times out" in shown
+    assert "000.000.404-95 has no licence" in shown

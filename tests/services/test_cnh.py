@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 from django.db import transaction
+from django.utils import translation
 from django_tasks_db.models import DBTaskResult
 
 from fleet.models import CnhItemStatus, CnhLookup, CnhLookupStatus, CnhReason
@@ -173,7 +174,8 @@ def test_a_cpf_without_a_licence_is_an_answer_not_a_failure(owner, emulator: Emu
     (row,) = cnh_lookup_rows(lookup=done)
     assert row.status == CnhItemStatus.ERROR
     assert row.error_code == "not-found"
-    assert row.problem == "No driver licence was found for this CPF."
+    with translation.override("en"):
+        assert row.problem == "No driver licence was found for this CPF."
 
 
 # --- Batches: per-item errors, and retrying the failed items together ------------------
@@ -227,9 +229,7 @@ def test_a_lookup_still_running_cannot_be_retried(owner, emulator: Emulator, clo
     assert cnh_lookup_retry_failed(lookup=lookup) == 0  # done, nothing failed
 
 
-def test_a_failed_individual_lookup_can_be_tried_again(
-    owner, emulator: Emulator, clock, settings
-):
+def test_a_failed_individual_lookup_can_be_tried_again(owner, emulator: Emulator, clock, settings):
     settings.FLEET_CNH_MAX_ATTEMPTS = 1
     lookup = single(owner, TIMEOUT_CPF)
     run_tasks()

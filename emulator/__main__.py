@@ -13,6 +13,7 @@ import threading
 from collections.abc import Sequence
 
 from emulator import auth
+from emulator.cnh import DEFAULT_TIMEOUT_WAIT, NO_LICENCE_CPF, TIMEOUT_CPF
 from emulator.fleet import MAX_VEHICLES
 from emulator.server import FleetServer
 from emulator.state import Emulator, Settings
@@ -23,6 +24,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m emulator",
         description="A stand-in for the Fleet Management API and its web application.",
+        epilog=(
+            f"CNH test CPFs: {_formatted(TIMEOUT_CPF)} times out (504 with Retry-After"
+            f" individually, status: error in a batch); {_formatted(NO_LICENCE_CPF)} has no"
+            " licence. See emulator/README.md."
+        ),
     )
     _add_serve_arguments(parser, defaults=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -60,6 +66,15 @@ def _add_serve_arguments(parser: argparse.ArgumentParser, *, defaults: bool) -> 
         help="rate-limit window, in seconds",
     )
     parser.add_argument(
+        "--cnh-timeout-wait",
+        type=_non_negative_float,
+        default=default(DEFAULT_TIMEOUT_WAIT),
+        help=(
+            f"seconds the CNH lookup of the timeout test CPF {_formatted(TIMEOUT_CPF)} waits"
+            " before its 504 (default 60, the spec's limit)"
+        ),
+    )
+    parser.add_argument(
         "--verbose",
         action="store_true",
         default=default(False),
@@ -74,6 +89,7 @@ def serve(args: argparse.Namespace) -> int:
             seed=args.seed,
             rate_limit=args.rate_limit,
             rate_window=args.rate_window,
+            cnh_timeout_wait=args.cnh_timeout_wait,
         )
     )
     try:
@@ -114,9 +130,15 @@ def _banner(url: str, emulator: Emulator) -> str:
         f"  Web-app users: {', '.join(USERS)} (password {PASSWORD})",
         f"  Fleet: {settings.vehicles} vehicles, seed {settings.seed}."
         f" Rate limit: {settings.rate_limit or 'off'} per {settings.rate_window:g} s.",
+        f"  CNH test CPFs: {_formatted(TIMEOUT_CPF)} times out"
+        f" (after {settings.cnh_timeout_wait:g} s), {_formatted(NO_LICENCE_CPF)} has no licence.",
         f"  Control surface: {url}/_emulator/ (see emulator/README.md)",
     ]
     return "\n".join(lines)
+
+
+def _formatted(cpf: str) -> str:
+    return f"{cpf[:3]}.{cpf[3:6]}.{cpf[6:9]}-{cpf[9:]}"
 
 
 def _vehicle_count(text: str) -> int:
@@ -129,6 +151,13 @@ def _vehicle_count(text: str) -> int:
 def _non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError("must be 0 or more")
     return value
 

@@ -12,9 +12,10 @@ import traceback
 import uuid
 from typing import TYPE_CHECKING
 
-from emulator import auth
+from emulator import auth, cnh
 from emulator.errors import (
     BAD_REQUEST,
+    GATEWAY_TIMEOUT,
     INTERNAL_ERROR,
     METHOD_NOT_ALLOWED,
     NOT_FOUND,
@@ -37,15 +38,20 @@ def list_cars(emulator: Emulator, call: Call) -> Response:
     return Response(200, emulator.fleet.list_cars_body, JSON)
 
 
-def generate_access_key(emulator: Emulator, call: Call) -> Response:
-    """POST /key/generator (4.2): a single-use login key for a web-app user."""
+def _json_body(call: Call) -> dict[str, object]:
+    """The body of a POST route: a JSON object sent as `application/json`."""
     content_type = (call.request.header("Content-Type") or "").split(";")[0].strip().lower()
     if content_type != "application/json":
         raise ApiError(BAD_REQUEST, "Envie o corpo como JSON (Content-Type: application/json).")
     try:
-        body = parse_json_object(call.request.body)
+        return parse_json_object(call.request.body)
     except ValueError:
         raise ApiError(BAD_REQUEST, "O corpo da requisição não é um objeto JSON válido.") from None
+
+
+def generate_access_key(emulator: Emulator, call: Call) -> Response:
+    """POST /key/generator (4.2): a single-use login key for a web-app user."""
+    body = _json_body(call)
     email, password = body.get("email"), body.get("password")
     if not isinstance(email, str) or not email or not isinstance(password, str) or not password:
         raise ApiError(BAD_REQUEST, "Os campos email e password são obrigatórios.")
@@ -83,12 +89,70 @@ def crlv_vehicle_view(emulator: Emulator, call: Call) -> Response:
     return _v2_success(call, view)
 
 
+_TIMEOUT_DETAIL = "O serviço de consulta de CNH não respondeu a tempo; a consulta não foi cobrada."
+_TIMEOUT_ITEM = "O serviço de consulta de CNH não respondeu a tempo."
+
+
+def cnh_lookup(emulator: Emulator, call: Call) -> Response:
+    """POST /v2/cnh/lookup (4.5): one CPF's licence; 504 with Retry-After on timeout (7.3)."""
+    cpf = _json_body(call).get("cpf")
+    if not isinstance(cpf, str) or not cnh.is_cpf(cpf):
+        raise ApiError(BAD_REQUEST, "Envie um CPF válido no campo cpf.")
+    cpf = cnh.normalize(cpf)
+    if emulator.cnh.times_out(cpf):
+        time.sleep(emulator.cnh.timeout_wait)
+        return render(
+            GATEWAY_TIMEOUT, call, detail=_TIMEOUT_DETAIL, retry_after=emulator.cnh.retry_after
+        )
+    if cpf == cnh.NO_LICENCE_CPF:
+        raise ApiError(NOT_FOUND, "Nenhuma CNH encontrada para este CPF.")
+    return _v2_success(call, emulator.cnh.licence(cpf, emulator.clock.now().date()))
+
+
+def cnh_lookup_batch(emulator: Emulator, call: Call) -> Response:
+    """POST /v2/cnh/lookup/batch (4.5): one entry per CPF; a failed one has `status: error`.
+
+    The items are looked up together: a timeout costs the whole call one wait,
+    and the call itself still answers 200 (7.3).
+    """
+    cpfs = _json_body(call).get("cpfs")
+    if (
+        not isinstance(cpfs, list)
+        or not 1 <= len(cpfs) <= cnh.BATCH_LIMIT
+        or not all(isinstance(cpf, str) for cpf in cpfs)
+    ):
+        raise ApiError(
+            BAD_REQUEST, f"Envie em cpfs uma lista de 1 a {cnh.BATCH_LIMIT} CPFs (texto)."
+        )
+    today, waited, items = emulator.clock.now().date(), False, []
+    for sent in cpfs:
+        cpf = cnh.normalize(sent)
+        if not cnh.is_cpf(cpf):
+            items.append(_item_error(sent, BAD_REQUEST.name, "CPF inválido."))
+        elif emulator.cnh.times_out(cpf):
+            if not waited:
+                time.sleep(emulator.cnh.timeout_wait)
+                waited = True
+            items.append(_item_error(cpf, GATEWAY_TIMEOUT.name, _TIMEOUT_ITEM))
+        elif cpf == cnh.NO_LICENCE_CPF:
+            items.append(_item_error(cpf, NOT_FOUND.name, "Nenhuma CNH encontrada para este CPF."))
+        else:
+            items.append(emulator.cnh.licence(cpf, today))
+    return _v2_success(call, {"items": items})
+
+
+def _item_error(cpf: str, code: str, message: str) -> dict[str, object]:
+    return {"cpf": cpf, "status": "error", "error": {"code": code, "message": message}}
+
+
 ROUTES = Router(
     [
         Route("GET", "/key/list-cars", list_cars),
         Route("POST", "/key/generator", generate_access_key),
         Route("GET", "/v2/crlv/requests/{requestId}", crlv_request_status),
         Route("GET", "/v2/crlv/vehicles/{carPlate}", crlv_vehicle_view),
+        Route("POST", "/v2/cnh/lookup", cnh_lookup),
+        Route("POST", "/v2/cnh/lookup/batch", cnh_lookup_batch),
     ]
 )
 

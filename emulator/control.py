@@ -1,8 +1,9 @@
 """The control surface under `/_emulator/`: for tests and demos, no auth.
 
 It resets the emulator, arms faults, moves the clock, reads the traffic,
-sets the rate limit and creates e-CRLV requests. Answers are JSON; a bad
-body gets 400 with `{"error": "..."}` saying what to fix.
+sets the rate limit, creates e-CRLV requests and sets how the CNH lookups'
+timeout CPF behaves. Answers are JSON; a bad body gets 400 with
+`{"error": "..."}` saying what to fix.
 """
 
 from __future__ import annotations
@@ -121,6 +122,28 @@ def create_crlv_request(emulator: Emulator, call: Call) -> Response:
     )
 
 
+def read_cnh(emulator: Emulator, call: Call) -> Response:
+    return json_response(200, emulator.cnh.config)
+
+
+def configure_cnh(emulator: Emulator, call: Call) -> Response:
+    body = _body(call)
+    unknown = set(body) - {"timeout_wait", "retry_after", "recover_after"}
+    if unknown:
+        raise ControlError(f"unknown fields: {sorted(unknown)}")
+    wait = body.get("timeout_wait", 0)
+    if type(wait) not in (int, float) or not 0 <= wait <= 600:
+        raise ControlError("timeout_wait must be a number of seconds, 0 to 600")
+    retry_after = body.get("retry_after", 0)
+    if type(retry_after) is not int or retry_after < 0:
+        raise ControlError("retry_after must be a whole number of seconds, at least 0")
+    recover_after = body.get("recover_after")
+    if recover_after is not None and (type(recover_after) is not int or recover_after < 0):
+        raise ControlError("recover_after must be a whole number of timeouts, or null for never")
+    emulator.cnh.configure(**body)
+    return read_cnh(emulator, call)
+
+
 def list_crlv_requests(emulator: Emulator, call: Call) -> Response:
     now = emulator.clock.now()
     return json_response(
@@ -151,6 +174,8 @@ ROUTES = Router(
         Route("POST", "/_emulator/rate-limit", set_rate_limit),
         Route("GET", "/_emulator/crlv/requests", list_crlv_requests),
         Route("POST", "/_emulator/crlv/requests", create_crlv_request),
+        Route("GET", "/_emulator/cnh", read_cnh),
+        Route("POST", "/_emulator/cnh", configure_cnh),
     ]
 )
 

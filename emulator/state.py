@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from emulator.clock import Clock
+from emulator.cnh import DEFAULT_TIMEOUT_WAIT, CnhService
 from emulator.crlv import CrlvBook
 from emulator.faults import FaultQueue
 from emulator.fleet import Fleet, generate_vehicles
@@ -24,6 +25,7 @@ class Settings:
     seed: int = 1
     rate_limit: int = 600  # calls per window and access token; 0 turns limiting off
     rate_window: float = 60.0  # seconds
+    cnh_timeout_wait: float = DEFAULT_TIMEOUT_WAIT  # seconds before the timeout CPF's 504
 
 
 class Emulator:
@@ -36,6 +38,7 @@ class Emulator:
         self.faults = FaultQueue()
         self.rate_limiter = RateLimiter(settings.rate_limit, settings.rate_window)
         self.traffic = Traffic()
+        self.cnh = CnhService(seed=settings.seed, timeout_wait=settings.cnh_timeout_wait)
         self.reset()
 
     def reset(self) -> None:
@@ -47,3 +50,4 @@ class Emulator:
             limit=self.settings.rate_limit, window=self.settings.rate_window
         )
         self.traffic.clear()
+        self.cnh.reset()

@@ -1,7 +1,9 @@
-"""The Django admin of the fleet app: fleet logins and the audit trail of mints.
+"""The Django admin of the fleet app: fleet logins, the audit trail of mints, CNH lookups.
 
 A fleet password is write-only here: it is typed, encrypted and never shown
 again, not even encrypted. Testing a login mints a key that is discarded.
+CNH lookups are listed without their CPFs (personal data): "view on site"
+opens the lookup's own page, where staff see them in full.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
-from fleet.models import AccessKeyMint, FleetAccount, MintOutcome
+from fleet.models import AccessKeyMint, CnhLookup, FleetAccount, MintOutcome
 from fleet.services.sso import fleet_account_check
 
 if TYPE_CHECKING:
@@ -28,9 +30,10 @@ if TYPE_CHECKING:
     _FleetAccountModelForm = forms.ModelForm[FleetAccount]
     _FleetAccountModelAdmin = admin.ModelAdmin[FleetAccount]
     _AccessKeyMintModelAdmin = admin.ModelAdmin[AccessKeyMint]
+    _CnhLookupModelAdmin = admin.ModelAdmin[CnhLookup]
 else:
     _FleetAccountModelForm = forms.ModelForm
-    _FleetAccountModelAdmin = _AccessKeyMintModelAdmin = admin.ModelAdmin
+    _FleetAccountModelAdmin = _AccessKeyMintModelAdmin = _CnhLookupModelAdmin = admin.ModelAdmin
 
 
 # What an administrator can do about each failed test.
@@ -168,4 +171,32 @@ class AccessKeyMintAdmin(_AccessKeyMintModelAdmin):
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: AccessKeyMint | None = None) -> bool:
+        return False
+
+
+@admin.register(CnhLookup)
+class CnhLookupAdmin(_CnhLookupModelAdmin):
+    """Who looked up how many licences, and how it went; read-only, CPFs left out."""
+
+    list_display = ["pk", "created_at", "owner", "kind", "status", "attempts", "reason"]
+    list_filter = ["status", "kind", "reason", "created_at"]
+    list_select_related = ["owner"]
+    search_fields = ["owner__username"]
+    date_hierarchy = "created_at"
+    fields = [
+        "created_at",
+        "owner",
+        "kind",
+        "status",
+        "attempts",
+        "reason",
+        "next_attempt_at",
+        "detail",
+        "finished_at",
+    ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: CnhLookup | None = None) -> bool:
         return False

@@ -1,12 +1,14 @@
-"""The portal's records: fleet web-app logins and the audit trail of SSO mints."""
+"""The portal's records: fleet web-app logins, the audit trail of SSO mints, CNH lookups."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
-from fleet import encryption
+from fleet import cpf, encryption
 
 
 class MintPurpose(models.TextChoices):
@@ -102,3 +104,118 @@ class AccessKeyMint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.user} {self.outcome}"
+
+
+class CnhLookupKind(models.TextChoices):
+    SINGLE = "single", _("individual")
+    BATCH = "batch", _("batch")
+
+
+class CnhLookupStatus(models.TextChoices):
+    QUEUED = "queued", pgettext_lazy("CNH lookup status", "Queued")
+    RUNNING = "running", pgettext_lazy("CNH lookup status", "Running")
+    WAITING_RETRY = "waiting_retry", pgettext_lazy("CNH lookup status", "Waiting to retry")
+    DONE = "done", pgettext_lazy("CNH lookup status", "Done")
+    FAILED = "failed", pgettext_lazy("CNH lookup status", "Failed")
+
+
+class CnhReason(models.TextChoices):
+    """Why a lookup is waiting to retry, or failed."""
+
+    UPSTREAM_TIMEOUT = "upstream_timeout", _("the licensing service did not answer in time")
+    RATE_LIMITED = "rate_limited", _("the fleet service asked us to wait")
+    UNAVAILABLE = "unavailable", _("the fleet service did not answer")
+    CREDENTIALS_REJECTED = "credentials_rejected", _("the portal's API credentials were refused")
+    PERMISSION_DENIED = "permission_denied", _("no permission for the company")
+    REJECTED = "rejected", _("the fleet service refused the request")
+    INVALID_RESPONSE = "invalid_response", _("the fleet service answered something unexpected")
+
+
+class CnhItemStatus(models.TextChoices):
+    PENDING = "pending", pgettext_lazy("CNH lookup item", "Pending")
+    OK = "ok", pgettext_lazy("CNH lookup item", "Found")
+    ERROR = "error", pgettext_lazy("CNH lookup item", "Error")
+
+
+class CnhLookup(models.Model):
+    """A driver licence lookup a user asked for: one CPF, or a batch of them.
+
+    It runs in the background (`fleet.tasks.cnh_lookup_run`): `attempts`
+    counts the calls of the current run, `next_attempt_at` says when a
+    lookup waiting to retry will be tried again, `reason` why it waits or
+    failed.
+    """
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="cnh_lookups",
+        verbose_name=_("requested by"),
+    )
+    kind = models.CharField(_("kind"), max_length=10, choices=CnhLookupKind.choices)
+    status = models.CharField(
+        _("status"),
+        max_length=20,
+        choices=CnhLookupStatus.choices,
+        default=CnhLookupStatus.QUEUED,
+    )
+    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
+    next_attempt_at = models.DateTimeField(_("next attempt"), null=True, blank=True)
+    reason = models.CharField(_("reason"), max_length=30, choices=CnhReason.choices, blank=True)
+    # For operators: the failure as the client described it (with the trace id).
+    detail = models.CharField(_("detail"), max_length=500, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+    finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("CNH lookup")
+        verbose_name_plural = _("CNH lookups")
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["owner", "-created_at"], name="fleet_cnh_owner_created")]
+
+    def __str__(self) -> str:
+        return f"CNH lookup {self.pk} ({self.kind}, {self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("fleet:cnh_lookup", args=[self.pk])
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in (CnhLookupStatus.DONE, CnhLookupStatus.FAILED)
+
+
+class CnhLookupItem(models.Model):
+    """One CPF of a lookup and what the API answered for it.
+
+    `result` holds the API's members as received (known and unknown), read
+    again for display by `fleet.api.resources.cnh_licence_from_json`.
+    """
+
+    lookup = models.ForeignKey(
+        CnhLookup, on_delete=models.CASCADE, related_name="items", verbose_name=_("lookup")
+    )
+    position = models.PositiveIntegerField(_("position"))
+    cpf = models.CharField(_("CPF"), max_length=11)
+    status = models.CharField(
+        _("status"), max_length=10, choices=CnhItemStatus.choices, default=CnhItemStatus.PENDING
+    )
+    result = models.JSONField(_("result"), null=True, blank=True)
+    error_code = models.CharField(_("error code"), max_length=100, blank=True)
+    error_message = models.CharField(_("error message"), max_length=500, blank=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("CNH lookup item")
+        verbose_name_plural = _("CNH lookup items")
+        ordering = ["lookup", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["lookup", "position"], name="fleet_cnh_item_position"),
+        ]
+
+    def __str__(self) -> str:
+        # Masked: this is what admin lists, logs and tracebacks show.
+        return cpf.mask(self.cpf)
+
+    def __repr__(self) -> str:
+        return f"<CnhLookupItem {self.pk} {cpf.mask(self.cpf)} {self.status}>"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from fleet.urls_crlv import urlpatterns_crlv
-from fleet.views import dashboard, embed, health, vehicles
+from fleet.views import cnh, dashboard, embed, health, vehicles
 
 app_name = "fleet"
 
@@ -20,4 +20,9 @@ urlpatterns = [
     path("vehicles/export.csv", vehicles.vehicle_list_export, name="vehicles_export"),
     path("vehicles/refresh", vehicles.vehicle_list_refresh, name="vehicles_refresh"),
     *urlpatterns_crlv,
+    path("drivers/cnh/", cnh.cnh_lookups, name="cnh"),
+    path("drivers/cnh/lookup", cnh.cnh_lookup_single, name="cnh_lookup_single"),
+    path("drivers/cnh/batch", cnh.cnh_lookup_batch, name="cnh_lookup_batch"),
+    path("drivers/cnh/<int:lookup_id>/", cnh.cnh_lookup, name="cnh_lookup"),
+    path("drivers/cnh/<int:lookup_id>/retry", cnh.cnh_lookup_retry, name="cnh_lookup_retry"),
 ]

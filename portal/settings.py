@@ -18,6 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
 
+from fleet.api.client import CNH_BATCH, CNH_LOOKUP, api_path
 from fleet.api.credentials import credential_problems
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -116,17 +117,21 @@ FLEET_INTERACTIVE_RETRY_BUDGET = env.float("FLEET_INTERACTIVE_RETRY_BUDGET", def
 FLEET_READ_TIMEOUT = env.float("FLEET_READ_TIMEOUT", default=10.0)
 
 
-def _seconds(name: str, *, default: float, minimum: float = 0.0) -> float:
+def _number[N: (int, float)](name: str, *, default: N, minimum: N, kind: type[N], what: str) -> N:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
     try:
-        value = float(raw)
+        value = kind(raw)
     except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a number of seconds.") from None
+        raise ImproperlyConfigured(f"{name} must be {what}.") from None
     if not minimum <= value < float("inf"):
-        raise ImproperlyConfigured(f"{name} must be a number of seconds, at least {minimum:g}.")
+        raise ImproperlyConfigured(f"{name} must be {what}, at least {minimum:g}.")
     return value
+
+
+def _seconds(name: str, *, default: float, minimum: float = 0.0) -> float:
+    return _number(name, default=default, minimum=minimum, kind=float, what="a number of seconds")
 
 
 # The shared snapshot of the vehicle list (fleet/services/vehicles.py): fresh
@@ -139,6 +144,31 @@ FLEET_VEHICLES_WAIT = _seconds("FLEET_VEHICLES_WAIT", default=5.0)
 # After a failed refresh (without Retry-After), no worker tries again for this long.
 FLEET_VEHICLES_FAILURE_BACKOFF = _seconds("FLEET_VEHICLES_FAILURE_BACKOFF", default=10.0)
 
+
+# Driver licence (CNH) lookups (fleet/services/cnh.py). The spec does not show
+# their paths: the defaults are the emulator's; a deployment must set the
+# vendor's documented values.
+def _api_path(name: str, *, default: str) -> str:
+    value = os.environ.get(name, "").strip() or default
+    try:
+        return api_path(value)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name} must be a path of the Fleet API starting with '/', without a query."
+        ) from None
+
+
+FLEET_CNH_LOOKUP_PATH = _api_path("FLEET_CNH_LOOKUP_PATH", default=CNH_LOOKUP)
+FLEET_CNH_BATCH_PATH = _api_path("FLEET_CNH_BATCH_PATH", default=CNH_BATCH)
+# Calls of one lookup (the first and its automatic retries) before it is marked failed.
+FLEET_CNH_MAX_ATTEMPTS = _number(
+    "FLEET_CNH_MAX_ATTEMPTS", default=5, minimum=1, kind=int, what="a whole number"
+)
+# CPFs in one batch lookup (the spec does not show the API's limit).
+FLEET_CNH_BATCH_LIMIT = _number(
+    "FLEET_CNH_BATCH_LIMIT", default=100, minimum=1, kind=int, what="a whole number"
+)
+
 # --- Django -------------------------------------------------------------------
 
 INSTALLED_APPS = [
@@ -150,6 +180,7 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",
+    "django_tasks_db",
     "fleet",
 ]
 
@@ -204,6 +235,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://fleet-portal")}
+
+# Background tasks (django.tasks) stored in the database: `manage.py db_worker` runs them.
+TASKS = {
+    "default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]},
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import subprocess
 import sys
@@ -52,24 +53,31 @@ class Emulator:
         created: dict[str, Any] = self.control("POST", "crlv/requests", plate=plate, **options)
         return created
 
-    def vehicles(self) -> list[dict[str, Any]]:
-        """The fleet as the API lists it, fetched with the demo credentials."""
+    def _api_headers(self) -> dict[str, str]:
+        """The three headers of the demo credentials, signed here (spec 5)."""
         import hashlib
         import hmac
 
         key = hmac.new(b"demo-secret-key", b"demo-access-token", hashlib.sha256).hexdigest()
+        return {"Authorization": "Basic demo-access-token", "Key": key, "cache-control": "no-cache"}
+
+    def vehicles(self) -> list[dict[str, Any]]:
+        """The fleet as the API lists it, fetched with the demo credentials."""
         response = self.http.get(
-            f"{self.url}/key/list-cars",
-            headers={
-                "Authorization": "Basic demo-access-token",
-                "Key": key,
-                "cache-control": "no-cache",
-            },
-            timeout=10,
+            f"{self.url}/key/list-cars", headers=self._api_headers(), timeout=10
         )
         response.raise_for_status()
         data: list[dict[str, Any]] = response.json()["cars"]["data"]
         return data
+
+    def cnh_licence(self, cpf: str) -> dict[str, Any]:
+        """The licence the emulator answers for `cpf` (this call is counted like any other)."""
+        response = self.http.post(
+            f"{self.url}/v2/cnh/lookup", json={"cpf": cpf}, headers=self._api_headers(), timeout=10
+        )
+        response.raise_for_status()
+        licence: dict[str, Any] = response.json()
+        return licence
 
 
 def start_emulator(*args: str) -> tuple[subprocess.Popen[str], str]:
@@ -91,7 +99,8 @@ def start_emulator(*args: str) -> tuple[subprocess.Popen[str], str]:
 
 @pytest.fixture(scope="session")
 def emulator_process() -> Iterator[str]:
-    process, url = start_emulator("--vehicles", "200", "--seed", "1")
+    # The CNH timeout CPF waits 0.2 s here, not the real 60 s, before its 504.
+    process, url = start_emulator("--vehicles", "200", "--seed", "1", "--cnh-timeout-wait", "0.2")
     yield url
     process.terminate()
     process.wait(timeout=10)
@@ -160,3 +169,71 @@ def _fresh_fleet_client() -> Iterator[None]:
     _client_for.cache_clear()
     cache.clear()
     _memo.clear()
+
+
+def run_tasks() -> int:
+    """Run every background task that is due, here, as `manage.py db_worker --batch` does.
+
+    The real worker's loop (django-tasks-db's `Worker`), in this process and
+    thread, so that time-machine moves its clock. Tests that use it need
+    `django_db(transaction=True)`: the worker commits as it goes. Returns how
+    many tasks ran.
+    """
+    from django_tasks_db.management.commands.db_worker import Worker
+
+    worker = Worker(
+        queue_names=["default"],
+        interval=0,
+        batch=True,
+        backend_name="default",
+        startup_delay=False,
+        max_tasks=None,
+        worker_id="pytest",
+        excluded_queue_names=[],
+    )
+    worker.run()
+    return worker._run_tasks
+
+
+class Recorder(logging.Handler):
+    """Every record of every logger, formatted as a handler would write it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+        self.records: list[logging.LogRecord] = []
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+        self.lines.append(self.format(record))
+
+    def of(self, name: str) -> list[logging.LogRecord]:
+        return [r for r in self.records if r.name == name]
+
+
+@pytest.fixture
+def log_records() -> Iterator[Recorder]:
+    """Capture all log records at DEBUG on the root logger.
+
+    The recorder goes first: the portal's own handlers scrub records in place,
+    which would hide a leak from a recorder that came after them.
+    """
+    root = logging.getLogger()
+    # Every logger at DEBUG, including those the portal's LOGGING set higher.
+    loggers = [root] + [
+        logger
+        for logger in logging.root.manager.loggerDict.values()
+        if isinstance(logger, logging.Logger)
+    ]
+    levels = {logger: logger.level for logger in loggers}
+    for logger in loggers:
+        if logger.level != logging.NOTSET:
+            logger.setLevel(logging.DEBUG)
+    root.setLevel(logging.DEBUG)
+    recorder = Recorder()
+    root.handlers.insert(0, recorder)
+    yield recorder
+    root.removeHandler(recorder)
+    for logger, level in levels.items():
+        logger.setLevel(level)

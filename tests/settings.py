@@ -27,3 +27,14 @@ from portal.settings import *  # noqa: E402, F403
 
 # Hashing demo passwords at full strength only slows the suite down.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    import tempfile
+    from pathlib import Path
+
+    # A file rather than memory, so that a `manage.py db_worker` started by the
+    # browser tests works on the same test database from its own process. One
+    # per test run (pid): two runs at once must not share it.
+    DATABASES["default"]["TEST"] = {  # noqa: F405
+        "NAME": str(Path(tempfile.gettempdir()) / f"fleet-portal-tests-{os.getpid()}.sqlite3")
+    }

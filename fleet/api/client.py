@@ -19,6 +19,11 @@ Retry policy, all here:
   may have been processed.
 - 429 and 504 pause the route in the shared `Cooldown` for their Retry-After,
   and are retried (any method: the server did not do the work) if that fits.
+- The CNH lookups are the exception: one may take the licensing service's
+  whole minute, so they wait 70 s for an answer and never wait to retry
+  inside the call (budget 0): a 504 is raised with its `retry_after` for the
+  background task to reschedule, and it does not pause the route, since it
+  says that one lookup timed out, not that the API is overloaded.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -49,6 +54,7 @@ from fleet.api.cooldown import Cooldown, LocalCooldown
 from fleet.api.credentials import credential_problems
 from fleet.api.errors import (
     FleetError,
+    GatewayTimeout,
     InvalidResponse,
     RateLimited,
     RetryLater,
@@ -57,12 +63,16 @@ from fleet.api.errors import (
 )
 from fleet.api.redaction import protect_library_loggers, register_secret
 from fleet.api.resources import (
+    CnhBatchResult,
+    CnhLookupResult,
     CrlvRequest,
     ShapeError,
     VehicleColumns,
     VehicleCrlv,
     VehicleList,
     access_key_from_json,
+    cnh_batch_from_json,
+    cnh_lookup_from_json,
     crlv_request_from_json,
     vehicle_columns_from_json,
     vehicle_crlv_from_json,
@@ -76,6 +86,13 @@ LIST_VEHICLES: Final = "/key/list-cars"
 CREATE_ACCESS_KEY: Final = "/key/generator"
 CRLV_REQUEST: Final = "/v2/crlv/requests/{requestId}"
 VEHICLE_CRLV: Final = "/v2/crlv/vehicles/{carPlate}"
+# The spec does not show the CNH lookups' paths (4.5). These are the emulator's,
+# the defaults of FLEET_CNH_LOOKUP_PATH and FLEET_CNH_BATCH_PATH; a deployment
+# sets the vendor's documented ones.
+CNH_LOOKUP: Final = "/v2/cnh/lookup"
+CNH_BATCH: Final = "/v2/cnh/lookup/batch"
+# The licensing service is waited for up to 60 s; clients wait 60 s plus a margin (spec 8).
+CNH_READ_TIMEOUT: Final = 70.0
 
 _IDEMPOTENT: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 _BACKOFF_BASE: Final = 0.1
@@ -97,6 +114,22 @@ def path_segment(value: str) -> str:
     return quote(value, safe="")
 
 
+def api_path(value: str) -> str:
+    """`value` if it can be a route of its own: absolute, no query, no placeholder."""
+    if (
+        not isinstance(value, str)
+        or not value.startswith("/")
+        or any(c in value for c in "?#{}%")
+        or any(c.isspace() or ord(c) < 0x20 for c in value)
+    ):
+        raise ValueError("an API path must start with '/' and hold no query, space or braces")
+    return value
+
+
+def _is_cpf_digits(value: str) -> bool:
+    return isinstance(value, str) and len(value) == 11 and value.isascii() and value.isdigit()
+
+
 def _backoff(retry_number: int) -> float:
     """Exponential backoff with full jitter, so that callers do not retry in step."""
     ceiling = min(_BACKOFF_MAX, _BACKOFF_BASE * 2 ** (retry_number - 1))
@@ -112,6 +145,7 @@ class _CallBudget:
     deadline: float
     max_attempts: int
     attempts: int = 0
+    timeout_pauses_route: bool = True
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -216,6 +250,9 @@ class FleetClient:
         retry_budget: float = 2.0,
         max_attempts: int = 3,
         cooldown: Cooldown | None = None,
+        cnh_lookup_path: str = CNH_LOOKUP,
+        cnh_batch_path: str = CNH_BATCH,
+        cnh_read_timeout: float = CNH_READ_TIMEOUT,
     ) -> None:
         for name, value in (("access_token", access_token), ("secret_key", secret_key)):
             if problems := credential_problems(value):
@@ -228,6 +265,9 @@ class FleetClient:
         self.retry_budget = retry_budget
         self.max_attempts = max_attempts
         self.cooldown: Cooldown = cooldown if cooldown is not None else LocalCooldown()
+        self.cnh_lookup_path = api_path(cnh_lookup_path)
+        self.cnh_batch_path = api_path(cnh_batch_path)
+        self.cnh_read_timeout = cnh_read_timeout
 
         # The signature covers neither body, URL nor time (spec 5.3): once per client.
         key = signature(access_token=access_token, secret_key=secret_key)
@@ -323,6 +363,44 @@ class FleetClient:
             retry_budget=retry_budget,
         )
 
+    def lookup_cnh(self, cpf: str, *, retry_budget: float = 0.0) -> CnhLookupResult:
+        """One driver's licence by CPF (eleven digits), individually (spec 4.5).
+
+        Waits up to `cnh_read_timeout` (70 s) for the answer. When the licensing
+        service times out the API answers 504 with `Retry-After` (not charged):
+        `GatewayTimeout` with `retry_after`, raised at once by default so that
+        the caller schedules the retry instead of holding a thread for it.
+        """
+        if not _is_cpf_digits(cpf):
+            raise ValueError("a CPF must be sent as its eleven digits")
+        return self._call(
+            "POST",
+            self.cnh_lookup_path,
+            lambda body: cnh_lookup_from_json(body, cpf=cpf),
+            body={"cpf": cpf},
+            retry_budget=retry_budget,
+            timeout=self.cnh_read_timeout,
+            timeout_pauses_route=False,
+        )
+
+    def lookup_cnh_batch(self, cpfs: Sequence[str], *, retry_budget: float = 0.0) -> CnhBatchResult:
+        """Several drivers' licences at once (spec 4.5): one entry per CPF.
+
+        An item whose lookup timed out comes back with `status: error`; the call
+        itself succeeds (spec 7.3). Same 70 s wait as `lookup_cnh`.
+        """
+        if not cpfs or not all(_is_cpf_digits(cpf) for cpf in cpfs):
+            raise ValueError("a batch needs one or more CPFs, each as its eleven digits")
+        return self._call(
+            "POST",
+            self.cnh_batch_path,
+            cnh_batch_from_json,
+            body={"cpfs": list(cpfs)},
+            retry_budget=retry_budget,
+            timeout=self.cnh_read_timeout,
+            timeout_pauses_route=False,
+        )
+
     # --- The one way out ----------------------------------------------------
 
     def _call[T](
@@ -336,11 +414,13 @@ class FleetClient:
         retry_budget: float | None = None,
         timeout: float | None = None,
         login: bool = False,
+        timeout_pauses_route: bool = True,
     ) -> T:
         """Call `route` and return `read(json)`, retrying as the policy allows.
 
         `timeout` overrides the read timeout for this call only (the CNH lookup
-        needs 70 s where everything else needs 10).
+        needs 70 s where everything else needs 10). `timeout_pauses_route=False`
+        keeps a 504 from pausing the route for every caller.
         """
         # Encode first: a bad parameter must not cost a request.
         path = route.format_map({k: path_segment(v) for k, v in (params or {}).items()})
@@ -349,7 +429,11 @@ class FleetClient:
         read_timeout = self.read_timeout if timeout is None else timeout
         budget_seconds = self.retry_budget if retry_budget is None else retry_budget
         call = _CallBudget(
-            method, route, time.monotonic() + budget_seconds, max_attempts=self.max_attempts
+            method,
+            route,
+            time.monotonic() + budget_seconds,
+            max_attempts=self.max_attempts,
+            timeout_pauses_route=timeout_pauses_route,
         )
         with self._current(call):
             while True:
@@ -407,7 +491,8 @@ class FleetClient:
         """Seconds to wait before retrying after `error`, or None if it is final."""
         if isinstance(error, RetryLater):
             if error.retry_after is not None:
-                self.cooldown.hold(call.route, error.retry_after)
+                if call.timeout_pauses_route or not isinstance(error, GatewayTimeout):
+                    self.cooldown.hold(call.route, error.retry_after)
                 return error.retry_after
             return _backoff(call.attempts)
         # No answer at all (status None): connect errors were already retried

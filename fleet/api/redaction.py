@@ -1,11 +1,13 @@
-"""Keeping Fleet API credentials out of logs and error messages.
+"""Keeping Fleet API credentials and CPFs out of logs and error messages.
 
-The client never logs a credential on purpose; this module is the safety net
-for everything else that might: a third-party library's debug line, a portal
-log call that prints a header dict, an exception text. `RedactingFilter`
-scrubs the credential values this process knows about (registered by every
-`FleetClient`) and anything shaped like an `Authorization:`/`Key:` header, a
-password or an accessKey. The portal installs it on its log handlers.
+The client never logs a credential or a CPF on purpose; this module is the
+safety net for everything else that might: a third-party library's debug
+line, a portal log call that prints a header dict or a request body, an
+exception text. `RedactingFilter` scrubs the credential values this process
+knows about (registered by every `FleetClient`) and anything shaped like an
+`Authorization:`/`Key:` header, a password or an accessKey, and masks
+anything shaped like a CPF (personal data, LGPD) as lists show it,
+`***.456.789-**`. The portal installs it on its log handlers.
 """
 
 from __future__ import annotations
@@ -45,6 +47,24 @@ _PATTERNS = (
 )
 
 
+# Eleven digits, with or without the mask, standing alone (not inside a longer
+# number or a hex trace id). Any such number is masked: better a phone number
+# half hidden than a CPF in a log.
+_CPF = re.compile(
+    r"(?<![0-9A-Za-z])[0-9]{3}\.?(?P<middle>[0-9]{3}\.?[0-9]{3})-?[0-9]{2}(?![0-9A-Za-z])"
+)
+
+
+def mask_cpfs(text: str) -> str:
+    """`text` with every CPF-shaped number masked: `123.456.789-09` → `***.456.789-**`."""
+    return _CPF.sub(_masked_cpf, text)
+
+
+def _masked_cpf(match: re.Match[str]) -> str:
+    middle = match.group("middle").replace(".", "")
+    return f"***.{middle[:3]}.{middle[3:]}-**"
+
+
 def register_secret(*values: str) -> None:
     """Remember credential values so that every `RedactingFilter` scrubs them."""
     global _registered
@@ -62,18 +82,18 @@ def _replace_value(match: re.Match[str]) -> str:
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` without known secret values and credential-shaped fragments."""
+    """`text` without known secret values and credential-shaped fragments, CPFs masked."""
     # Longest first, so that a secret containing another is removed whole.
     for secret in sorted({*_registered, *secrets}, key=len, reverse=True):
         if secret and secret in text:
             text = text.replace(secret, REDACTED)
     for pattern in _PATTERNS:
         text = pattern.sub(_replace_value, text)
-    return text
+    return mask_cpfs(text)
 
 
 class RedactingFilter(logging.Filter):
-    """A logging filter that scrubs credentials from every record it sees.
+    """A logging filter that scrubs credentials and masks CPFs in every record it sees.
 
     Install it on handlers (a handler's filters see records from every
     logger); `secrets` adds values on top of the registered ones.

@@ -24,6 +24,8 @@ def fleet_client() -> FleetClient:
         settings.FLEET_SECRET_KEY,
         settings.FLEET_INTERACTIVE_RETRY_BUDGET,
         settings.FLEET_READ_TIMEOUT,
+        settings.FLEET_CNH_LOOKUP_PATH,
+        settings.FLEET_CNH_BATCH_PATH,
     )
 
 
@@ -43,7 +45,13 @@ def _scope_for(base_url: str, access_token: str) -> str:
 
 @functools.lru_cache(maxsize=4)
 def _client_for(
-    base_url: str, access_token: str, secret_key: str, retry_budget: float, read_timeout: float
+    base_url: str,
+    access_token: str,
+    secret_key: str,
+    retry_budget: float,
+    read_timeout: float,
+    cnh_lookup_path: str,
+    cnh_batch_path: str,
 ) -> FleetClient:
     return FleetClient(
         base_url=base_url,
@@ -52,4 +60,6 @@ def _client_for(
         retry_budget=retry_budget,
         read_timeout=read_timeout,
         cooldown=CacheCooldown(scope=_scope_for(base_url, access_token)),
+        cnh_lookup_path=cnh_lookup_path,
+        cnh_batch_path=cnh_batch_path,
     )

@@ -31,11 +31,9 @@ from fleet.services.crlv import (
     vehicle_crlv_get,
 )
 from fleet.services.vehicles import FleetDataUnavailable, vehicle_get
-from fleet.views import AuthenticatedRequest
+from fleet.views import AuthenticatedRequest, Polling, is_fragment_request
 
-FIRST_POLL_MS = 2_000
-MAX_POLL_MS = 15_000
-POLL_BACKOFF = 1.5
+POLLING = Polling(first_ms=2_000, max_ms=15_000)
 # When a 429 comes without Retry-After, wait this long before asking again.
 DEFAULT_RETRY_AFTER_S = 30
 
@@ -92,7 +90,7 @@ def vehicle_crlv_download(request: AuthenticatedRequest, plate: str) -> HttpResp
 @never_cache
 def crlv_request(request: AuthenticatedRequest, request_id: str) -> HttpResponse:
     """A request's status; htmx polls its `status` fragment until it is final."""
-    delay_ms = _poll_delay(request.GET.get("poll"))
+    delay_ms = POLLING.delay(request.GET.get("poll"))
     try:
         crlv = crlv_request_get(request_id=request_id)
     except CrlvUnavailable as failure:
@@ -117,7 +115,7 @@ def crlv_request_download(request: AuthenticatedRequest, request_id: str) -> Htt
                 request, _("The e-CRLV is not issued yet: there is nothing to download.")
             )
             return redirect("fleet:crlv_request", request_id=request_id)
-        return _request_page(request, request_id, failure=failure, delay_ms=FIRST_POLL_MS)
+        return _request_page(request, request_id, failure=failure, delay_ms=POLLING.first_ms)
     return HttpResponseRedirect(url)
 
 
@@ -141,7 +139,7 @@ def _vehicle_page(
         # Only a rate limit is worth waiting out by itself; other failures get a link.
         "retry_ms": wait_s * 1000 if wait_s else None,
     }
-    if _is_fragment_request(request):
+    if is_fragment_request(request):
         return render(request, "fleet/vehicle.html#crlv", context)
     try:
         context["vehicle"] = vehicle_get(plate=plate)
@@ -173,16 +171,11 @@ def _request_page(
         "wait_s": _wait_s(failure),
         # The wait before this fragment asks again (None: it does not), and the one after.
         "poll_ms": poll_ms,
-        "next_poll_ms": min(math.ceil(delay_ms * POLL_BACKOFF), MAX_POLL_MS),
+        "next_poll_ms": POLLING.after(delay_ms),
     }
-    if _is_fragment_request(request):
+    if is_fragment_request(request):
         return render(request, "fleet/crlv_request.html#status", context)
     return _with_failure_status(render(request, "fleet/crlv_request.html", context), failure)
-
-
-def _is_fragment_request(request: AuthenticatedRequest) -> bool:
-    # A history restore needs the whole page, though htmx asks for it.
-    return bool(request.htmx) and not request.htmx.history_restore_request
 
 
 def _with_failure_status(response: HttpResponse, failure: CrlvUnavailable | None) -> HttpResponse:
@@ -206,15 +199,6 @@ def _vehicle_not_found(request: AuthenticatedRequest, plate: str, *, invalid: bo
 def _request_not_found(request: AuthenticatedRequest, failure: CrlvUnavailable) -> HttpResponse:
     context = {"not_found": True, "invalid": failure.outcome is CrlvOutcome.INVALID}
     return render(request, "fleet/crlv_request.html", context, status=404)
-
-
-def _poll_delay(raw: str | None) -> int:
-    """The wait (ms) the poll asks for, kept within the backoff's bounds."""
-    try:
-        delay = int(raw or FIRST_POLL_MS)
-    except ValueError:
-        delay = FIRST_POLL_MS
-    return max(FIRST_POLL_MS, min(delay, MAX_POLL_MS))
 
 
 def _wait_s(failure: CrlvUnavailable | None) -> int | None:

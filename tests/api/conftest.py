@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -14,6 +13,7 @@ import pytest
 
 from fleet.api.client import FleetClient
 from tests.conftest import Emulator
+from tests.conftest import Recorder as Recorder  # where the API tests have always found it
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTORS_PATH = ROOT.parent / "shared" / "vectors" / "hmac.json"
@@ -90,47 +90,3 @@ def closed_port_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}"
-
-
-class Recorder(logging.Handler):
-    """Every record of every logger, formatted as a handler would write it."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
-        self.records: list[logging.LogRecord] = []
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-        self.lines.append(self.format(record))
-
-    def of(self, name: str) -> list[logging.LogRecord]:
-        return [r for r in self.records if r.name == name]
-
-
-@pytest.fixture
-def log_records() -> Iterator[Recorder]:
-    """Capture all log records at DEBUG on the root logger.
-
-    The recorder goes first: the portal's own handlers scrub records in place,
-    which would hide a leak from a recorder that came after them.
-    """
-    root = logging.getLogger()
-    # Every logger at DEBUG, including those the portal's LOGGING set higher.
-    loggers = [root] + [
-        logger
-        for logger in logging.root.manager.loggerDict.values()
-        if isinstance(logger, logging.Logger)
-    ]
-    levels = {logger: logger.level for logger in loggers}
-    for logger in loggers:
-        if logger.level != logging.NOTSET:
-            logger.setLevel(logging.DEBUG)
-    root.setLevel(logging.DEBUG)
-    recorder = Recorder()
-    root.handlers.insert(0, recorder)
-    yield recorder
-    root.removeHandler(recorder)
-    for logger, level in levels.items():
-        logger.setLevel(level)

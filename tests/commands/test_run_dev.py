@@ -1,13 +1,15 @@
-"""`make run`'s last step: the emulator and the portal start and stop together."""
+"""`make run`'s last step: the emulator, the portal and its worker start and stop together."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -41,6 +43,13 @@ def run_dev(tmp_path):
     }
     env.pop("DJANGO_SETTINGS_MODULE", None)
     env.pop("CACHE_URL", None)
+    # As `make run` does before it (`make setup`): the worker needs its tables.
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
     process = subprocess.Popen(
         [sys.executable, "manage.py", "run_dev", "--port", str(portal_port), "--vehicles", "50"],
         cwd=ROOT,
@@ -49,13 +58,29 @@ def run_dev(tmp_path):
         stderr=subprocess.STDOUT,
         text=True,
     )
-    yield process, f"http://127.0.0.1:{portal_port}", f"http://127.0.0.1:{emulator_port}"
+    yield process, f"http://127.0.0.1:{portal_port}", f"http://127.0.0.1:{emulator_port}", env
     if process.poll() is None:
         process.kill()
 
 
+# Run in the portal's own environment: a lookup queued like the form does, then
+# waited for until the worker (and only it) has finished it.
+LOOKUP_THROUGH_THE_WORKER = """
+import time
+from django.contrib.auth.models import User
+from fleet.services.cnh import cnh_lookup_create
+user = User.objects.create_user("run-dev-test")
+lookup = cnh_lookup_create(owner=user, cpfs=["52998224725"], batch=False)
+deadline = time.monotonic() + 30
+while not lookup.is_final and time.monotonic() < deadline:
+    time.sleep(0.2)
+    lookup.refresh_from_db()
+print("STATUS", lookup.status)
+"""
+
+
 def test_run_dev_serves_both_prints_the_logins_and_stops_both_on_ctrl_c(run_dev):
-    process, portal, emulator = run_dev
+    process, portal, emulator, env = run_dev
     lines = []
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -69,8 +94,20 @@ def test_run_dev_serves_both_prints_the_logins_and_stops_both_on_ctrl_c(run_dev)
     assert "manager / manager-demo-password" in printed
     assert requests.get(f"{portal}/healthz", timeout=5).status_code == 200
     assert requests.get(f"{emulator}/healthz", timeout=5).status_code == 200
+    worker_pid = int(re.search(r"db_worker\) running, pid (\d+)", printed).group(1))
+    looked_up = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", LOOKUP_THROUGH_THE_WORKER],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "STATUS done" in looked_up.stdout
 
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=20) == 0
     assert refused(f"{portal}/healthz")
     assert refused(f"{emulator}/healthz")
+    assert not Path(f"/proc/{worker_pid}").exists()

@@ -20,12 +20,6 @@ POLL_URL = re.compile(r'hx-get="/crlv/requests/[0-9a-f-]+/\?poll=(\d+)"')
 
 
 @pytest.fixture
-def manager_client(client, manager):
-    client.force_login(manager)
-    return client
-
-
-@pytest.fixture
 def seeded(emulator):
     """The emulator's seeded requests by status: {"requestId", "carPlate", "status"}."""
     return {r["status"]: r for r in emulator.control("GET", "crlv/requests")}

@@ -16,12 +16,6 @@ HTMX = {"HX-Request": "true"}
 ENGLISH = {"Accept-Language": "en"}
 
 
-@pytest.fixture
-def manager_client(client, manager):
-    client.force_login(manager)
-    return client
-
-
 def frame(client, **headers):
     return client.get("/app/frame", headers=HTMX | ENGLISH | headers)
 

@@ -27,12 +27,6 @@ def fleet(fleet_settings):
     return fleet_client().list_vehicles().vehicles
 
 
-@pytest.fixture
-def manager_client(client, manager):
-    client.force_login(manager)
-    return client
-
-
 def shown_plates(response) -> list[str]:
     return [plate for plate, _ in PLATE_CELL.findall(response.text)]
 

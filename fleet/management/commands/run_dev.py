@@ -1,8 +1,9 @@
-"""`manage.py run_dev`: the emulator and the portal together, for `make run`.
+"""`manage.py run_dev`: the emulator, the portal and its worker together, for `make run`.
 
-Starts `python -m emulator` (when FLEET_ENVIRONMENT is `emulator`) and the
-development server as child processes, waits until both answer, prints the
-address and the demo logins, and stops both on Ctrl-C or when either exits.
+Starts `python -m emulator` (when FLEET_ENVIRONMENT is `emulator`), the
+development server and the background worker (`manage.py db_worker`, which
+runs the CNH lookups) as child processes, waits until they are up, prints the
+address and the demo logins, and stops them all on Ctrl-C or when one exits.
 """
 
 from __future__ import annotations
@@ -53,7 +54,13 @@ class Command(BaseCommand):
                 )
             )
             _wait_for(f"{portal_url}/healthz", children)
-            self._announce(portal_url)
+            # Without autoreload: a reloader's grandchild would outlive Ctrl-C.
+            worker = subprocess.Popen(
+                [sys.executable, "manage.py", "db_worker", "--no-reload", "--interval", "1"],
+                cwd=settings.BASE_DIR,
+            )
+            children.append(worker)
+            self._announce(portal_url, worker)
             while all(child.poll() is None for child in children):
                 time.sleep(0.5)
             raise CommandError("a process stopped; stopping the others")
@@ -89,10 +96,11 @@ class Command(BaseCommand):
         _wait_for(f"{settings.FLEET_BASE_URL}/healthz", [process])
         return process
 
-    def _announce(self, portal_url: str) -> None:
+    def _announce(self, portal_url: str, worker: subprocess.Popen[bytes]) -> None:
         style = self.style
         self.stdout.write("")
         self.stdout.write(style.SUCCESS(f"Fleet Portal is running at {portal_url}/"))
+        self.stdout.write(f"Background worker (manage.py db_worker) running, pid {worker.pid}")
         if settings.FLEET_ENVIRONMENT == "emulator":
             self.stdout.write(f"Fleet API emulator at {settings.FLEET_BASE_URL}/")
             self.stdout.write("Demo logins:")

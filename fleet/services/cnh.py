@@ -1,0 +1,401 @@
+"""Driver licence (CNH) lookups: asking for one, running it in the background, reading it.
+
+A lookup can take the licensing service's whole minute (spec 8), so no web
+request waits for it: `cnh_lookup_create` stores it and enqueues
+`fleet.tasks.cnh_lookup_run` once the transaction commits, and the worker
+(`manage.py db_worker`) calls the API through `cnh_lookup_process`.
+
+An attempt that the API asks to repeat (a 504 of the individual lookup, a
+429, or no answer at all) is not retried in the worker's thread: the lookup
+waits (`waiting_retry`, with the time) and a new task is enqueued to run at
+the `Retry-After`, or after a backoff when there is none, up to
+`FLEET_CNH_MAX_ATTEMPTS` calls; then it fails with the reason. A batch call
+answers per item (spec 7.3): its items in error are retried by the user, all
+together (`cnh_lookup_retry_failed`).
+
+CPFs are personal data (LGPD): they never reach a log line or a task's
+arguments (tasks carry the lookup's id), and only the lookup's owner and
+staff can read a lookup.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any, Final
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.paginator import Page, Paginator
+from django.db import transaction
+from django.db.models import Count, F, Q
+from django.utils import timezone
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
+
+from fleet import cpf
+from fleet.api import errors
+from fleet.api.resources import CnhLicence as CnhLicence
+from fleet.api.resources import CnhLookupResult, cnh_licence_from_json
+from fleet.models import CnhItemStatus, CnhLookup, CnhLookupItem, CnhLookupKind, CnhLookupStatus
+from fleet.models import CnhReason as CnhReason
+from fleet.services.connection import fleet_client
+
+logger = logging.getLogger("fleet.cnh")
+
+HISTORY_PAGE_SIZE: Final = 20
+# Without Retry-After: 30 s, 1 min, 2 min… up to 15 min between attempts.
+_BACKOFF_BASE: Final = 30.0
+_BACKOFF_MAX: Final = 900.0
+# An item the batch answer left out, or a lookup that failed before its item was asked.
+MISSING: Final = "missing"
+
+
+class CnhLookupNotFound(Exception):
+    """No such lookup, or not one this user may see (the two look the same)."""
+
+
+class InvalidCpfs(ValueError):
+    """The CPFs given cannot make a lookup (the forms say why before this happens)."""
+
+
+# --- Asking -------------------------------------------------------------------------
+
+
+def cnh_lookup_create(*, owner: User, cpfs: Sequence[str], batch: bool) -> CnhLookup:
+    """A new lookup of `cpfs` (one, unless `batch`), queued for the worker.
+
+    Each CPF is checked again here: an invalid one is never stored nor sent.
+    """
+    digits = [cpf.normalize(value) for value in cpfs]
+    if not digits or not all(cpf.is_valid(value) for value in digits):
+        raise InvalidCpfs("every CPF must be valid")
+    if len(set(digits)) != len(digits):
+        raise InvalidCpfs("a CPF appears twice")
+    if not batch and len(digits) != 1:
+        raise InvalidCpfs("an individual lookup is of one CPF")
+    if len(digits) > settings.FLEET_CNH_BATCH_LIMIT:
+        raise InvalidCpfs("too many CPFs for one batch")
+    with transaction.atomic():
+        lookup = CnhLookup.objects.create(
+            owner=owner, kind=CnhLookupKind.BATCH if batch else CnhLookupKind.SINGLE
+        )
+        CnhLookupItem.objects.bulk_create(
+            CnhLookupItem(lookup=lookup, position=position, cpf=value)
+            for position, value in enumerate(digits, start=1)
+        )
+        transaction.on_commit(partial(_enqueue, lookup.pk))
+    logger.info(
+        "CNH lookup %s (%s, %d CPF(s)) queued for user %s",
+        lookup.pk,
+        lookup.kind,
+        len(digits),
+        owner.pk,
+    )
+    return lookup
+
+
+def cnh_lookup_retry_failed(*, lookup: CnhLookup) -> int:
+    """Queue the finished lookup's items that have no result again, together; how many."""
+    with transaction.atomic():
+        locked = CnhLookup.objects.select_for_update().get(pk=lookup.pk)
+        if not locked.is_final:
+            return 0
+        count = locked.items.exclude(status=CnhItemStatus.OK).update(
+            status=CnhItemStatus.PENDING,
+            result=None,
+            error_code="",
+            error_message="",
+            updated_at=timezone.now(),
+        )
+        if count:
+            _set_status(locked, CnhLookupStatus.QUEUED, attempts=0, finished_at=None)
+            transaction.on_commit(partial(_enqueue, locked.pk))
+    if count:
+        logger.info("CNH lookup %s: %d item(s) queued again", lookup.pk, count)
+    return count
+
+
+def _enqueue(lookup_id: int, run_after: datetime | None = None) -> None:
+    from fleet.tasks import cnh_lookup_run  # the task module imports this one
+
+    task = cnh_lookup_run if run_after is None else cnh_lookup_run.using(run_after=run_after)
+    task.enqueue(lookup_id)
+
+
+# --- Running (the task's body) ----------------------------------------------------------
+
+
+def cnh_lookup_process(*, lookup_id: int) -> str:
+    """One attempt of a lookup: call the API, then store the answer or plan what follows.
+
+    Returns the lookup's new status (or "skipped" when it was not due: done,
+    already running, or a duplicate task run before its time). No database
+    transaction is held open while the API is called.
+    """
+    lookup = _claim(lookup_id)
+    if lookup is None:
+        return "skipped"
+    items = list(lookup.items.filter(status=CnhItemStatus.PENDING).order_by("position"))
+    try:
+        if not items:
+            answers: Sequence[CnhLookupResult] = ()
+        elif lookup.kind == CnhLookupKind.SINGLE:
+            answers = [fleet_client().lookup_cnh(items[0].cpf)]
+        else:
+            answers = fleet_client().lookup_cnh_batch([item.cpf for item in items]).items
+    except errors.NotFound as error:
+        if lookup.kind != CnhLookupKind.SINGLE:
+            return _after_failure(lookup, items, error)
+        # An individual lookup of a CPF without a licence: an answer, not a failure.
+        _store(lookup, items, [], missing=_short_code(error.code) or "not-found")
+        return CnhLookupStatus.DONE
+    except errors.FleetError as error:
+        return _after_failure(lookup, items, error)
+    _store(lookup, items, answers, missing=MISSING)
+    return CnhLookupStatus.DONE
+
+
+def _claim(lookup_id: int) -> CnhLookup | None:
+    """Mark the lookup running if it is due, in one UPDATE so that two workers cannot both."""
+    now = timezone.now()
+    due = Q(status=CnhLookupStatus.QUEUED) | Q(
+        status=CnhLookupStatus.WAITING_RETRY, next_attempt_at__lte=now
+    )
+    claimed = CnhLookup.objects.filter(due, pk=lookup_id).update(
+        status=CnhLookupStatus.RUNNING,
+        attempts=F("attempts") + 1,
+        next_attempt_at=None,
+        updated_at=now,
+    )
+    return CnhLookup.objects.get(pk=lookup_id) if claimed else None
+
+
+def _store(
+    lookup: CnhLookup,
+    items: list[CnhLookupItem],
+    answers: Sequence[CnhLookupResult],
+    *,
+    missing: str,
+) -> None:
+    """Each item's answer (matched by CPF; an individual lookup has only one), and done."""
+    if lookup.kind == CnhLookupKind.SINGLE and answers:
+        by_cpf = {items[0].cpf: answers[0]}
+    else:
+        by_cpf = {}
+        for entry in answers:
+            by_cpf.setdefault(cpf.normalize(entry.cpf), entry)
+    with transaction.atomic():
+        for item in items:
+            answer = by_cpf.get(item.cpf)
+            if answer is None:
+                item.status, item.error_code = CnhItemStatus.ERROR, missing
+            elif answer.error is not None:
+                item.status = CnhItemStatus.ERROR
+                item.error_code = (answer.error.code or "")[:100]
+                item.error_message = answer.error.message[:500]
+            else:
+                item.status, item.result = CnhItemStatus.OK, dict(answer.members)
+            item.save(update_fields=["status", "result", "error_code", "error_message"])
+        _set_status(lookup, CnhLookupStatus.DONE, finished_at=timezone.now())
+    failed = sum(item.status == CnhItemStatus.ERROR for item in items)
+    logger.info(
+        "CNH lookup %s done: %d found, %d in error (attempt %d)",
+        lookup.pk,
+        len(items) - failed,
+        failed,
+        lookup.attempts,
+    )
+
+
+def _after_failure(lookup: CnhLookup, items: list[CnhLookupItem], error: errors.FleetError) -> str:
+    """Wait and retry when the API said so (or said nothing), else fail with the reason."""
+    reason = _reason_of(error)
+    retryable = isinstance(error, errors.RetryLater | errors.UpstreamUnavailable)
+    if retryable and lookup.attempts < settings.FLEET_CNH_MAX_ATTEMPTS:
+        retry_after = error.retry_after if isinstance(error, errors.RetryLater) else None
+        wait = retry_after if retry_after is not None else _backoff(lookup.attempts)
+        when = timezone.now() + timedelta(seconds=wait)
+        with transaction.atomic():
+            _set_status(
+                lookup,
+                CnhLookupStatus.WAITING_RETRY,
+                next_attempt_at=when,
+                reason=reason,
+                detail=str(error),
+            )
+            transaction.on_commit(partial(_enqueue, lookup.pk, run_after=when))
+        logger.info(
+            "CNH lookup %s: attempt %d failed (%s); next attempt in %.0f s",
+            lookup.pk,
+            lookup.attempts,
+            error,
+            wait,
+        )
+        return CnhLookupStatus.WAITING_RETRY
+    code = _short_code(error.code) if isinstance(error, errors.ApiError) else None
+    with transaction.atomic():
+        for item in items:
+            item.status, item.error_code = CnhItemStatus.ERROR, code or reason
+            item.save(update_fields=["status", "error_code"])
+        _set_status(
+            lookup,
+            CnhLookupStatus.FAILED,
+            reason=reason,
+            detail=str(error),
+            finished_at=timezone.now(),
+        )
+    logger.warning(
+        "CNH lookup %s failed after %d attempt(s): %s", lookup.pk, lookup.attempts, error
+    )
+    return CnhLookupStatus.FAILED
+
+
+def _set_status(lookup: CnhLookup, status: str, **fields: Any) -> None:
+    """Save the lookup's new state; what is not given is cleared (reason, detail, next time)."""
+    values: dict[str, Any] = {"reason": "", "detail": "", "next_attempt_at": None} | fields
+    values["detail"] = values["detail"][:500]
+    lookup.status = status
+    for name, value in values.items():
+        setattr(lookup, name, value)
+    lookup.save(update_fields=["status", "updated_at", *values])
+
+
+def _backoff(attempts: int) -> float:
+    return min(_BACKOFF_MAX, _BACKOFF_BASE * 2.0 ** max(0, attempts - 1))
+
+
+def _short_code(code: str | None) -> str | None:
+    """`not-found` from a v2 type `urn:fleet-api-v2:error:not-found`; v1 codes as they are."""
+    return code.rsplit(":", 1)[-1] if code else None
+
+
+def _reason_of(error: errors.FleetError) -> CnhReason:
+    if isinstance(error, errors.GatewayTimeout):
+        return CnhReason.UPSTREAM_TIMEOUT
+    if isinstance(error, errors.RateLimited):
+        return CnhReason.RATE_LIMITED
+    if isinstance(error, errors.UpstreamUnavailable):
+        return CnhReason.UNAVAILABLE
+    if isinstance(error, errors.CredentialsRejected):
+        return CnhReason.CREDENTIALS_REJECTED
+    if isinstance(error, errors.PermissionDenied):
+        return CnhReason.PERMISSION_DENIED
+    if isinstance(error, errors.InvalidResponse):
+        return CnhReason.INVALID_RESPONSE
+    return CnhReason.REJECTED
+
+
+# --- Reading ----------------------------------------------------------------------------
+
+
+def cnh_lookup_get(*, user: User, lookup_id: int) -> CnhLookup:
+    """The lookup, if `user` owns it or is staff; `CnhLookupNotFound` otherwise."""
+    lookups = CnhLookup.objects.select_related("owner")
+    if not user.is_staff:
+        lookups = lookups.filter(owner=user)
+    try:
+        return lookups.get(pk=lookup_id)
+    except CnhLookup.DoesNotExist:
+        raise CnhLookupNotFound(lookup_id) from None
+
+
+def cnh_lookup_history(*, user: User, page: int | str | None) -> Page[Any]:
+    """The user's own lookups, newest first, a page at a time, with their counts."""
+    lookups = (
+        CnhLookup.objects.filter(owner=user)
+        .annotate(
+            item_count=Count("items"),
+            found_count=Count("items", filter=Q(items__status=CnhItemStatus.OK)),
+            error_count=Count("items", filter=Q(items__status=CnhItemStatus.ERROR)),
+        )
+        .prefetch_related("items")
+        .order_by("-created_at", "-pk")
+    )
+    return Paginator(lookups, HISTORY_PAGE_SIZE).get_page(page)
+
+
+# What an item's error code means, in the user's words; other codes show the API's message.
+_PROBLEMS: Final[dict[str, Promise]] = {
+    "gateway-timeout": _("The licensing service did not answer in time."),
+    "not-found": _("No driver licence was found for this CPF."),
+    "bad-request": _("The fleet service refused this CPF."),
+    MISSING: _("The fleet service's answer did not include this CPF."),
+    **{reason.value: reason.label for reason in CnhReason},
+}
+# Licence situations as the licensing service writes them (DETRAN's words).
+_SITUATIONS: Final[dict[str, Promise]] = {
+    "REGULAR": pgettext_lazy("CNH situation", "Regular"),
+    "VENCIDA": pgettext_lazy("CNH situation", "Expired"),
+    "SUSPENSA": pgettext_lazy("CNH situation", "Suspended"),
+    "CASSADA": pgettext_lazy("CNH situation", "Revoked"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CnhItemRow:
+    """One CPF of a lookup as its page shows it (its repr leaves the CPF out)."""
+
+    position: int
+    cpf: str = field(repr=False)
+    status: str = ""
+    licence: CnhLicence | None = None
+    # Members the portal does not know, as (name, text), in the order received.
+    extra: list[tuple[str, str]] = field(default_factory=list)
+    error_code: str = ""
+    error_message: str = ""
+
+    @property
+    def problem(self) -> str:
+        """Why this CPF has no result, in words a person can act on."""
+        if known := _PROBLEMS.get(self.error_code):
+            return str(known)
+        return self.error_message or self.error_code
+
+    @property
+    def situation(self) -> str:
+        """The licence's situation, translated when it is one the portal knows."""
+        raw = self.licence.situation if self.licence else None
+        if raw is None:
+            return ""
+        known = _SITUATIONS.get(raw.upper())
+        return str(known) if known else raw
+
+
+def cnh_lookup_rows(*, lookup: CnhLookup) -> list[CnhItemRow]:
+    """The lookup's items with their licences read from what the API answered."""
+    rows = []
+    for item in lookup.items.order_by("position"):
+        licence = None
+        if item.status == CnhItemStatus.OK and isinstance(item.result, dict):
+            licence = cnh_licence_from_json(item.result)
+        rows.append(
+            CnhItemRow(
+                position=item.position,
+                cpf=item.cpf,
+                status=item.status,
+                licence=licence,
+                extra=[(name, _as_text(value)) for name, value in licence.extra.items()]
+                if licence
+                else [],
+                error_code=item.error_code,
+                error_message=item.error_message,
+            )
+        )
+    return rows
+
+
+def _as_text(value: Any) -> str:
+    """An unknown member's value, readable: lists joined, objects as JSON."""
+    if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
+        return ", ".join(str(v) for v in value) or "—"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, bool):
+        return "✓" if value else "✗"
+    return str(value)

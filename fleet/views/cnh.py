@@ -1,0 +1,152 @@
+"""Driver licence (CNH) lookups: the forms and history, a lookup's progress and results.
+
+No view waits for the Fleet API: a lookup is stored and queued for the
+background worker, and its page polls (htmx) until it is done or failed;
+the final fragment has no trigger, so polling stops. A lookup is only ever
+shown to its owner and to staff; anyone else gets the same 404 as for a
+lookup that does not exist.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from fleet.forms import CnhBatchForm, CnhLookupForm
+from fleet.models import CnhItemStatus
+from fleet.services.cnh import (
+    CnhLookupNotFound,
+    cnh_lookup_create,
+    cnh_lookup_get,
+    cnh_lookup_history,
+    cnh_lookup_retry_failed,
+    cnh_lookup_rows,
+)
+from fleet.views import AuthenticatedRequest, Polling, is_fragment_request
+
+# A lookup usually finishes in seconds: ask soon, then less and less often.
+POLLING = Polling(first_ms=1_000, max_ms=10_000)
+
+
+@require_GET
+@login_required
+def cnh_lookups(request: AuthenticatedRequest) -> HttpResponse:
+    """The two forms (one CPF, a list) and the user's lookups, newest first."""
+    return _index(request, single=CnhLookupForm(), batch=CnhBatchForm())
+
+
+@require_POST
+@login_required
+def cnh_lookup_single(request: AuthenticatedRequest) -> HttpResponse:
+    form = CnhLookupForm(request.POST)
+    if not form.is_valid():
+        return _index(request, single=form, batch=CnhBatchForm(), status=400)
+    lookup = cnh_lookup_create(owner=request.user, cpfs=[form.cleaned_data["cpf"]], batch=False)
+    return redirect(lookup)
+
+
+@require_POST
+@login_required
+def cnh_lookup_batch(request: AuthenticatedRequest) -> HttpResponse:
+    form = CnhBatchForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return _index(request, single=CnhLookupForm(), batch=form, status=400)
+    read = form.read
+    lookup = cnh_lookup_create(owner=request.user, cpfs=read.cpfs, batch=True)
+    if read.invalid:
+        messages.warning(
+            request,
+            ngettext(
+                "%(count)d invalid line was left out.",
+                "%(count)d invalid lines were left out.",
+                len(read.invalid),
+            )
+            % {"count": len(read.invalid)},
+        )
+    if read.repeated:
+        messages.info(
+            request,
+            ngettext(
+                "%(count)d repeated CPF is looked up once.",
+                "%(count)d repeated CPFs are looked up once.",
+                read.repeated,
+            )
+            % {"count": read.repeated},
+        )
+    return redirect(lookup)
+
+
+@require_GET
+@login_required
+@never_cache
+def cnh_lookup(request: AuthenticatedRequest, lookup_id: int) -> HttpResponse:
+    """A lookup's progress and results; htmx polls its `lookup` fragment until it is final."""
+    try:
+        lookup = cnh_lookup_get(user=request.user, lookup_id=lookup_id)
+    except CnhLookupNotFound:
+        return _not_found(request)
+    delay_ms = POLLING.delay(request.GET.get("poll"))
+    rows = cnh_lookup_rows(lookup=lookup)
+    context = {
+        "not_found": False,
+        "lookup": lookup,
+        "rows": rows,
+        "failed_count": sum(row.status == CnhItemStatus.ERROR for row in rows),
+        "max_attempts": settings.FLEET_CNH_MAX_ATTEMPTS,
+        # The wait before the fragment asks again (None: it does not), and the one after.
+        "poll_ms": None if lookup.is_final else delay_ms,
+        "next_poll_ms": POLLING.after(delay_ms),
+    }
+    if is_fragment_request(request):
+        return render(request, "fleet/cnh_lookup.html#lookup", context)
+    return render(request, "fleet/cnh_lookup.html", context)
+
+
+@require_POST
+@login_required
+def cnh_lookup_retry(request: AuthenticatedRequest, lookup_id: int) -> HttpResponse:
+    """Queue the lookup's failed CPFs again, all together."""
+    try:
+        lookup = cnh_lookup_get(user=request.user, lookup_id=lookup_id)
+    except CnhLookupNotFound:
+        return _not_found(request)
+    if count := cnh_lookup_retry_failed(lookup=lookup):
+        messages.success(
+            request,
+            ngettext(
+                "%(count)d CPF is being looked up again.",
+                "%(count)d CPFs are being looked up again.",
+                count,
+            )
+            % {"count": count},
+        )
+    else:
+        messages.info(request, _("There is nothing to look up again in this lookup."))
+    return redirect(lookup)
+
+
+def _index(
+    request: AuthenticatedRequest,
+    *,
+    single: CnhLookupForm,
+    batch: CnhBatchForm,
+    status: int = 200,
+) -> HttpResponse:
+    context = {
+        "single_form": single,
+        "batch_form": batch,
+        "history": cnh_lookup_history(user=request.user, page=request.GET.get("page")),
+        "batch_limit": settings.FLEET_CNH_BATCH_LIMIT,
+    }
+    return render(request, "fleet/cnh.html", context, status=status)
+
+
+def _not_found(request: AuthenticatedRequest) -> HttpResponse:
+    return render(request, "fleet/cnh_lookup.html", {"not_found": True}, status=404)

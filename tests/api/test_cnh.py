@@ -1,0 +1,215 @@
+"""The client's CNH lookups against the emulator: shapes, 504, batches, their own timeout."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import date
+
+import pytest
+
+from fleet.api.client import CNH_BATCH, CNH_LOOKUP, CNH_READ_TIMEOUT, FleetClient
+from fleet.api.errors import (
+    GatewayTimeout,
+    InvalidResponse,
+    NotFound,
+    RateLimited,
+    UpstreamUnavailable,
+)
+from tests.api.conftest import MakeClient, wait_for_calls
+from tests.conftest import Emulator
+
+TIMEOUT_CPF, NO_LICENCE_CPF = "50450450406", "00000040495"
+CPF, OTHER_CPF = "52998224725", "11144477735"
+LOOKUP_CALLS, BATCH_CALLS = f"POST {CNH_LOOKUP}", f"POST {CNH_BATCH}"
+LIST_CALLS = "GET /key/list-cars"
+
+
+def test_a_lookup_returns_the_licence_known_members_typed_and_the_others_kept(
+    client: FleetClient, emulator: Emulator
+) -> None:
+    result = client.lookup_cnh(CPF)
+
+    assert result.cpf == CPF
+    assert result.error is None
+    licence = result.licence
+    assert licence is not None
+    assert all([licence.name, licence.number, licence.category, licence.situation])
+    assert isinstance(licence.expires_on, date)
+    assert isinstance(licence.first_licence_on, date)
+    assert isinstance(licence.points, int)
+    assert set(licence.extra) == {"issuingState", "remarks"}
+    assert "traceId" not in result.members
+    sent = emulator.requests()[-1]
+    assert sent["headers"]["Content-Type"] == "application/json"
+    assert json.loads(sent["body"]) == {"cpf": CPF}
+
+
+def test_a_known_member_of_an_unexpected_type_is_listed_not_dropped(
+    client: FleetClient, emulator: Emulator
+) -> None:
+    emulator.fault(
+        CNH_LOOKUP,
+        body={"cpf": CPF, "status": "ok", "name": "Ana", "points": "três", "medical": "2027"},
+    )
+
+    licence = client.lookup_cnh(CPF).licence
+
+    assert licence is not None
+    assert licence.name == "Ana"
+    assert licence.points is None
+    assert licence.extra == {"points": "três", "medical": "2027"}
+
+
+def test_the_timeout_cpf_raises_gateway_timeout_with_retry_after_after_one_call(
+    make_client: MakeClient, emulator: Emulator
+) -> None:
+    # A budget that could wait out the Retry-After: the lookup still does not retry itself.
+    client = make_client(retry_budget=60.0)
+
+    with pytest.raises(GatewayTimeout) as raised:
+        client.lookup_cnh(TIMEOUT_CPF)
+
+    error = raised.value
+    assert error.status == 504
+    assert error.retry_after == 30
+    assert error.code == "urn:fleet-api-v2:error:gateway-timeout"
+    assert error.trace_id
+    assert emulator.calls(LOOKUP_CALLS) == 1
+
+
+def test_a_lookup_timeout_does_not_pause_the_route_for_other_lookups(
+    client: FleetClient, emulator: Emulator
+) -> None:
+    with pytest.raises(GatewayTimeout):
+        client.lookup_cnh(TIMEOUT_CPF)
+
+    assert client.lookup_cnh(CPF).licence is not None
+    assert emulator.calls(LOOKUP_CALLS) == 2
+
+
+def test_a_429_on_a_lookup_is_raised_at_once_and_pauses_the_route(
+    make_client: MakeClient, emulator: Emulator
+) -> None:
+    client = make_client(retry_budget=60.0)
+    emulator.fault(CNH_LOOKUP, status=429, retry_after=1)
+
+    with pytest.raises(RateLimited):
+        client.lookup_cnh(CPF)
+    with pytest.raises(RateLimited) as paused:
+        client.lookup_cnh(OTHER_CPF)
+
+    assert paused.value.status is None  # refused here, not by the API
+    assert emulator.calls(LOOKUP_CALLS) == 1
+
+
+def test_a_cpf_without_a_licence_is_not_found(client: FleetClient) -> None:
+    with pytest.raises(NotFound) as raised:
+        client.lookup_cnh(NO_LICENCE_CPF)
+
+    assert raised.value.status == 404
+
+
+def test_a_batch_marks_the_timeout_item_error_and_the_others_are_fine(
+    client: FleetClient, emulator: Emulator
+) -> None:
+    result = client.lookup_cnh_batch([CPF, TIMEOUT_CPF, OTHER_CPF])
+
+    assert [item.cpf for item in result.items] == [CPF, TIMEOUT_CPF, OTHER_CPF]
+    ok, timed_out, other = result.items
+    assert (ok.error, other.error) == (None, None)
+    assert None not in (ok.licence, other.licence)
+    assert timed_out.licence is None
+    assert timed_out.error is not None
+    assert timed_out.error.code == "gateway-timeout"
+    assert timed_out.error.message
+    assert emulator.calls(BATCH_CALLS) == 1
+    assert json.loads(emulator.requests()[-1]["body"]) == {"cpfs": [CPF, TIMEOUT_CPF, OTHER_CPF]}
+
+
+def test_a_batch_answer_that_is_not_a_list_of_items_is_an_invalid_response(
+    client: FleetClient, emulator: Emulator
+) -> None:
+    emulator.fault(CNH_BATCH, body={"items": {"cpf": CPF}})
+
+    with pytest.raises(InvalidResponse) as raised:
+        client.lookup_cnh_batch([CPF])
+
+    assert CPF not in str(raised.value)
+
+
+def test_the_lookups_wait_70_s_by_default_and_the_other_calls_their_own_timeout() -> None:
+    client = FleetClient(
+        base_url="http://127.0.0.1:1", access_token="demo-access-token", secret_key="k" * 16
+    )
+
+    assert CNH_READ_TIMEOUT == 70.0
+    assert client.cnh_read_timeout == 70.0
+    assert client.read_timeout == 10.0
+
+
+def test_only_the_lookups_use_the_lookup_timeout(
+    make_client: MakeClient, emulator: Emulator
+) -> None:
+    # Shortened so that the test takes a second: the read timeout of every call
+    # is 0.5 s, that of the lookups 1.5 s; each route answers after 0.8 s.
+    client = make_client(read_timeout=0.5, cnh_read_timeout=1.5, retry_budget=0)
+    for route in ("/key/list-cars", CNH_LOOKUP, CNH_BATCH):
+        emulator.fault(route, delay=0.8)
+
+    with pytest.raises(UpstreamUnavailable) as listing:
+        client.list_vehicles()
+    looked_up = client.lookup_cnh(CPF)
+    batch = client.lookup_cnh_batch([CPF])
+
+    assert "no answer within 0.5 s" in str(listing.value)
+    assert looked_up.licence is not None
+    assert batch.items[0].licence is not None
+
+
+def test_a_lookup_that_outlasts_its_timeout_says_so(
+    make_client: MakeClient, emulator: Emulator
+) -> None:
+    client = make_client(read_timeout=5, cnh_read_timeout=0.3)
+    emulator.fault(CNH_LOOKUP, delay=1)
+    started = time.monotonic()
+
+    with pytest.raises(UpstreamUnavailable) as raised:
+        client.lookup_cnh(CPF)
+
+    assert time.monotonic() - started < 1
+    assert "no answer within 0.3 s" in str(raised.value)
+    assert wait_for_calls(emulator, LOOKUP_CALLS, 1) == 1  # a POST is not sent twice
+
+
+def test_the_lookup_paths_come_from_the_constructor(
+    make_client: MakeClient, emulator: Emulator
+) -> None:
+    client = make_client(cnh_lookup_path="/v3/licences/query", cnh_batch_path="/v3/licences/many")
+
+    with pytest.raises(NotFound):
+        client.lookup_cnh(CPF)
+    with pytest.raises(NotFound):
+        client.lookup_cnh_batch([CPF])
+
+    assert [r["path"] for r in emulator.requests()] == ["/v3/licences/query", "/v3/licences/many"]
+
+
+@pytest.mark.parametrize("path", ["v2/cnh", "/v2/cnh?x=1", "/v2/{cpf}", "/v2/cnh lookup", ""])
+def test_a_lookup_path_that_cannot_be_a_route_is_refused(
+    make_client: MakeClient, path: str
+) -> None:
+    with pytest.raises(ValueError, match="API path"):
+        make_client(cnh_lookup_path=path)
+
+
+@pytest.mark.parametrize("cpf", ["529.982.247-25", "5299822472", "abcdefghijk", ""])
+def test_a_cpf_not_in_eleven_digits_is_refused_before_anything_is_sent(
+    client: FleetClient, emulator: Emulator, cpf: str
+) -> None:
+    with pytest.raises(ValueError, match="eleven digits"):
+        client.lookup_cnh(cpf)
+    with pytest.raises(ValueError, match="eleven digits"):
+        client.lookup_cnh_batch([CPF, cpf])
+
+    assert emulator.requests() == []

@@ -1,0 +1,151 @@
+"""Must-show of the CNH issue: a lookup moves to its result before the manager's eyes.
+
+The lookups run as they do under `make run`: a real `manage.py db_worker`
+process, started here against the test database (a file for SQLite, see
+tests/settings.py; the test PostgreSQL database otherwise) and the test
+emulator. A separate process rather than a thread: it shares no connection,
+transaction or import state with the live server, exactly like production.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import log_in
+from tests.conftest import ROOT, Emulator
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CPF, OTHER_CPF, TIMEOUT_CPF = "529.982.247-25", "111.444.777-35", "504.504.504-06"
+_WORKER_START_TIMEOUT = 30.0
+
+
+def _database_url() -> str:
+    from django.db import connection
+
+    db = connection.settings_dict
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        return f"sqlite:///{db['NAME']}"
+    credentials = quote(db["USER"] or "")
+    if db["PASSWORD"]:
+        credentials += f":{quote(db['PASSWORD'])}"
+    return f"postgres://{credentials}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+@pytest.fixture
+def db_worker(live_server: Any, emulator: Emulator) -> Iterator[subprocess.Popen[str]]:
+    """`manage.py db_worker` on the test database, calling the test emulator."""
+    env = os.environ | {
+        "DJANGO_SETTINGS_MODULE": "portal.settings",
+        "DJANGO_ENV_FILE": "",
+        "DJANGO_SECRET_KEY": "browser-test-worker-secret-key",
+        "FLEET_ENVIRONMENT": "emulator",
+        "DATABASE_URL": _database_url(),
+        "FLEET_BASE_URL": emulator.url,
+        "FLEET_LOGIN_URL": emulator.login_url,
+    }
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "manage.py",
+            "db_worker",
+            "--no-reload",
+            "--no-startup-delay",
+            "--interval",
+            "0.1",
+            "--worker-id",
+            "browser-test",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    started = threading.Event()
+
+    def read() -> None:  # drained all along, so that a full pipe never blocks the worker
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if "Starting worker" in line:
+                started.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    deadline = time.monotonic() + _WORKER_START_TIMEOUT
+    while not started.wait(0.1):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail("db_worker did not start:\n" + "".join(lines))
+    yield process
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def test_a_manager_submits_a_lookup_and_sees_it_move_to_its_result_without_reloading(
+    page, manager, emulator: Emulator, db_worker
+):
+    licence = emulator.cnh_licence(CPF.replace(".", "").replace("-", ""))
+    # The licensing service takes 3 s to answer: long enough to see the lookup under way.
+    emulator.fault("/v2/cnh/lookup", delay=3)
+    log_in(page, "manager", "manager-demo-password")
+    page.get_by_role("link", name="CNH dos motoristas").click()
+
+    page.get_by_label("CPF", exact=True).fill(CPF)
+    page.get_by_role("button", name="Consultar", exact=True).click()
+
+    lookup = page.get_by_test_id("cnh-lookup")
+    expect(lookup).to_have_attribute("data-status", re.compile(r"^(queued|running)$"))
+    page.evaluate("window.sameDocument = true")  # survives only if the page is never reloaded
+    expect(lookup).to_have_attribute("data-status", "done", timeout=15_000)
+    expect(page.get_by_test_id("cnh-status-label")).to_have_text("Concluída")
+    expect(page.get_by_test_id("cnh-name")).to_have_text(licence["name"])
+    expect(page.get_by_test_id("cnh-cpf")).to_have_text(CPF)
+    assert page.evaluate("window.sameDocument") is True
+    expect(page.get_by_test_id("cnh-refresh")).to_have_count(0)  # polling has stopped
+
+    page.get_by_role("link", name="Todas as consultas").click()
+    expect(page.get_by_test_id("cnh-history-row")).to_contain_text("***.982.247-**")
+    expect(page.get_by_test_id("cnh-history")).not_to_contain_text(CPF)
+
+
+def test_a_batch_shows_the_timed_out_driver_and_retries_it_in_one_click(
+    page, manager, emulator: Emulator, db_worker
+):
+    log_in(page, "manager", "manager-demo-password")
+    page.goto("/drivers/cnh/")
+
+    page.get_by_label("CPFs, um por linha").fill(f"{CPF}\n{TIMEOUT_CPF}\n{OTHER_CPF}")
+    page.get_by_role("button", name="Consultar todos").click()
+
+    lookup = page.get_by_test_id("cnh-lookup")
+    expect(lookup).to_have_attribute("data-status", "done", timeout=15_000)
+    items = page.get_by_test_id("cnh-item")
+    expect(items).to_have_count(3)
+    expect(items.nth(0)).to_have_attribute("data-status", "ok")
+    expect(items.nth(1)).to_have_attribute("data-status", "error")
+    expect(items.nth(1)).to_contain_text("não respondeu a tempo")
+    expect(items.nth(2)).to_have_attribute("data-status", "ok")
+
+    emulator.control("POST", "cnh", recover_after=0)  # the licensing service is back
+    page.get_by_test_id("cnh-retry").click()
+
+    expect(page.get_by_text("1 CPF está sendo consultado de novo.")).to_be_visible()
+    expect(lookup).to_have_attribute("data-status", "done", timeout=15_000)
+    expect(items.nth(1)).to_have_attribute("data-status", "ok")
+    expect(page.get_by_test_id("cnh-retry")).to_have_count(0)

@@ -1,0 +1,399 @@
+"""The CNH pages through Django's test client: forms, history, progress, access, privacy."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+import time_machine
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django_tasks_db.models import DBTaskResult
+
+from fleet.models import CnhLookup, CnhLookupStatus
+from fleet.services.cnh import cnh_lookup_create
+from tests.conftest import Emulator, run_tasks
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ENGLISH = {"Accept-Language": "en"}
+HTMX = {"HX-Request": "true"}
+TRIGGER = re.compile(r'hx-trigger="load delay:(\d+)ms"')
+POLL_URL = re.compile(r'hx-get="/drivers/cnh/\d+/\?poll=(\d+)"')
+TIMEOUT_CPF, NO_LICENCE_CPF = "50450450406", "00000040495"
+CPF, OTHER_CPF = "52998224725", "11144477735"
+CPF_SHOWN, CPF_MASKED = "529.982.247-25", "***.982.247-**"
+
+
+@pytest.fixture
+def other_manager(django_user_model):
+    return django_user_model.objects.create_user(username="outra", password="x")
+
+
+def get(client, path, **headers):
+    return client.get(path, headers=ENGLISH | headers)
+
+
+def post(client, path, data, **headers):
+    return client.post(path, data, headers=ENGLISH | headers)
+
+
+def lookup_of(user, *cpfs, batch=False) -> CnhLookup:
+    return cnh_lookup_create(owner=user, cpfs=list(cpfs), batch=batch)
+
+
+# --- The form ------------------------------------------------------------------------
+
+
+def test_the_page_offers_both_forms_and_is_in_the_navigation(manager_client):
+    response = get(manager_client, "/drivers/cnh/")
+
+    assert response.status_code == 200
+    assert 'action="/drivers/cnh/lookup"' in response.text
+    assert 'action="/drivers/cnh/batch"' in response.text
+    assert 'enctype="multipart/form-data"' in response.text
+    assert 'href="/drivers/cnh/" aria-current="page"' in response.text
+    assert 'data-testid="cnh-history-empty"' in response.text
+
+
+def test_anonymous_visitors_are_sent_to_log_in(client):
+    response = client.get("/drivers/cnh/")
+
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+
+
+@pytest.mark.parametrize("typed", [CPF_SHOWN, CPF, " 529 982 247 25 "])
+def test_one_cpf_with_or_without_mask_makes_a_queued_lookup_and_opens_it(
+    manager_client, manager, emulator: Emulator, typed
+):
+    response = post(manager_client, "/drivers/cnh/lookup", {"cpf": typed})
+
+    lookup = CnhLookup.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == f"/drivers/cnh/{lookup.pk}/"
+    assert (lookup.owner, lookup.kind, lookup.status) == (manager, "single", "queued")
+    assert list(lookup.items.values_list("cpf", flat=True)) == [CPF]
+    assert DBTaskResult.objects.count() == 1
+    assert emulator.requests() == []  # the web request never calls the API itself
+
+
+@pytest.mark.parametrize(
+    ("typed", "message"),
+    [
+        ("529.982.247-24", "its check digits do not match"),
+        ("5299822472", "A CPF has 11 digits"),
+        ("111.111.111-11", "its check digits do not match"),
+        ("", "This field is required."),
+    ],
+)
+def test_an_invalid_cpf_is_explained_kept_and_never_sent(
+    manager_client, emulator: Emulator, typed, message
+):
+    response = post(manager_client, "/drivers/cnh/lookup", {"cpf": typed})
+    run_tasks()
+
+    assert response.status_code == 400
+    assert message in response.text
+    assert f'value="{typed}"' in response.text or not typed
+    assert CnhLookup.objects.count() == 0
+    assert emulator.requests() == []
+
+
+def test_a_pasted_list_makes_one_batch(manager_client, emulator: Emulator):
+    text = f"{CPF_SHOWN}\n\n{OTHER_CPF}\r\n{TIMEOUT_CPF}\n"
+
+    response = post(manager_client, "/drivers/cnh/batch", {"cpfs": text})
+
+    lookup = CnhLookup.objects.get()
+    assert response.status_code == 302
+    assert lookup.kind == "batch"
+    assert list(lookup.items.values_list("cpf", flat=True)) == [CPF, OTHER_CPF, TIMEOUT_CPF]
+
+
+def test_invalid_lines_are_listed_the_text_kept_and_nothing_is_sent(
+    manager_client, emulator: Emulator
+):
+    text = f"{CPF}\n123.456.789-00\n12345\n{OTHER_CPF}"
+
+    response = post(manager_client, "/drivers/cnh/batch", {"cpfs": text})
+    run_tasks()
+
+    assert response.status_code == 400
+    assert "2 lines are not valid CPFs" in response.text
+    assert "Line 2: “123.456.789-00” has wrong check digits." in response.text
+    assert "Line 3: “12345” is not 11 digits." in response.text
+    assert f"{CPF}\n123.456.789-00\n12345\n{OTHER_CPF}</textarea>" in response.text
+    assert 'name="skip_invalid"' in response.text
+    assert CnhLookup.objects.count() == 0
+    assert emulator.requests() == []
+
+
+def test_leaving_out_the_invalid_lines_sends_only_the_valid_cpfs(
+    manager_client, emulator: Emulator
+):
+    text = f"{CPF}\n123.456.789-00\n{OTHER_CPF}\n{CPF}"
+
+    response = post(manager_client, "/drivers/cnh/batch", {"cpfs": text, "skip_invalid": "on"})
+    run_tasks()
+
+    lookup = CnhLookup.objects.get()
+    assert response.status_code == 302
+    (sent,) = emulator.requests()
+    assert sent["body"] == f'{{"cpfs": ["{CPF}", "{OTHER_CPF}"]}}'
+    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    assert "1 invalid line was left out." in page.text
+    assert "1 repeated CPF is looked up once." in page.text
+
+
+def test_a_csv_file_is_read_from_its_cpf_column(manager_client):
+    csv = f"nome;CPF;cidade\nAna;{CPF_SHOWN};Recife\nJoão;{OTHER_CPF};Natal\n".encode("cp1252")
+    upload = SimpleUploadedFile("motoristas.csv", csv, content_type="text/csv")
+
+    response = post(manager_client, "/drivers/cnh/batch", {"file": upload})
+
+    assert response.status_code == 302
+    lookup = CnhLookup.objects.get()
+    assert list(lookup.items.values_list("cpf", flat=True)) == [CPF, OTHER_CPF]
+
+
+def test_a_csv_with_invalid_rows_comes_back_in_the_text_area(manager_client, emulator):
+    csv = f"{CPF},Ana\n99999999999,Bia\n".encode()
+    upload = SimpleUploadedFile("lista.csv", csv, content_type="text/csv")
+
+    response = post(manager_client, "/drivers/cnh/batch", {"file": upload})
+
+    assert response.status_code == 400
+    assert f"{CPF}\n99999999999</textarea>" in response.text
+    assert "Line 2:" in response.text
+    assert CnhLookup.objects.count() == 0
+
+
+def test_an_empty_list_or_a_file_that_is_not_text_is_explained(manager_client):
+    empty = post(manager_client, "/drivers/cnh/batch", {"cpfs": "\n  \n"})
+    binary = post(
+        manager_client,
+        "/drivers/cnh/batch",
+        {"file": SimpleUploadedFile("x.csv", b"\x00\x01PK", content_type="text/csv")},
+    )
+
+    assert empty.status_code == binary.status_code == 400
+    assert "Paste one or more CPFs" in empty.text
+    assert "could not be read as a CSV list" in binary.text
+
+
+def test_a_list_longer_than_a_batch_is_refused_with_the_limit(manager_client, settings):
+    settings.FLEET_CNH_BATCH_LIMIT = 2
+
+    response = post(
+        manager_client, "/drivers/cnh/batch", {"cpfs": f"{CPF}\n{OTHER_CPF}\n{TIMEOUT_CPF}"}
+    )
+
+    assert response.status_code == 400
+    assert "at most 2 CPFs; this list has 3" in response.text
+
+
+# --- A lookup's page --------------------------------------------------------------------
+
+
+def test_a_queued_lookup_polls_from_1_s_and_offers_a_refresh_link(manager_client, manager):
+    lookup = lookup_of(manager, CPF)
+
+    response = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+
+    assert response.status_code == 200
+    assert 'data-status="queued"' in response.text
+    assert TRIGGER.findall(response.text) == ["1000"]
+    assert POLL_URL.findall(response.text) == ["1500"]
+    assert 'data-testid="cnh-refresh"' in response.text
+    assert "no-store" in response["Cache-Control"]
+
+
+def test_a_poll_gets_the_fragment_only_and_each_waits_longer_up_to_10_s(manager_client, manager):
+    lookup = lookup_of(manager, CPF)
+    waits, asked = [], 1000
+    for _ in range(7):
+        fragment = get(manager_client, f"/drivers/cnh/{lookup.pk}/?poll={asked}", **HTMX)
+        assert fragment.text.lstrip().startswith('<section id="cnh-lookup"')
+        waits.append(int(TRIGGER.search(fragment.text).group(1)))
+        asked = int(POLL_URL.search(fragment.text).group(1))
+
+    assert waits == [1000, 1500, 2250, 3375, 5063, 7595, 10000]
+
+
+def test_a_done_lookup_shows_the_licence_and_stops_polling(
+    manager_client, manager, emulator: Emulator
+):
+    lookup = lookup_of(manager, CPF)
+    run_tasks()
+
+    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    fragment = get(manager_client, f"/drivers/cnh/{lookup.pk}/?poll=3000", **HTMX)
+
+    for response in (page, fragment):
+        assert 'data-status="done"' in response.text
+        assert "hx-trigger" not in response.text
+        assert "hx-get" not in response.text
+    licence = emulator.cnh_licence(CPF)
+    assert f'data-testid="cnh-name">{licence["name"]}</dd>' in page.text
+    assert f'data-testid="cnh-cpf">{CPF_SHOWN}</dd>' in page.text
+    assert licence["cnhNumber"] in page.text
+    # Unknown members are listed by name, not dropped.
+    assert "<code>issuingState</code>" in page.text
+    assert f'data-testid="cnh-extra">{licence["issuingState"]}</dd>' in page.text
+    assert "<code>remarks</code>" in page.text
+
+
+def test_dates_of_the_licence_are_written_as_a_brazilian_reads_them(manager_client, manager):
+    lookup = lookup_of(manager, CPF)
+    CnhLookup.objects.filter(pk=lookup.pk).update(status="done")
+    lookup.items.update(status="ok", result={"name": "Ana", "expiresAt": "2031-03-07", "points": 4})
+
+    response = manager_client.get(f"/drivers/cnh/{lookup.pk}/")
+
+    assert '<time datetime="2031-03-07">7 de Março de 2031</time>' in response.text
+
+
+def test_waiting_to_retry_shows_the_time_and_that_the_timeout_was_not_charged(
+    manager_client, manager, emulator: Emulator
+):
+    with time_machine.travel(datetime(2026, 11, 23, 13, 0, tzinfo=UTC), tick=False):
+        lookup = lookup_of(manager, TIMEOUT_CPF)
+        run_tasks()
+        response = manager_client.get(f"/drivers/cnh/{lookup.pk}/")
+
+    assert 'data-status="waiting_retry"' in response.text
+    # 13:00:30 UTC is 10:00:30 in São Paulo.
+    assert '<time data-testid="cnh-next-attempt">10:00:30</time>' in response.text
+    assert "(tentativa 2 de 5)" in response.text
+    assert "Essa tentativa não foi cobrada." in response.text
+    assert TRIGGER.search(response.text)
+
+
+def test_a_failed_lookup_says_why_that_timeouts_are_not_charged_and_offers_a_retry(
+    manager_client, manager, emulator: Emulator, settings
+):
+    settings.FLEET_CNH_MAX_ATTEMPTS = 1
+    lookup = lookup_of(manager, TIMEOUT_CPF)
+    run_tasks()
+
+    response = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+
+    assert 'data-status="failed"' in response.text
+    assert (
+        "The lookup failed after 1 attempt: the licensing service did not answer in time."
+        in response.text
+    )
+    assert "Lookups that time out are not charged." in response.text
+    assert f'action="/drivers/cnh/{lookup.pk}/retry"' in response.text
+    assert "hx-trigger" not in response.text
+
+
+def test_a_batch_shows_each_item_with_its_own_status_and_retries_the_failed_together(
+    manager_client, manager, emulator: Emulator
+):
+    lookup = lookup_of(manager, CPF, TIMEOUT_CPF, NO_LICENCE_CPF, batch=True)
+    run_tasks()
+
+    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    assert page.text.count('data-testid="cnh-item" data-status="ok"') == 1
+    assert page.text.count('data-testid="cnh-item" data-status="error"') == 2
+    assert "The licensing service did not answer in time." in page.text
+    assert "No driver licence was found for this CPF." in page.text
+    assert "Look up the 2 CPFs without result again" in page.text
+
+    emulator.control("POST", "cnh", recover_after=0)
+    retried = post(manager_client, f"/drivers/cnh/{lookup.pk}/retry", {})
+    assert retried.status_code == 302
+    assert CnhLookup.objects.get().status == CnhLookupStatus.QUEUED
+    run_tasks()
+
+    after = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    assert "2 CPFs are being looked up again." in after.text
+    assert after.text.count('data-testid="cnh-item" data-status="ok"') == 2
+    assert "Look up the 1 CPF without result again" in after.text
+
+
+# --- Who sees what (LGPD) ---------------------------------------------------------------
+
+
+def main_of(response) -> str:
+    return response.text.split("<main", 1)[1].split("</main>", 1)[0]
+
+
+def test_a_manager_cannot_open_or_retry_another_managers_lookup(
+    client, manager, other_manager, emulator: Emulator, settings
+):
+    settings.FLEET_CNH_MAX_ATTEMPTS = 1
+    lookup = lookup_of(manager, TIMEOUT_CPF)
+    run_tasks()
+    client.force_login(other_manager)
+
+    page = get(client, f"/drivers/cnh/{lookup.pk}/")
+    fragment = get(client, f"/drivers/cnh/{lookup.pk}/?poll=1000", **HTMX)
+    retry = post(client, f"/drivers/cnh/{lookup.pk}/retry", {})
+    history = get(client, "/drivers/cnh/")
+    missing = get(client, "/drivers/cnh/999999/")
+
+    for response in (page, fragment, retry):
+        assert response.status_code == 404
+        assert main_of(response) == main_of(missing)  # nothing tells that it exists
+        assert "504" not in response.text
+    assert CnhLookup.objects.get().status == CnhLookupStatus.FAILED  # the retry did nothing
+    assert 'data-testid="cnh-history-empty"' in history.text
+    for response in (page, history):
+        assert "982.247" not in response.text
+
+
+def test_staff_can_open_any_lookup_with_the_full_cpf(client, manager, admin_user):
+    lookup = lookup_of(manager, CPF)
+    client.force_login(admin_user)
+
+    response = get(client, f"/drivers/cnh/{lookup.pk}/")
+    admin_list = get(client, "/admin/fleet/cnhlookup/")
+
+    assert response.status_code == 200
+    assert CPF_SHOWN in response.text
+    assert "by manager" in response.text
+    assert admin_list.status_code == 200
+    assert "982.247" not in admin_list.text
+
+
+def test_the_history_is_the_users_own_newest_first_with_cpfs_masked(
+    manager_client, manager, other_manager
+):
+    first = lookup_of(manager, CPF)
+    lookup_of(other_manager, TIMEOUT_CPF)
+    second = lookup_of(manager, CPF, OTHER_CPF, batch=True)
+
+    response = get(manager_client, "/drivers/cnh/")
+
+    rows = re.findall(r'href="/drivers/cnh/(\d+)/"', response.text)
+    assert rows == [str(second.pk), str(first.pk)]
+    assert CPF_MASKED in response.text
+    assert "Batch of 2 CPFs" in response.text
+    for full in (CPF, CPF_SHOWN, OTHER_CPF, "111.444.777-35", TIMEOUT_CPF, "504.504.504-06"):
+        assert full not in response.text
+
+
+def test_the_history_comes_a_page_at_a_time(manager_client, manager):
+    for _ in range(21):
+        lookup_of(manager, CPF)
+
+    first, second = (
+        get(manager_client, "/drivers/cnh/"),
+        get(manager_client, "/drivers/cnh/?page=2"),
+    )
+
+    assert first.text.count('data-testid="cnh-history-row"') == 20
+    assert second.text.count('data-testid="cnh-history-row"') == 1
+    assert "Page 1 of 2" in first.text
+
+
+def test_item_and_lookup_reprs_never_hold_a_full_cpf(manager):
+    lookup = lookup_of(manager, CPF)
+    item = lookup.items.get()
+
+    assert str(item) == repr(item).split()[2] == CPF_MASKED
+    assert CPF not in repr(item)
+    assert CPF not in str(lookup)

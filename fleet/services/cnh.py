@@ -40,6 +40,7 @@ from django.utils.translation import pgettext_lazy
 
 from fleet import cpf
 from fleet.api import errors
+from fleet.api.client import CNH_READ_TIMEOUT
 from fleet.api.resources import CnhLicence as CnhLicence
 from fleet.api.resources import CnhLookupResult, cnh_licence_from_json
 from fleet.models import CnhItemStatus, CnhLookup, CnhLookupItem, CnhLookupKind, CnhLookupStatus
@@ -52,6 +53,9 @@ HISTORY_PAGE_SIZE: Final = 20
 # Without Retry-After: 30 s, 1 min, 2 min… up to 15 min between attempts.
 _BACKOFF_BASE: Final = 30.0
 _BACKOFF_MAX: Final = 900.0
+# Longer than any attempt can run (the 70 s read timeout, connecting, storing):
+# a lookup running for longer lost its worker.
+RUNNING_LEASE: Final = timedelta(seconds=CNH_READ_TIMEOUT + 50)
 # An item the batch answer left out, or a lookup that failed before its item was asked.
 MISSING: Final = "missing"
 
@@ -126,6 +130,27 @@ def _enqueue(lookup_id: int, run_after: datetime | None = None) -> None:
 
     task = cnh_lookup_run if run_after is None else cnh_lookup_run.using(run_after=run_after)
     task.enqueue(lookup_id)
+
+
+def cnh_lookup_recover(*, lookup: CnhLookup) -> bool:
+    """Queue again a lookup whose worker died in the middle of it; whether it was one.
+
+    A worker killed during its call (a deploy, a crash) leaves the lookup
+    `running` with no task to finish it. Once it has run longer than any call
+    can last, it is queued again: its page, which its owner keeps open,
+    calls this while it polls, so nothing stays running for ever.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        recovered = CnhLookup.objects.filter(
+            pk=lookup.pk, status=CnhLookupStatus.RUNNING, updated_at__lt=now - RUNNING_LEASE
+        ).update(status=CnhLookupStatus.QUEUED, updated_at=now)
+        if recovered:
+            transaction.on_commit(partial(_enqueue, lookup.pk))
+    if recovered:
+        logger.warning("CNH lookup %s was left running by its worker; queued again", lookup.pk)
+        lookup.refresh_from_db()
+    return bool(recovered)
 
 
 # --- Running (the task's body) ----------------------------------------------------------

@@ -26,6 +26,7 @@ from fleet.services.cnh import (
     cnh_lookup_create,
     cnh_lookup_get,
     cnh_lookup_history,
+    cnh_lookup_recover,
     cnh_lookup_retry_failed,
     cnh_lookup_rows,
 )
@@ -92,6 +93,7 @@ def cnh_lookup(request: AuthenticatedRequest, lookup_id: int) -> HttpResponse:
         lookup = cnh_lookup_get(user=request.user, lookup_id=lookup_id)
     except CnhLookupNotFound:
         return _not_found(request)
+    cnh_lookup_recover(lookup=lookup)
     delay_ms = POLLING.delay(request.GET.get("poll"))
     rows = cnh_lookup_rows(lookup=lookup)
     context = {

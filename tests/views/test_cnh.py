@@ -397,3 +397,29 @@ def test_item_and_lookup_reprs_never_hold_a_full_cpf(manager):
     assert str(item) == repr(item).split()[2] == CPF_MASKED
     assert CPF not in repr(item)
     assert CPF not in str(lookup)
+
+
+def test_a_lookup_its_worker_left_running_is_queued_again_from_its_page(
+    manager_client, manager, emulator: Emulator
+):
+    start = datetime(2026, 11, 23, 13, 0, tzinfo=UTC)
+    with time_machine.travel(start, tick=False) as clock:
+        lookup = lookup_of(manager, CPF)
+        DBTaskResult.objects.all().delete()  # the worker took the task, then died mid-call
+        CnhLookup.objects.filter(pk=lookup.pk).update(status=CnhLookupStatus.RUNNING)
+
+        clock.shift(110)  # a call may still be under way: its 70 s timeout and more
+        get(manager_client, f"/drivers/cnh/{lookup.pk}/", **HTMX)
+        lookup.refresh_from_db()
+        assert (lookup.status, DBTaskResult.objects.count()) == (CnhLookupStatus.RUNNING, 0)
+
+        clock.shift(20)
+        page = get(manager_client, f"/drivers/cnh/{lookup.pk}/", **HTMX)
+        lookup.refresh_from_db()
+        assert lookup.status == CnhLookupStatus.QUEUED
+        assert TRIGGER.search(page.text)  # still polling
+
+        assert run_tasks() == 1
+        lookup.refresh_from_db()
+        assert lookup.status == CnhLookupStatus.DONE
+        assert emulator.calls("POST /v2/cnh/lookup") == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from fleet.urls_crlv import urlpatterns_crlv
-from fleet.views import dashboard, embed, health, vehicles
+from fleet.views import dashboard, embed, fines, health, vehicles, webhooks
 
 app_name = "fleet"
 
@@ -20,4 +20,7 @@ urlpatterns = [
     path("vehicles/export.csv", vehicles.vehicle_list_export, name="vehicles_export"),
     path("vehicles/refresh", vehicles.vehicle_list_refresh, name="vehicles_refresh"),
     *urlpatterns_crlv,
+    path("fines/", fines.fine_list, name="fines"),
+    path("notifications/", fines.notification_list, name="notifications"),
+    path("webhooks/fleet/<str:token>/", webhooks.fleet_webhook, name="webhook"),
 ]

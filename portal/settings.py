@@ -139,6 +139,28 @@ FLEET_VEHICLES_WAIT = _seconds("FLEET_VEHICLES_WAIT", default=5.0)
 # After a failed refresh (without Retry-After), no worker tries again for this long.
 FLEET_VEHICLES_FAILURE_BACKOFF = _seconds("FLEET_VEHICLES_FAILURE_BACKOFF", default=10.0)
 
+
+def _whole_number(name: str, *, default: int, minimum: int = 0) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number.") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be a whole number, at least {minimum}.")
+    return value
+
+
+# The webhook receiver (fleet/views/webhooks.py): the largest body it stores,
+# and how many reverse proxies in front of the portal append to X-Forwarded-For
+# (0: the source address is the connection's own, REMOTE_ADDR).
+FLEET_WEBHOOK_MAX_BYTES = _whole_number("FLEET_WEBHOOK_MAX_BYTES", default=256 * 1024, minimum=1024)
+FLEET_WEBHOOK_PROXY_COUNT = _whole_number("FLEET_WEBHOOK_PROXY_COUNT", default=0)
+# Seconds between two refreshes of the dashboard's counts of fines and notifications.
+FLEET_COUNTS_POLL_SECONDS = _whole_number("FLEET_COUNTS_POLL_SECONDS", default=10, minimum=1)
+
 # --- Django -------------------------------------------------------------------
 
 INSTALLED_APPS = [

@@ -5,7 +5,7 @@ for everything else that might: a third-party library's debug line, a portal
 log call that prints a header dict, an exception text. `RedactingFilter`
 scrubs the credential values this process knows about (registered by every
 `FleetClient`) and anything shaped like an `Authorization:`/`Key:` header, a
-password or an accessKey. The portal installs it on its log handlers.
+password, an accessKey or the token of a webhook URL. The portal installs it on its log handlers.
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ _PATTERNS = (
         r"(?P<head>\bkey[\"']?\s*[:=]\s*[\"']?)(?P<value>[A-Za-z0-9+/=_-]{16,})",
         re.IGNORECASE,
     ),
+    # The token in the webhook receiver's path (FLEET_WEBHOOK_TOKENS), right or wrong:
+    # a wrong one may be a token just rotated out. Django logs the path of every 4xx.
+    re.compile(r"(?P<head>/webhooks/fleet/)(?P<value>[^/\s?#\"']+)"),
     # password=..., "password": "...", accessKey=..., secret_key=...
     re.compile(
         r"(?P<head>\b(?:password|passwd|access_?key|secret_?key|access_?token)[\"']?\s*[:=]\s*)"

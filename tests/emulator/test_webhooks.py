@@ -12,8 +12,8 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from typing import Any
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 import requests

@@ -158,7 +158,9 @@ def send_webhooks(emulator: Emulator, call: Call) -> Response:
                 extra_keys=body.get("extra_keys") is True,
                 now=emulator.clock.now(),
             )
-        report = webhooks.send(url, batch.deliveries, concurrency=_whole(body, "concurrency", 4))
+        # Given payloads go one after the other, in their order: a test may depend on it.
+        concurrency = _whole(body, "concurrency", 1 if events is not None else 4)
+        report = webhooks.send(url, batch.deliveries, concurrency=concurrency)
     except ValueError as error:
         raise ControlError(str(error)) from None
     return json_response(

@@ -27,10 +27,12 @@ processing, never a delivery, which stays `received` for the replay.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
 import ipaddress
 import logging
+import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -157,18 +159,22 @@ def delivery_process(*, delivery: WebhookDelivery) -> DeliveryStatus:
         with _writer(), transaction.atomic():
             if connection.vendor == "postgresql":
                 # The delivery is already stored for good: losing this commit in a crash
-                # only leaves it `received`, for the replay. Not waiting for the flush
-                # halves what a delivery costs.
+                # only leaves it `received`, for the replay. So this one does not wait
+                # for its WAL flush: one flush per delivery instead of two.
                 _execute("SET LOCAL synchronous_commit TO OFF")
             if event is None or creation is None:
                 _mark(delivery, DeliveryStatus.UNKNOWN_KIND, kind=kind)
             else:
                 _record_apply(event, delivery, kind, creation)
     except webhooks.InvalidPayload as invalid:
-        _mark(delivery, DeliveryStatus.INVALID, kind=kind, error=str(invalid))
+        with _writer():
+            _mark(delivery, DeliveryStatus.INVALID, kind=kind, error=str(invalid))
     except Exception as error:  # kept for replay, whatever went wrong
         logger.exception("webhook delivery %s could not be processed; kept for replay", delivery.pk)
-        _mark(delivery, DeliveryStatus.FAILED, kind=kind, error=f"{type(error).__name__}: {error}")
+        with _writer():
+            _mark(
+                delivery, DeliveryStatus.FAILED, kind=kind, error=f"{type(error).__name__}: {error}"
+            )
     if delivery.status in _KEPT_STATUSES:
         logger.warning(
             "webhook delivery %s kept as %s: %s", delivery.pk, delivery.status, delivery.error
@@ -388,22 +394,48 @@ def _safe_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 # --- SQL of the receiver's path --------------------------------------------------
 
-_sqlite_writer = threading.Lock()
+class _SqliteWriter:
+    """The queue of SQLite writers: threads on a lock, processes on a file lock.
+
+    SQLite has one writer; a connection that finds the database locked sleeps
+    1, 2, 5, 10… up to 100 ms before it looks again, so under load deliveries
+    waited far longer than the writes they waited for. Queued here, the next
+    writer of any worker starts as soon as the last one is done. The file
+    lock sits beside the database file; an in-memory database (tests) is one
+    process's, so the thread lock is enough.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.files: dict[str, int] = {}
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        with self.lock:
+            name = str(connection.settings_dict["NAME"])
+            if name.startswith("file:") or name == ":memory:":
+                yield
+                return
+            if name not in self.files:
+                self.files[name] = os.open(f"{name}.writer-lock", os.O_RDWR | os.O_CREAT, 0o600)
+            descriptor = self.files[name]
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(descriptor, fcntl.LOCK_UN)
+
+
+_sqlite_writer = _SqliteWriter()
 
 
 @contextmanager
 def _writer() -> Iterator[None]:
-    """On SQLite, one writing thread per process at a time.
-
-    SQLite has one writer; a thread that finds the database locked sleeps in
-    steps of up to 100 ms before it looks again, so under load deliveries
-    waited far longer than the writes they waited for. Queued here, the next
-    thread starts as soon as the last one is done. PostgreSQL needs no queue.
-    """
+    """Around each write of the receiver: on SQLite, wait in `_SqliteWriter`'s queue."""
     if connection.vendor != "sqlite":
         yield
         return
-    with _sqlite_writer:
+    with _sqlite_writer.held():
         yield
 
 

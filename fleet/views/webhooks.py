@@ -41,7 +41,9 @@ def fleet_webhook(request: HttpRequest, token: str) -> HttpResponse:
     try:
         size = int(declared or 0)
     except ValueError:
-        return JsonResponse({"error": "the Content-Length is not a number"}, status=400)
+        size = -1
+    if size < 0:
+        return JsonResponse({"error": "the Content-Length is not a number of bytes"}, status=400)
     content_type = request.META.get("CONTENT_TYPE", "")  # with its parameters, as sent
     source = webhook_source_address(
         remote_addr=request.META.get("REMOTE_ADDR", ""),

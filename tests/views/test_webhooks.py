@@ -375,3 +375,20 @@ def test_a_delivery_that_failed_for_the_portal_is_replayed_once_the_cause_is_fix
     assert (delivery.status, delivery.error, delivery.attempts) == ("processed", "", 2)
     assert Fine.objects.get().link_frame == DOCUMENT
     assert stored_bodies() == [json.dumps(fine(1, linkFrame=DOCUMENT)).encode()]
+
+
+@pytest.mark.parametrize("length", ["-5", "many"])
+def test_a_nonsense_content_length_is_a_400_and_stores_nothing(client, length):
+    response = client.post(URL, data=b"{}", content_type="application/json", CONTENT_LENGTH=length)
+
+    assert response.status_code == 400
+    assert "Content-Length" in response.json()["error"]
+    assert not WebhookDelivery.objects.exists()
+
+
+def test_an_empty_body_is_kept_as_invalid(client):
+    # The test client leaves the content type out when there is no body: set it here.
+    response = send(client, b"", CONTENT_TYPE="application/json")
+
+    assert response.status_code == 202
+    assert WebhookDelivery.objects.get().error == "the body is empty"

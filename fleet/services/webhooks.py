@@ -394,6 +394,7 @@ def _safe_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 # --- SQL of the receiver's path --------------------------------------------------
 
+
 class _SqliteWriter:
     """The queue of SQLite writers: threads on a lock, processes on a file lock.
 

@@ -7,6 +7,8 @@ from urllib.parse import urlsplit
 
 from django import template
 
+from fleet import plates
+
 register = template.Library()
 
 
@@ -35,3 +37,10 @@ def iso_datetime(value: object) -> datetime | str:
         return datetime.fromisoformat(value)
     except ValueError:
         return value
+
+
+@register.filter
+def plate(value: object) -> str:
+    """A plate from a payload as the vehicle pages show plates (ABC-1234, ABC1D23)."""
+    text = str(value or "")
+    return plates.display(plates.normalize(text)) if plates.is_valid(text) else text

@@ -42,7 +42,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, models, transaction
+from django.db import DatabaseError, connection, models, transaction
 from django.utils import timezone
 
 from fleet import webhooks
@@ -167,14 +167,12 @@ def delivery_process(*, delivery: WebhookDelivery) -> DeliveryStatus:
             else:
                 _record_apply(event, delivery, kind, creation)
     except webhooks.InvalidPayload as invalid:
-        with _writer():
-            _mark(delivery, DeliveryStatus.INVALID, kind=kind, error=str(invalid))
+        _mark_kept(delivery, DeliveryStatus.INVALID, kind=kind, error=str(invalid))
     except Exception as error:  # kept for replay, whatever went wrong
         logger.exception("webhook delivery %s could not be processed; kept for replay", delivery.pk)
-        with _writer():
-            _mark(
-                delivery, DeliveryStatus.FAILED, kind=kind, error=f"{type(error).__name__}: {error}"
-            )
+        _mark_kept(
+            delivery, DeliveryStatus.FAILED, kind=kind, error=f"{type(error).__name__}: {error}"
+        )
     if delivery.status in _KEPT_STATUSES:
         logger.warning(
             "webhook delivery %s kept as %s: %s", delivery.pk, delivery.status, delivery.error
@@ -344,6 +342,18 @@ def _mark(delivery: WebhookDelivery, status: DeliveryStatus, **fields: Any) -> N
     delivery.attempts += 1
     for name, value in values.items():
         setattr(delivery, name, value)
+
+
+def _mark_kept(delivery: WebhookDelivery, status: DeliveryStatus, **fields: Any) -> None:
+    """`_mark` a delivery kept for replay; if even that cannot be written (the database
+    went away), it stays `received`, which the replay also picks up."""
+    try:
+        with _writer():
+            _mark(delivery, status, **fields)
+    except DatabaseError:
+        logger.exception(
+            "webhook delivery %s stays received: its status cannot be written", delivery.pk
+        )
 
 
 class _SeenKeys:

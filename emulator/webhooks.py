@@ -106,7 +106,7 @@ def generate(
 
     Every event carries `updatedAt`, one second after the event before it,
     all in the past of `now`: a receiver can order a record's events
-    whatever order they arrive in.
+    whatever order they arrive in. The same seed and `now`, the same bytes.
     """
     if not 1 <= count <= MAX_COUNT:
         raise ValueError(f"count must be 1 to {MAX_COUNT}")

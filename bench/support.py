@@ -203,6 +203,22 @@ def portal_migrate(environment: dict[str, str]) -> None:
     _run([sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"], environment)
 
 
+def portal_empty_webhook_tables(environment: dict[str, str]) -> None:
+    """Delete every webhook delivery, fine, notification and unknown key (a reused database)."""
+    script = (
+        "from fleet.models import Fine, Notification, UnknownWebhookKey, WebhookDelivery\n"
+        "for model in (UnknownWebhookKey, WebhookDelivery, Fine, Notification):\n"
+        "    model.objects.all().delete()"
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-v", "0", "-c", script],
+        cwd=ROOT,
+        env=environment,
+        check=True,
+        capture_output=True,
+    )
+
+
 def portal_prepare(environment: dict[str, str]) -> PortalUser:
     """Migrate the portal's database and create a manager linked to the emulator's one."""
     user = PortalUser(username="bench-manager", password=secrets.token_urlsafe(16))

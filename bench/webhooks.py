@@ -45,12 +45,12 @@ from bench.support import (
     bench_main,
     parse_wrk,
     percentile,
+    portal_empty_webhook_tables,
     portal_environment,
     portal_migrate,
     running_emulator,
     running_portal,
 )
-from bench.webhooks_reliability import _empty_webhook_tables
 
 TOKEN = "bench-webhook-token"
 WORKERS, THREADS = 2, 4
@@ -190,7 +190,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             database = f"PostgreSQL at {urlsplit(args.database_url).hostname}"
         portal_migrate(environment)
         if args.database_url:
-            _empty_webhook_tables(environment)
+            portal_empty_webhook_tables(environment)
         with running_portal(environment, workdir, workers=WORKERS, threads=THREADS) as portal:
             print(
                 f"Portal at {portal.url}: gunicorn {WORKERS} workers x {THREADS} threads "

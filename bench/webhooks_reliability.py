@@ -38,6 +38,7 @@ from bench.support import (
     ServerFailed,
     add_database_argument,
     bench_main,
+    portal_empty_webhook_tables,
     portal_environment,
     portal_migrate,
     running_emulator,
@@ -191,21 +192,6 @@ def _state(environment: dict[str, str]) -> dict[str, Any]:
     return state
 
 
-def _empty_webhook_tables(environment: dict[str, str]) -> None:
-    script = (
-        "from fleet.models import Fine, Notification, UnknownWebhookKey, WebhookDelivery\n"
-        "for model in (UnknownWebhookKey, WebhookDelivery, Fine, Notification):\n"
-        "    model.objects.all().delete()"
-    )
-    subprocess.run(
-        [sys.executable, "manage.py", "shell", "-v", "0", "-c", script],
-        cwd=ROOT,
-        env=environment,
-        check=True,
-        capture_output=True,
-    )
-
-
 def run(args: argparse.Namespace, workdir: Path) -> int:
     with running_emulator(workdir) as emulator:
         environment = portal_environment(
@@ -219,7 +205,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             )
         portal_migrate(environment)
         if args.database_url:
-            _empty_webhook_tables(environment)
+            portal_empty_webhook_tables(environment)
         with running_portal(environment, workdir, workers=WORKERS, threads=THREADS) as portal:
             served = f"gunicorn {WORKERS} workers x {THREADS} threads"
             print(f"Portal at {portal.url}: {served}, {database}.")

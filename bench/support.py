@@ -8,6 +8,7 @@ here, so a developer's `.env` or shell cannot change what is measured.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import hmac
 import os
@@ -18,12 +19,14 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from urllib.parse import urlsplit
 
 import requests
 
@@ -65,6 +68,9 @@ account.save()
 """
 
 
+_WRK_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
+
+
 class ServerFailed(RuntimeError):
     """A server did not come up or stopped; the message ends with the tail of its log."""
 
@@ -91,6 +97,41 @@ class Summary:
     p50: float
     p95: float
     mean: float
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """One load run against one URL: what the client saw."""
+
+    requests: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+    errors: int  # socket errors, timeouts and answers the client counted as failed
+
+
+def parse_wrk(output: str, errors: str, returncode: int) -> Load:
+    """What `wrk --latency` printed: requests, time, p50/p99, and failures of any kind."""
+    done = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m),", output)
+    percentiles = dict(re.findall(r"^\s+(50|99)\.?0*%\s+([\d.]+\w+)$", output, re.MULTILINE))
+    if returncode != 0 or not done or set(percentiles) != {"50", "99"}:
+        raise ServerFailed(f"wrk failed (exit {returncode}):\n{output}{errors}")
+    socket_errors = re.search(r"Socket errors: (.*)", output)
+    failed = sum(map(int, re.findall(r"\d+", socket_errors[1]))) if socket_errors else 0
+    if non_2xx := re.search(r"Non-2xx or 3xx responses: (\d+)", output):
+        failed += int(non_2xx[1])
+    return Load(
+        requests=int(done[1]),
+        seconds=_milliseconds(done[2] + done[3]) / 1000,
+        p50_ms=_milliseconds(percentiles["50"]),
+        p99_ms=_milliseconds(percentiles["99"]),
+        errors=failed,
+    )
+
+
+def _milliseconds(text: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+)(\w+)", text).groups()
+    return float(number) * _WRK_UNITS[unit]
 
 
 def free_port() -> int:
@@ -157,11 +198,32 @@ def portal_environment(*, database: Path, emulator_url: str) -> dict[str, str]:
     return environment
 
 
+def portal_migrate(environment: dict[str, str]) -> None:
+    """Bring the portal's database to the current migrations (a new one: create it)."""
+    _run([sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"], environment)
+
+
+def portal_empty_webhook_tables(environment: dict[str, str]) -> None:
+    """Delete every webhook delivery, fine, notification and unknown key (a reused database)."""
+    script = (
+        "from fleet.models import Fine, Notification, UnknownWebhookKey, WebhookDelivery\n"
+        "for model in (UnknownWebhookKey, WebhookDelivery, Fine, Notification):\n"
+        "    model.objects.all().delete()"
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-v", "0", "-c", script],
+        cwd=ROOT,
+        env=environment,
+        check=True,
+        capture_output=True,
+    )
+
+
 def portal_prepare(environment: dict[str, str]) -> PortalUser:
     """Migrate the portal's database and create a manager linked to the emulator's one."""
     user = PortalUser(username="bench-manager", password=secrets.token_urlsafe(16))
     manage = [sys.executable, "manage.py"]
-    _run([*manage, "migrate", "--no-input", "-v", "0"], environment)
+    portal_migrate(environment)
     _run(
         [*manage, "shell", "-v", "0", "-c", _CREATE_MANAGER],
         environment
@@ -217,6 +279,36 @@ def running_portal(
         yield Server(url=url, process=process, log=log)
     finally:
         stop(process)
+
+
+def bench_main(run: Callable[[Path], int]) -> int:
+    """Run a benchmark in a temporary folder: its exit status, 2 when a server failed,
+    130 when interrupted (Ctrl-C or SIGTERM), its servers stopped either way."""
+    try:
+        with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="fleet-bench-") as tmp:
+            return run(Path(tmp))
+    except ServerFailed as error:
+        print(f"A server failed: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\nInterrupted; the servers are stopped.", file=sys.stderr)
+        return 130
+
+
+def add_database_argument(parser: argparse.ArgumentParser) -> None:
+    """`--database-url`: a PostgreSQL on this machine instead of the temporary SQLite."""
+    parser.add_argument(
+        "--database-url",
+        type=_loopback_database,
+        help="a PostgreSQL on this machine (postgres://user@127.0.0.1:5432/name) instead of "
+        "SQLite; the benchmark empties its webhook tables",
+    )
+
+
+def _loopback_database(url: str) -> str:
+    if urlsplit(url).hostname not in ("127.0.0.1", "localhost", "::1"):
+        raise argparse.ArgumentTypeError("must be on the loopback interface")
+    return url
 
 
 def portal_log_in(session: requests.Session, portal_url: str, user: PortalUser) -> None:

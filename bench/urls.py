@@ -5,7 +5,10 @@
   answering a few bytes (this worker's process id, to tell workers apart);
 - `bench/forget`: empties the shared cache and this worker's decoded vehicle
   list, so that the next `/vehicles/` on the same keep-alive connection is
-  the cold page: it fetches, stores and renders the fleet.
+  the cold page: it fetches, stores and renders the fleet;
+- `bench/bare-post`: the floor of a webhook delivery, through the same
+  middleware as the receiver, CSRF-exempt like it: reads the body and
+  answers a few bytes of JSON, touching no database.
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ import os
 
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import path
-from django.views.decorators.http import require_GET
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
 
 from fleet.services import vehicles
 from portal.urls import urlpatterns as portal_urlpatterns
@@ -38,8 +42,15 @@ def forget_vehicles(request: HttpRequest) -> HttpResponse:
     return HttpResponse(str(os.getpid()), content_type="text/plain")
 
 
+@csrf_exempt
+@require_POST
+def bare_post_view(request: HttpRequest) -> HttpResponse:
+    return JsonResponse({"received": len(request.read())})
+
+
 urlpatterns = [
     *portal_urlpatterns,
     path("bench/bare", bare_view, name="bench_bare"),
     path("bench/forget", forget_vehicles, name="bench_forget"),
+    path("bench/bare-post", bare_post_view, name="bench_bare_post"),
 ]

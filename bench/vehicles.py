@@ -52,11 +52,13 @@ import requests
 from bench.support import (
     LOOPBACK,
     ROOT,
+    Load,
     PortalUser,
     Server,
     ServerFailed,
     ensure_running,
     free_port,
+    parse_wrk,
     percentile,
     portal_environment,
     portal_log_in,
@@ -85,7 +87,6 @@ ACCESS_LOG_FORMAT = '%(p)s %(s)s %(D)s "%(r)s"'
 _ACCESS_LINE = re.compile(r'<(\d+)> (\d{3}) (\d+) "GET (\S+) [^"]*"')
 _RESULT_COUNT = re.compile(r'data-testid="result-count">(.*?)</p>', re.DOTALL)
 _SETTLE = 0.3  # seconds for the last requests of a phase to reach the access log
-_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
 
 
 def _orjson_loads() -> Callable[[bytes], object] | None:
@@ -119,17 +120,6 @@ def plate_fragment(plate: str) -> str:
     fragment found nowhere skips the scan of the plates (one substring test).
     """
     return f"{plate[:3].lower()}-{plate[3:4]}"
-
-
-@dataclass(frozen=True, slots=True)
-class Load:
-    """One load run against one URL: what the client saw."""
-
-    requests: int
-    seconds: float
-    p50_ms: float
-    p99_ms: float
-    errors: int  # socket errors, timeouts and answers the client counted as failed
 
 
 type LoadGenerator = Callable[[str, str, int, int], Load]
@@ -245,32 +235,9 @@ def wrk_load(wrk: str) -> LoadGenerator:
         completed = subprocess.run(
             command, capture_output=True, text=True, check=False, timeout=seconds + 30
         )
-        return _parse_wrk(completed.stdout, completed.stderr, completed.returncode)
+        return parse_wrk(completed.stdout, completed.stderr, completed.returncode)
 
     return run
-
-
-def _parse_wrk(output: str, errors: str, returncode: int) -> Load:
-    done = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m),", output)
-    percentiles = dict(re.findall(r"^\s+(50|99)\.?0*%\s+([\d.]+\w+)$", output, re.MULTILINE))
-    if returncode != 0 or not done or set(percentiles) != {"50", "99"}:
-        raise ServerFailed(f"wrk failed (exit {returncode}):\n{output}{errors}")
-    socket_errors = re.search(r"Socket errors: (.*)", output)
-    failed = sum(map(int, re.findall(r"\d+", socket_errors[1]))) if socket_errors else 0
-    if non_2xx := re.search(r"Non-2xx or 3xx responses: (\d+)", output):
-        failed += int(non_2xx[1])
-    return Load(
-        requests=int(done[1]),
-        seconds=_milliseconds(done[2] + done[3]) / 1000,
-        p50_ms=_milliseconds(percentiles["50"]),
-        p99_ms=_milliseconds(percentiles["99"]),
-        errors=failed,
-    )
-
-
-def _milliseconds(text: str) -> float:
-    number, unit = re.fullmatch(r"([\d.]+)(\w+)", text).groups()
-    return float(number) * _UNITS[unit]
 
 
 def python_load(url: str, cookie: str, connections: int, seconds: int) -> Load:

@@ -1,18 +1,19 @@
 """`python -m emulator`: serve the Fleet API emulator (see README.md).
 
-The bare command serves. Subcommands have room to grow beside `serve`
-(`python -m emulator send-webhooks ...` is the next one planned).
+The bare command serves; `serve` says the same explicitly; `send-webhooks`
+sends made-up webhook events to a URL (the portal's receiver).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 
-from emulator import auth
+from emulator import auth, webhooks
 from emulator.cnh import DEFAULT_TIMEOUT_WAIT, NO_LICENCE_CPF, TIMEOUT_CPF
 from emulator.fleet import MAX_VEHICLES
 from emulator.server import FleetServer
@@ -35,7 +36,85 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve the API (what the bare command does)")
     # Suppressed defaults, so `--port 1 serve` keeps the port given before it.
     _add_serve_arguments(serve, defaults=False)
+    send = commands.add_parser(
+        "send-webhooks",
+        help="send made-up fine and notification webhooks to a URL",
+        description="Send COUNT webhook deliveries (fines and notifications, new ones and "
+        "updates) to URL, as the fleet platform would, and print what was answered. "
+        "The same seed sends the same deliveries.",
+    )
+    _add_send_arguments(send)
     return parser
+
+
+def _add_send_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", required=True, help="the receiver, e.g. the portal's webhook URL")
+    parser.add_argument(
+        "--count",
+        type=_count,
+        default=10,
+        help=f"deliveries to send, 1 to {webhooks.MAX_COUNT}, duplicates and malformed included",
+    )
+    parser.add_argument("--seed", type=int, default=1, help="seed of the made-up events")
+    parser.add_argument(
+        "--duplicates", type=_share, default=0.0, help="share of exact duplicates, e.g. 0.2"
+    )
+    parser.add_argument(
+        "--malformed", type=_share, default=0.0, help="share of malformed bodies, e.g. 0.05"
+    )
+    parser.add_argument("--shuffle", action="store_true", help="send in a random order")
+    parser.add_argument(
+        "--extra-keys", action="store_true", help="add keys a receiver cannot know yet"
+    )
+    parser.add_argument(
+        "--concurrency", type=_positive_int, default=4, help="deliveries in flight at once"
+    )
+    parser.add_argument(
+        "--timeout", type=_positive_float, default=10.0, help="seconds to wait for each answer"
+    )
+    parser.add_argument(
+        "--manifest",
+        help="write what was sent and the final state of each record to this JSON file",
+    )
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def send_webhooks(args: argparse.Namespace) -> int:
+    try:
+        batch = webhooks.generate(
+            args.count,
+            seed=args.seed,
+            duplicates=args.duplicates,
+            malformed=args.malformed,
+            shuffle=args.shuffle,
+            extra_keys=args.extra_keys,
+        )
+        report = webhooks.send(
+            args.url, batch.deliveries, concurrency=args.concurrency, timeout=args.timeout
+        )
+    except ValueError as error:
+        print(f"send-webhooks: {error}", file=sys.stderr)
+        return 2
+    if args.manifest:
+        with open(args.manifest, "w", encoding="utf-8") as manifest:
+            json.dump(batch.manifest() | {"report": report.as_json()}, manifest)
+    counts = batch.counts()
+    if args.json:
+        print(json.dumps(counts | report.as_json()))
+    else:
+        answers = ", ".join(f"{status} x {n}" for status, n in sorted(report.statuses.items()))
+        rate = counts["deliveries"] / report.seconds if report.seconds else 0.0
+        print(
+            f"Sent {counts['deliveries']} deliveries to {webhooks.where(args.url)} in "
+            f"{report.seconds:.1f} s ({rate:.0f}/s): {counts['events']} events of "
+            f"{counts['records']} records, {counts['duplicates']} duplicates, "
+            f"{counts['malformed']} malformed. Answers: {answers or 'none'}; "
+            f"{report.errors} unanswered; {report.retries} retries."
+        )
+    for sample in report.error_samples:
+        print(f"  error: {sample}", file=sys.stderr)
+    failed = report.errors or any(status >= 500 for status in report.statuses)
+    return 1 if failed else 0
 
 
 def _add_serve_arguments(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
@@ -148,6 +227,27 @@ def _vehicle_count(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= webhooks.MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {webhooks.MAX_COUNT}")
+    return value
+
+
+def _share(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError("must be from 0 to less than 1")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
 def _non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -173,6 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in (None, "serve"):
         return serve(args)
+    if args.command == "send-webhooks":
+        return send_webhooks(args)
     raise AssertionError(f"unhandled command {args.command}")  # argparse rejects unknown ones
 
 

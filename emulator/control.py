@@ -1,16 +1,16 @@
 """The control surface under `/_emulator/`: for tests and demos, no auth.
 
 It resets the emulator, arms faults, moves the clock, reads the traffic,
-sets the rate limit, creates e-CRLV requests and sets how the CNH lookups'
-timeout CPF behaves. Answers are JSON; a bad body gets 400 with
-`{"error": "..."}` saying what to fix.
+sets the rate limit, creates e-CRLV requests, sets how the CNH lookups'
+timeout CPF behaves and sends webhooks. Answers are JSON; a bad body gets 400
+with `{"error": "..."}` saying what to fix.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from emulator import api
+from emulator import api, webhooks
 from emulator.clock import isoformat, parse_isoformat
 from emulator.crlv import OUTCOMES, Status
 from emulator.faults import parse_fault
@@ -159,6 +159,52 @@ def list_crlv_requests(emulator: Emulator, call: Call) -> Response:
     )
 
 
+def send_webhooks(emulator: Emulator, call: Call) -> Response:
+    """Send webhooks to `url` now and answer what came back (synchronous: keep counts small)."""
+    body = _body(call)
+    url = body.get("url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise ControlError("url must be an absolute http(s) URL")
+    events = body.get("events")
+    try:
+        if events is not None:
+            if not isinstance(events, list) or not events:
+                raise ControlError("events must be a non-empty list of payloads")
+            batch = webhooks.events_batch(events)
+        else:
+            batch = webhooks.generate(
+                _whole(body, "count", 10),
+                seed=_whole(body, "seed", 1),
+                duplicates=_number(body, "duplicates"),
+                malformed=_number(body, "malformed"),
+                shuffle=body.get("shuffle") is True,
+                extra_keys=body.get("extra_keys") is True,
+                now=emulator.clock.now(),
+            )
+        # Given payloads go one after the other, in their order: a test may depend on it.
+        concurrency = _whole(body, "concurrency", 1 if events is not None else 4)
+        report = webhooks.send(url, batch.deliveries, concurrency=concurrency)
+    except ValueError as error:
+        raise ControlError(str(error)) from None
+    return json_response(
+        200, batch.counts() | report.as_json() | {"records": list(batch.records.values())}
+    )
+
+
+def _whole(body: dict[str, Any], name: str, default: int) -> int:
+    value = body.get(name, default)
+    if type(value) is not int:
+        raise ControlError(f"{name} must be a whole number")
+    return value
+
+
+def _number(body: dict[str, Any], name: str) -> float:
+    value = body.get(name, 0)
+    if type(value) not in (int, float):
+        raise ControlError(f"{name} must be a number")
+    return float(value)
+
+
 ROUTES = Router(
     [
         Route("POST", "/_emulator/reset", reset),
@@ -176,6 +222,7 @@ ROUTES = Router(
         Route("POST", "/_emulator/crlv/requests", create_crlv_request),
         Route("GET", "/_emulator/cnh", read_cnh),
         Route("POST", "/_emulator/cnh", configure_cnh),
+        Route("POST", "/_emulator/webhooks", send_webhooks),
     ]
 )
 

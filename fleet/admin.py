@@ -1,7 +1,13 @@
-"""The Django admin of the fleet app: fleet logins, the audit trail of mints, CNH lookups.
+"""The Django admin of the fleet app: fleet logins, the audit trail of mints, CNH lookups, webhooks.
 
 A fleet password is write-only here: it is typed, encrypted and never shown
 again, not even encrypted. Testing a login mints a key that is discarded.
+
+Webhook deliveries, fines and notifications are read-only: they are what the
+fleet platform sent. A delivery kept as invalid or failed can be replayed
+once its cause is fixed; the unknown keys report lists what the platform
+sends that the portal does not know yet.
+
 CNH lookups are listed without their CPFs (personal data): "view on site"
 opens the lookup's own page, where staff see them in full.
 """
@@ -18,22 +24,41 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
-from fleet.models import AccessKeyMint, CnhLookup, FleetAccount, MintOutcome
+from fleet.models import (
+    AccessKeyMint,
+    CnhLookup,
+    DeliveryStatus,
+    Fine,
+    FleetAccount,
+    MintOutcome,
+    Notification,
+    UnknownWebhookKey,
+    WebhookDelivery,
+)
 from fleet.services.sso import fleet_account_check
+from fleet.services.webhooks import delivery_replay
+from fleet.webhooks import KNOWN_PATHS
 
 if TYPE_CHECKING:
     # Django's classes are not subscriptable at run time; the stubs' are.
     _FleetAccountModelForm = forms.ModelForm[FleetAccount]
     _FleetAccountModelAdmin = admin.ModelAdmin[FleetAccount]
     _AccessKeyMintModelAdmin = admin.ModelAdmin[AccessKeyMint]
+    _DeliveryModelAdmin = admin.ModelAdmin[WebhookDelivery]
+    _FineModelAdmin = admin.ModelAdmin[Fine]
+    _NotificationModelAdmin = admin.ModelAdmin[Notification]
+    _UnknownKeyModelAdmin = admin.ModelAdmin[UnknownWebhookKey]
     _CnhLookupModelAdmin = admin.ModelAdmin[CnhLookup]
 else:
     _FleetAccountModelForm = forms.ModelForm
-    _FleetAccountModelAdmin = _AccessKeyMintModelAdmin = _CnhLookupModelAdmin = admin.ModelAdmin
+    _FleetAccountModelAdmin = _AccessKeyMintModelAdmin = admin.ModelAdmin
+    _DeliveryModelAdmin = _FineModelAdmin = _NotificationModelAdmin = admin.ModelAdmin
+    _UnknownKeyModelAdmin = _CnhLookupModelAdmin = admin.ModelAdmin
 
 
 # What an administrator can do about each failed test.
@@ -172,6 +197,122 @@ class AccessKeyMintAdmin(_AccessKeyMintModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: AccessKeyMint | None = None) -> bool:
         return False
+
+
+class _ReadOnly:
+    """What the fleet platform sent is a record: it is looked at, not edited."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(_ReadOnly, _DeliveryModelAdmin):
+    list_display = [
+        "id",
+        "received_at",
+        "status",
+        "kind",
+        "source_address",
+        "body_size",
+        "attempts",
+        "short_error",
+    ]
+    list_filter = ["status", "kind", "received_at"]
+    search_fields = ["=id", "error", "body_sha256"]
+    date_hierarchy = "received_at"
+    actions = ["replay"]
+    fields = (
+        "received_at",
+        "status",
+        "kind",
+        "error",
+        "attempts",
+        "processed_at",
+        "duplicate_of",
+        "fine",
+        "notification",
+        "source_address",
+        "content_type",
+        "body_size",
+        "body_sha256",
+        "headers",
+        "body_shown",
+    )
+    readonly_fields = fields
+
+    @admin.display(description=_("error"))
+    def short_error(self, delivery: WebhookDelivery) -> str:
+        return delivery.error if len(delivery.error) <= 80 else f"{delivery.error[:79]}…"
+
+    @admin.display(description=_("body"))
+    def body_shown(self, delivery: WebhookDelivery) -> str:
+        return format_html('<pre class="readonly">{}</pre>', delivery.body_text())
+
+    def has_replay_permission(self, request: HttpRequest) -> bool:
+        # Replaying changes fines and notifications: for those who may change deliveries.
+        return request.user.has_perm("fleet.change_webhookdelivery")
+
+    @admin.action(description=_("Replay the selected deliveries"), permissions=["replay"])
+    def replay(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:
+        outcomes = delivery_replay(ids=queryset.values_list("pk", flat=True))
+        summary = ", ".join(
+            f"{DeliveryStatus(status).label}: {count}" for status, count in sorted(outcomes.items())
+        )
+        message = gettext("Replayed %(count)d deliveries (%(summary)s).") % {
+            "count": outcomes.total(),
+            "summary": summary or "-",
+        }
+        kept = outcomes[DeliveryStatus.INVALID] + outcomes[DeliveryStatus.FAILED]
+        self.message_user(request, message, messages.WARNING if kept else messages.SUCCESS)
+
+
+# What fines and notifications show alike.
+_RECORD_FIELDS = (
+    "key",
+    "external_id",
+    "treated",
+    "treated_history",
+    "payload",
+    "source_updated_at",
+    "received_at",
+    "updated_at",
+)
+
+
+@admin.register(Fine)
+class FineAdmin(_ReadOnly, _FineModelAdmin):
+    list_display = ["external_id", "treated", "link_frame", "received_at", "updated_at"]
+    list_filter = ["treated", "received_at"]
+    search_fields = ["=external_id", "key"]
+    readonly_fields = (*_RECORD_FIELDS, "link_frame", "link")
+
+
+@admin.register(Notification)
+class NotificationAdmin(_ReadOnly, _NotificationModelAdmin):
+    list_display = ["external_id", "treated", "received_at", "updated_at"]
+    list_filter = ["treated", "received_at"]
+    search_fields = ["=external_id", "key"]
+    readonly_fields = _RECORD_FIELDS
+
+
+@admin.register(UnknownWebhookKey)
+class UnknownWebhookKeyAdmin(_ReadOnly, _UnknownKeyModelAdmin):
+    """The report: keys the fleet platform sends that this version of the portal does not know."""
+
+    list_display = ["path", "first_seen", "first_delivery", "sample"]
+    search_fields = ["path"]
+    readonly_fields = ["path", "first_seen", "first_delivery", "sample"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[UnknownWebhookKey]:
+        # Keys the portal has learnt since they were first seen are no longer news.
+        return super().get_queryset(request).exclude(path__in=KNOWN_PATHS)
 
 
 @admin.register(CnhLookup)

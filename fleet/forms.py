@@ -241,3 +241,43 @@ def _csv_column(upload: UploadedFile[Any]) -> list[str] | None:
         if "cpf" in header:
             column, rows = header.index("cpf"), rows[1:]
     return [row[column].strip() if len(row) > column else "" for row in rows]
+
+
+def _yes_no(value: str | None) -> bool | None:
+    return None if not value else value == "1"
+
+
+class NotificationFilterForm(forms.Form):
+    """The notification list's query string: treated filter and page."""
+
+    TREATED_CHOICES = [
+        ("", _("All (untreated first)")),
+        ("0", _("Untreated")),
+        ("1", _("Treated")),
+    ]
+
+    treated = forms.ChoiceField(label=_("Handling"), choices=TREATED_CHOICES, required=False)
+    page = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
+
+    def filters(self) -> dict[str, Any]:
+        """The valid parts of the query; anything malformed falls back to its default."""
+        self.is_valid()
+        data = self.cleaned_data
+        return {"treated": _yes_no(data.get("treated")), "page": data.get("page") or 1}
+
+
+class FineFilterForm(NotificationFilterForm):
+    """The fine list's query string: treated and official-document filters, and page."""
+
+    DOCUMENT_CHOICES = [
+        ("", _("With or without")),
+        ("1", _("Available")),
+        ("0", _("Not yet available")),
+    ]
+
+    document = forms.ChoiceField(
+        label=_("Official document"), choices=DOCUMENT_CHOICES, required=False
+    )
+
+    def filters(self) -> dict[str, Any]:
+        return super().filters() | {"document": _yes_no(self.cleaned_data.get("document"))}

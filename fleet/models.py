@@ -1,10 +1,13 @@
-"""The portal's records: fleet web-app logins, the audit trail of SSO mints, CNH lookups."""
+"""The portal's records: fleet web-app logins, the audit trail of SSO mints, CNH lookups,
+and what the fleet platform pushes by webhook (every delivery as received, the fines and
+notifications built from them, and the payload keys the portal does not know yet)."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
@@ -219,3 +222,217 @@ class CnhLookupItem(models.Model):
 
     def __repr__(self) -> str:
         return f"<CnhLookupItem {self.pk} {cpf.mask(self.cpf)} {self.status}>"
+
+
+# --- Webhooks (spec 2.6 and 6) ---------------------------------------------------
+
+
+class DeliveryStatus(models.TextChoices):
+    RECEIVED = "received", _("received, not processed yet")
+    PROCESSED = "processed", _("processed")
+    DUPLICATE = "duplicate", _("duplicate of an earlier delivery")
+    UNKNOWN_KIND = "unknown_kind", _("kept: unknown event kind")
+    INVALID = "invalid", _("kept: invalid")
+    FAILED = "failed", _("kept: processing failed")
+    REFUSED = "refused", _("refused: too large")
+
+
+# Deliveries that may come out differently when processed again.
+REPLAYABLE_STATUSES = (
+    DeliveryStatus.RECEIVED,
+    DeliveryStatus.UNKNOWN_KIND,
+    DeliveryStatus.INVALID,
+    DeliveryStatus.FAILED,
+)
+
+
+class EventKind(models.TextChoices):
+    FINE = "frame", _("fine")
+    NOTIFICATION = "notification", _("notification")
+    UNKNOWN = "unknown", _("unknown")
+
+
+class WebhookDelivery(models.Model):
+    """One POST to the webhook receiver, exactly as it arrived.
+
+    Written before anything is parsed, so that nothing received is lost: a
+    delivery that could not be processed keeps its error and can be replayed.
+    Only headers that cannot be credentials are kept (`safe_headers`).
+    """
+
+    received_at = models.DateTimeField(_("received"), default=timezone.now, db_index=True)
+    content_type = models.CharField(_("content type"), max_length=255, blank=True)
+    body = models.BinaryField(_("body"), blank=True)
+    body_size = models.PositiveIntegerField(_("body size (bytes)"))
+    body_sha256 = models.CharField(_("SHA-256 of the body"), max_length=64, db_index=True)
+    headers = models.JSONField(_("headers"), default=dict, blank=True)
+    source_address = models.GenericIPAddressField(_("source address"), null=True, blank=True)
+    status = models.CharField(
+        _("status"), max_length=20, choices=DeliveryStatus.choices, default=DeliveryStatus.RECEIVED
+    )
+    kind = models.CharField(_("event kind"), max_length=20, choices=EventKind.choices, blank=True)
+    error = models.TextField(_("error"), blank=True)
+    attempts = models.PositiveSmallIntegerField(_("processing attempts"), default=0)
+    processed_at = models.DateTimeField(_("last processed"), null=True, blank=True)
+    duplicate_of = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("duplicate of"),
+    )
+    fine = models.ForeignKey(
+        "Fine",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="deliveries",
+        verbose_name=_("fine"),
+    )
+    notification = models.ForeignKey(
+        "Notification",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="deliveries",
+        verbose_name=_("notification"),
+    )
+
+    class Meta:
+        verbose_name = _("webhook delivery")
+        verbose_name_plural = _("webhook deliveries")
+        ordering = ["-received_at", "-id"]
+        indexes = [models.Index(fields=["status", "received_at"], name="fleet_delivery_status")]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.received_at:%Y-%m-%d %H:%M:%S} {self.status}"
+
+    def body_text(self) -> str:
+        """The body as text; bytes that are not UTF-8 shown as replacement characters."""
+        return bytes(self.body).decode("utf-8", errors="replace")
+
+
+class WebhookRecord(models.Model):
+    """What fines and notifications share: one record per event id, updated in place.
+
+    `key` is `id:<the payload's id>`, or `sha256:<digest of its identifying
+    fields>` when the payload has no id. `treated_history` holds every
+    distinct `treated` value seen, oldest first, as
+    `{"treated", "at" (the payload's time, if any), "received", "delivery"}`.
+    """
+
+    key = models.CharField(_("key"), max_length=120, unique=True)
+    external_id = models.CharField(_("id in the fleet platform"), max_length=100, blank=True)
+    treated = models.BooleanField(_("treated"))
+    treated_history = models.JSONField(_("history of treated"), default=list, blank=True)
+    payload = models.JSONField(_("last payload"), default=dict)
+    source_updated_at = models.DateTimeField(_("updated in the fleet platform"), null=True)
+    received_at = models.DateTimeField(_("received"), default=timezone.now)
+    updated_at = models.DateTimeField(_("updated"), default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return self.external_id or self.key[:20]
+
+    @property
+    def plate(self) -> str:
+        return _text(self.payload, "carPlate", "plate")
+
+    def treated_changes(self) -> list[dict[str, object]]:
+        """The history reduced to its changes: each entry differs from the one before."""
+        changes: list[dict[str, object]] = []
+        for entry in self.treated_history:
+            if not changes or changes[-1].get("treated") != entry.get("treated"):
+                changes.append(entry)
+        return changes
+
+
+class Fine(WebhookRecord):
+    """A traffic fine (a `frame` event): its official document and payment slip.
+
+    `link_frame` is empty while the issuing authority has not made the official
+    document available (`linkFrame: null`).
+    """
+
+    link_frame = models.TextField(_("official infraction document"), blank=True)
+    link = models.TextField(_("payment slip"), blank=True)
+
+    class Meta:
+        verbose_name = _("fine")
+        verbose_name_plural = _("fines")
+        ordering = ["treated", "-updated_at", "-id"]
+        indexes = [models.Index(fields=["treated", "-updated_at"], name="fleet_fine_list")]
+
+    @property
+    def reference(self) -> str:
+        return _text(self.payload, "autoInfracao")
+
+    @property
+    def description(self) -> str:
+        return _text(self.payload, "description")
+
+    @property
+    def occurred_at(self) -> str:
+        return _text(self.payload, "occurredAt")
+
+    @property
+    def amount(self) -> str:
+        return _text(self.payload, "amount")
+
+
+class Notification(WebhookRecord):
+    """A notification (a `notification` event)."""
+
+    class Meta:
+        verbose_name = _("notification")
+        verbose_name_plural = _("notifications")
+        ordering = ["treated", "-updated_at", "-id"]
+        indexes = [models.Index(fields=["treated", "-updated_at"], name="fleet_notification_list")]
+
+    @property
+    def title(self) -> str:
+        return _text(self.payload, "title")
+
+    @property
+    def message(self) -> str:
+        return _text(self.payload, "message")
+
+
+class UnknownWebhookKey(models.Model):
+    """A payload key the portal did not know when it first arrived (spec 6, rule 2).
+
+    The admin lists those it still does not know, so that a developer sees
+    what the platform added and when.
+    """
+
+    path = models.CharField(_("key"), max_length=200, unique=True)
+    first_seen = models.DateTimeField(_("first seen"), default=timezone.now)
+    first_delivery = models.ForeignKey(
+        WebhookDelivery,
+        on_delete=models.SET_NULL,
+        null=True,
+        related_name="+",
+        verbose_name=_("first delivery"),
+    )
+    sample = models.CharField(_("sample value"), max_length=200, blank=True)
+
+    class Meta:
+        verbose_name = _("unknown webhook key")
+        verbose_name_plural = _("unknown webhook keys")
+        ordering = ["-first_seen", "path"]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+def _text(payload: object, *names: str) -> str:
+    """The first of `names` in `payload` that holds a scalar, as text ("" if none)."""
+    if isinstance(payload, dict):
+        for name in names:
+            value = payload.get(name)
+            if isinstance(value, str | int | float) and not isinstance(value, bool):
+                return str(value)
+    return ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from fleet.urls_crlv import urlpatterns_crlv
-from fleet.views import cnh, dashboard, embed, health, vehicles
+from fleet.views import cnh, dashboard, embed, fines, health, vehicles, webhooks
 
 app_name = "fleet"
 
@@ -25,4 +25,7 @@ urlpatterns = [
     path("drivers/cnh/batch", cnh.cnh_lookup_batch, name="cnh_lookup_batch"),
     path("drivers/cnh/<int:lookup_id>/", cnh.cnh_lookup, name="cnh_lookup"),
     path("drivers/cnh/<int:lookup_id>/retry", cnh.cnh_lookup_retry, name="cnh_lookup_retry"),
+    path("fines/", fines.fine_list, name="fines"),
+    path("notifications/", fines.notification_list, name="notifications"),
+    path("webhooks/fleet/<str:token>/", webhooks.fleet_webhook, name="webhook"),
 ]

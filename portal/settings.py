@@ -168,6 +168,19 @@ FLEET_CNH_MAX_ATTEMPTS = _number(
 FLEET_CNH_BATCH_LIMIT = _number(
     "FLEET_CNH_BATCH_LIMIT", default=100, minimum=1, kind=int, what="a whole number"
 )
+# The webhook receiver (fleet/views/webhooks.py): the largest body it stores,
+# and how many reverse proxies in front of the portal append to X-Forwarded-For
+# (0: the source address is the connection's own, REMOTE_ADDR).
+FLEET_WEBHOOK_MAX_BYTES = _number(
+    "FLEET_WEBHOOK_MAX_BYTES", default=256 * 1024, minimum=1024, kind=int, what="a whole number"
+)
+FLEET_WEBHOOK_PROXY_COUNT = _number(
+    "FLEET_WEBHOOK_PROXY_COUNT", default=0, minimum=0, kind=int, what="a whole number"
+)
+# Seconds between two refreshes of the dashboard's counts of fines and notifications.
+FLEET_COUNTS_POLL_SECONDS = _number(
+    "FLEET_COUNTS_POLL_SECONDS", default=10, minimum=1, kind=int, what="a whole number"
+)
 
 # --- Django -------------------------------------------------------------------
 

@@ -156,19 +156,23 @@ def manager(django_user_model: Any, fleet_settings: Any) -> Any:
 @pytest.fixture(autouse=True)
 def _fresh_fleet_client() -> Iterator[None]:
     """Each test starts cold: its own client, an empty cache (no vehicle list, no
-    route cooldown) and no vehicle list decoded in this process."""
+    route cooldown), no vehicle list decoded in this process, and no webhook key
+    remembered as already recorded (the database forgets them between tests)."""
     from django.core.cache import cache
 
     from fleet.services.connection import _client_for
     from fleet.services.vehicles import _memo
+    from fleet.services.webhooks import _seen_keys
 
     _client_for.cache_clear()
     cache.clear()
     _memo.clear()
+    _seen_keys.clear()
     yield
     _client_for.cache_clear()
     cache.clear()
     _memo.clear()
+    _seen_keys.clear()
 
 
 def run_tasks() -> int:

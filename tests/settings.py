@@ -19,6 +19,9 @@ for _name in (
     "FLEET_BASE_URL",
     "FLEET_LOGIN_URL",
     "FLEET_WEBHOOK_TOKENS",
+    "FLEET_WEBHOOK_MAX_BYTES",
+    "FLEET_WEBHOOK_PROXY_COUNT",
+    "FLEET_COUNTS_POLL_SECONDS",
     "FLEET_FIELD_KEYS",
 ):
     os.environ.pop(_name, None)

@@ -101,3 +101,27 @@ def test_production_without_field_keys_is_refused():
     )
 
     assert "FLEET_FIELD_KEYS is not set" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "problem"),
+    [
+        ("FLEET_WEBHOOK_MAX_BYTES", "lots", "must be a whole number."),
+        ("FLEET_WEBHOOK_MAX_BYTES", "100", "must be a whole number, at least 1024."),
+        ("FLEET_WEBHOOK_PROXY_COUNT", "-1", "must be a whole number, at least 0."),
+        ("FLEET_COUNTS_POLL_SECONDS", "0", "must be a whole number, at least 1."),
+    ],
+)
+def test_bad_webhook_and_poll_settings_stop_start_up(name, value, problem):
+    result = start(**{name: value})
+
+    assert result.returncode != 0
+    assert f"{name} {problem}" in result.stderr
+
+
+def test_a_webhook_token_with_stray_whitespace_is_refused_without_showing_it():
+    result = start(FLEET_WEBHOOK_TOKENS="good-token-123456,bad-token-654321 ")
+
+    assert result.returncode != 0
+    assert "FLEET_WEBHOOK_TOKENS has a token that" in result.stderr
+    assert "bad-token-654321" not in result.stderr

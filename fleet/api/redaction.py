@@ -7,7 +7,8 @@ exception text. `RedactingFilter` scrubs the credential values this process
 knows about (registered by every `FleetClient`) and anything shaped like an
 `Authorization:`/`Key:` header, a password or an accessKey, and masks
 anything shaped like a CPF (personal data, LGPD) as lists show it,
-`***.456.789-**`. The portal installs it on its log handlers.
+`***.456.789-**`; the token in a webhook URL (`/webhooks/fleet/<token>/`)
+is scrubbed too. The portal installs it on its log handlers.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ _PATTERNS = (
         r"(?P<head>\bkey[\"']?\s*[:=]\s*[\"']?)(?P<value>[A-Za-z0-9+/=_-]{16,})",
         re.IGNORECASE,
     ),
+    # The token in the webhook receiver's path (FLEET_WEBHOOK_TOKENS), right or wrong:
+    # a wrong one may be a token just rotated out. Django logs the path of every 4xx.
+    re.compile(r"(?P<head>/webhooks/fleet/)(?P<value>[^/\s?#\"']+)"),
     # password=..., "password": "...", accessKey=..., secret_key=...
     re.compile(
         r"(?P<head>\b(?:password|passwd|access_?key|secret_?key|access_?token)[\"']?\s*[:=]\s*)"

@@ -1,14 +1,27 @@
-"""The dashboard: the page a fleet manager lands on."""
+"""The dashboard: the page a fleet manager lands on, with the counts to act on.
+
+The counts refresh by themselves (htmx polls the `counts` fragment every
+FLEET_COUNTS_POLL_SECONDS, and again when the window regains focus).
+"""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from fleet.services.fines import record_counts
+from fleet.views import AuthenticatedRequest
 
 
 @require_GET
 @login_required
-def dashboard(request: HttpRequest) -> HttpResponse:
-    return render(request, "fleet/dashboard.html")
+@vary_on_headers("HX-Request")
+def dashboard(request: AuthenticatedRequest) -> HttpResponse:
+    context = {"counts": record_counts(), "poll_seconds": settings.FLEET_COUNTS_POLL_SECONDS}
+    partial = request.htmx and not request.htmx.history_restore_request
+    template = "fleet/dashboard.html#counts" if partial else "fleet/dashboard.html"
+    return render(request, template, context)

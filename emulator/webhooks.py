@@ -1,0 +1,387 @@
+"""Webhook events as the fleet platform pushes them (spec 2.6 and 6), made up and sent to a URL.
+
+`generate` makes a deterministic batch for a seed: fines (`frame`) and
+notifications, each created with `treated: false` (a fine's `linkFrame`
+null or a URL), some later updated (the official document arrives, the
+record is treated), optionally with keys the receiver cannot know, exact
+duplicates, malformed bodies and a shuffled order. It also says what a
+receiver should end up with: each record's final state.
+
+`send` POSTs the batch as JSON over keep-alive connections, several at
+once, and counts the answers. A transport error or a 5xx is retried (as a
+platform would); anything else is an answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import random
+import string
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from emulator.clock import isoformat
+
+MAX_COUNT = 100_000
+USER_AGENT = "FleetApiEmulator-Webhooks/1.0"
+
+# Common infractions of the Brazilian traffic code: description, code, amount (R$).
+_INFRACTIONS = (
+    ("Transitar em velocidade superior à máxima permitida em até 20%", "7455-0", "130.16"),
+    ("Transitar em velocidade superior à máxima permitida entre 20% e 50%", "7463-0", "195.23"),
+    ("Avançar o sinal vermelho do semáforo", "6050-1", "293.47"),
+    ("Estacionar em local proibido pela sinalização", "5541-0", "195.23"),
+    ("Dirigir veículo utilizando-se de telefone celular", "7366-2", "293.47"),
+    ("Deixar de usar o cinto de segurança", "5185-1", "195.23"),
+    ("Transitar em faixa exclusiva de ônibus", "5673-0", "293.47"),
+    ("Conduzir veículo com licenciamento vencido", "6599-2", "293.47"),
+)
+_NOTICES = (
+    ("license", "Licenciamento a vencer", "O licenciamento do veículo {plate} vence em 30 dias."),
+    ("driver", "Indicação de condutor", "Indique o condutor da multa do veículo {plate}."),
+    ("recall", "Recall do fabricante", "O veículo {plate} está convocado para um recall."),
+    ("inspection", "Vistoria agendada", "A vistoria do veículo {plate} foi agendada."),
+)
+_SEVERITIES = (("leve", 3), ("média", 4), ("grave", 5), ("gravíssima", 7))
+FINE_SHARE = 0.7
+NO_ID_SHARE = 0.1  # records whose payload carries no id: the receiver must tell them apart
+DOCUMENT_AT_CREATION = 0.4
+DOCUMENT_LATER = 0.7
+TREATED_LATER = 0.6
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    body: bytes
+    role: str  # "event", "duplicate" or "malformed"
+    record: str | None = None  # the key of the record an event belongs to
+
+
+@dataclass(slots=True)
+class Batch:
+    deliveries: list[Delivery] = field(default_factory=list)
+    # key -> the final state a receiver must hold: kind, id, reference, treated, linkFrame
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        roles = Counter(delivery.role for delivery in self.deliveries)
+        return {
+            "deliveries": len(self.deliveries),
+            "events": roles["event"],
+            "duplicates": roles["duplicate"],
+            "malformed": roles["malformed"],
+            "records": len(self.records),
+        }
+
+    def manifest(self) -> dict[str, Any]:
+        """What was sent and what a receiver should end up with (`--manifest`)."""
+        return {
+            "counts": self.counts(),
+            "records": list(self.records.values()),
+            "malformed_sha256": [_sha256(d.body) for d in self.deliveries if d.role == "malformed"],
+            "bodies_sha256": [_sha256(d.body) for d in self.deliveries],
+        }
+
+
+def generate(
+    count: int,
+    *,
+    seed: int = 1,
+    duplicates: float = 0.0,
+    malformed: float = 0.0,
+    shuffle: bool = False,
+    extra_keys: bool = False,
+    now: datetime | None = None,
+) -> Batch:
+    """`count` deliveries: that share of exact duplicates and of malformed bodies, the rest events.
+
+    Every event carries `updatedAt`, one second after the event before it,
+    all in the past of `now`: a receiver can order a record's events
+    whatever order they arrive in. The same seed and `now`, the same bytes.
+    """
+    if not 1 <= count <= MAX_COUNT:
+        raise ValueError(f"count must be 1 to {MAX_COUNT}")
+    if not (0 <= duplicates < 1 and 0 <= malformed < 1 and duplicates + malformed < 1):
+        raise ValueError("duplicates and malformed are shares from 0 to 1, less than 1 together")
+    rng = random.Random(seed)
+    wanted_duplicates, wanted_malformed = round(count * duplicates), round(count * malformed)
+    wanted_events = count - wanted_duplicates - wanted_malformed
+    if wanted_events + wanted_malformed == 0:
+        raise ValueError("a batch of duplicates only has nothing to duplicate")
+    clock = (now or datetime.now(UTC)) - timedelta(seconds=count + 60)
+    batch = Batch()
+    originals: list[Delivery] = []
+    number = 0
+    while len(originals) < wanted_events:
+        number += 1
+        events = _record_events(rng, seed, number, extra_keys)
+        for payload, state in events[: wanted_events - len(originals)]:
+            clock += timedelta(seconds=1)
+            _stamp(payload, clock)
+            if extra_keys:
+                payload["eventId"] = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+                payload["sentAt"] = isoformat(clock)
+            originals.append(Delivery(_encode(payload), "event", state["key"]))
+            batch.records[state["key"]] = state
+    originals += [Delivery(_malformed(rng, n, clock), "malformed") for n in range(wanted_malformed)]
+    if shuffle:
+        rng.shuffle(originals)
+    # A duplicate follows its original, as a retry would; shuffled, it goes anywhere.
+    twins = Counter(rng.randrange(len(originals)) for _ in range(wanted_duplicates))
+    for position, original in enumerate(originals):
+        batch.deliveries.append(original)
+        batch.deliveries += [Delivery(original.body, "duplicate")] * twins[position]
+    if shuffle:
+        rng.shuffle(batch.deliveries)
+    return batch
+
+
+def events_batch(payloads: Sequence[object]) -> Batch:
+    """A batch of these payloads, sent as they are (the control surface's `events`)."""
+    return Batch([Delivery(_encode(payload), "event") for payload in payloads])
+
+
+def _record_events(
+    rng: random.Random, seed: int, number: int, extra_keys: bool
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """A record's events in order, each with the record's state after it."""
+    plate = _plate(rng)
+    has_id = rng.random() >= NO_ID_SHARE
+    if rng.random() < FINE_SHARE:
+        description, code, amount = rng.choice(_INFRACTIONS)
+        reference = f"E{seed % 100:02d}{number:07d}"
+        data: dict[str, Any] = {
+            "carPlate": plate,
+            "autoInfracao": reference,
+            "description": description,
+            "infractionCode": code,
+            "occurredAt": isoformat(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=number)),
+            "amount": amount,
+        }
+        if extra_keys:
+            severity, points = rng.choice(_SEVERITIES)
+            data |= {"severity": severity, "points": points}
+        kind, key_id = "frame", 100_000 + number
+        document = f"https://autoridade.example/autos/{reference}.pdf"
+        link_frame = document if rng.random() < DOCUMENT_AT_CREATION else None
+        links: dict[str, Any] = {
+            "linkFrame": link_frame,
+            "link": f"https://boletos.example/{reference}",
+        }
+        updates: list[dict[str, Any]] = []
+        if link_frame is None and rng.random() < DOCUMENT_LATER:
+            updates.append({"linkFrame": document})
+        if rng.random() < TREATED_LATER:
+            updates.append({"treated": True})
+        rng.shuffle(updates)
+    else:
+        topic, title, message = rng.choice(_NOTICES)
+        reference = isoformat(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=number))
+        data = {
+            "type": topic,
+            "title": title,
+            "message": message.format(plate=plate),
+            "carPlate": plate,
+            "createdAt": reference,
+        }
+        if extra_keys:
+            data["channel"] = rng.choice(("app", "email", "sms"))
+        kind, key_id, links = "notification", 500_000 + number, {}
+        updates = [{"treated": True}] if rng.random() < TREATED_LATER else []
+    if has_id:
+        data = {"id": key_id, **data}
+    state: dict[str, Any] = {"treated": False} | links
+    events = []
+    for change in [{}, *updates]:
+        state = state | change
+        events.append(
+            (_payload(rng, kind, data, state), _final(kind, key_id, has_id, reference, state))
+        )
+    return events
+
+
+def _payload(
+    rng: random.Random, kind: str, data: dict[str, Any], state: dict[str, Any]
+) -> dict[str, Any]:
+    event = {**data, "treated": state["treated"]}
+    if kind != "frame":
+        return {kind: event}
+    links = {name: state[name] for name in ("linkFrame", "link")}
+    # Spec 2.6 shows the links beside `frame`; senders also put them inside it.
+    if rng.random() < 0.5:
+        return {kind: event | links}
+    return {kind: event, **links}
+
+
+def _final(
+    kind: str, key_id: int, has_id: bool, reference: str, state: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "key": f"{kind}:{reference}",
+        "kind": kind,
+        "id": str(key_id) if has_id else None,
+        "reference": reference,
+        "treated": state["treated"],
+        "linkFrame": state.get("linkFrame"),
+    }
+
+
+def _stamp(payload: dict[str, Any], moment: datetime) -> None:
+    kind = "frame" if "frame" in payload else "notification"
+    payload[kind]["updatedAt"] = isoformat(moment)
+
+
+def _malformed(rng: random.Random, number: int, moment: datetime) -> bytes:
+    """A body no receiver can turn into a record; the four kinds in turn."""
+    fake = {"id": 900_000 + number, "carPlate": _plate(rng), "updatedAt": isoformat(moment)}
+    shape = number % 4
+    if shape == 0:  # cut short, as by a dropped connection on the sender's side
+        whole = _encode({"frame": fake | {"treated": False}, "link": "https://boletos.example/x"})
+        return whole[: len(whole) // 2]
+    if shape == 1:
+        return f"id={fake['id']}&treated=false".encode()
+    if shape == 2:  # the spec says never null
+        return _encode({"frame": fake | {"treated": None}})
+    return _encode({"notification": fake})  # `treated` missing
+
+
+def _plate(rng: random.Random) -> str:
+    letters = "".join(rng.choices(string.ascii_uppercase, k=3))
+    digits = "".join(rng.choices(string.digits, k=4))
+    if rng.random() < 0.5:
+        return f"{letters}{digits}"
+    return f"{letters}{digits[0]}{rng.choice(string.ascii_uppercase)}{digits[2:]}"
+
+
+def _encode(payload: object) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _sha256(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+# --- Sending -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Report:
+    """What the receiver answered, by status; `errors`: deliveries never answered."""
+
+    statuses: Counter[int] = field(default_factory=Counter)
+    errors: int = 0
+    retries: int = 0
+    seconds: float = 0.0
+    error_samples: list[str] = field(default_factory=list)
+
+    @property
+    def answered(self) -> int:
+        return self.statuses.total()
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "answered": self.answered,
+            "statuses": {str(status): n for status, n in sorted(self.statuses.items())},
+            "errors": self.errors,
+            "retries": self.retries,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def send(
+    url: str,
+    deliveries: Sequence[Delivery],
+    *,
+    concurrency: int = 4,
+    timeout: float = 10.0,
+    attempts: int = 3,
+) -> Report:
+    """POST each delivery to `url`, `concurrency` at a time over keep-alive connections."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("url must be an absolute http(s) URL")
+    target = parts.path or "/"
+    if parts.query:
+        target = f"{target}?{parts.query}"
+    report = Report()
+    lock = threading.Lock()
+    queue = iter(range(len(deliveries)))
+    started = time.monotonic()
+
+    def connect() -> http.client.HTTPConnection:
+        kind = (
+            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        )
+        return kind(parts.hostname or "", parts.port, timeout=timeout)
+
+    def worker() -> None:
+        connection = connect()
+        try:
+            while True:
+                with lock:
+                    index = next(queue, None)
+                if index is None:
+                    return
+                body = deliveries[index].body
+                for attempt in range(attempts):
+                    status, problem = _post(connection, target, body)
+                    if status is not None and status < 500:
+                        break
+                    connection.close()
+                    connection = connect()
+                    if attempt + 1 < attempts:
+                        with lock:
+                            report.retries += 1
+                        time.sleep(0.05 * 2**attempt)
+                with lock:
+                    if status is None:
+                        report.errors += 1
+                        if len(report.error_samples) < 5:
+                            report.error_samples.append(problem)
+                    else:
+                        report.statuses[status] += 1
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, concurrency))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _post(
+    connection: http.client.HTTPConnection, target: str, body: bytes
+) -> tuple[int | None, str]:
+    """The status of one POST (None on a transport error) and what went wrong, if anything."""
+    try:
+        connection.request(
+            "POST",
+            target,
+            body=body,
+            headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
+        )
+        response = connection.getresponse()
+        response.read()
+    except (OSError, http.client.HTTPException) as error:
+        return None, f"{type(error).__name__}: {error}"
+    if response.will_close:
+        connection.close()
+    return response.status, ""
+
+
+def where(url: str) -> str:
+    """`url` without its path: the path of a webhook URL holds its token."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"

@@ -1,0 +1,58 @@
+"""Fines and notifications as the pages show them: lists, filters and the dashboard's counts.
+
+Records come only from webhooks (`fleet.services.webhooks`); these are reads.
+Untreated records come first, then the most recently changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, Q
+
+from fleet.models import Fine, Notification
+
+PER_PAGE = 50
+
+
+@dataclass(frozen=True, slots=True)
+class RecordCounts:
+    untreated_fines: int
+    fines_without_document: int
+    untreated_notifications: int
+
+
+def record_counts() -> RecordCounts:
+    """What the dashboard shows: two queries, whatever the number of records."""
+    fines = Fine.objects.aggregate(
+        untreated=Count("pk", filter=Q(treated=False)),
+        without_document=Count("pk", filter=Q(link_frame="")),
+    )
+    untreated_notifications = Notification.objects.filter(treated=False).count()
+    return RecordCounts(
+        untreated_fines=fines["untreated"],
+        fines_without_document=fines["without_document"],
+        untreated_notifications=untreated_notifications,
+    )
+
+
+def fine_search(
+    *, treated: bool | None = None, document: bool | None = None, page: int = 1
+) -> Page[Fine]:
+    """One page of fines; `treated`, `document` (has its official document) filter."""
+    fines = Fine.objects.all()
+    if treated is not None:
+        fines = fines.filter(treated=treated)
+    if document is not None:
+        fines = fines.exclude(link_frame="") if document else fines.filter(link_frame="")
+    return Paginator(fines.order_by("treated", "-updated_at", "-id"), PER_PAGE).get_page(page)
+
+
+def notification_search(*, treated: bool | None = None, page: int = 1) -> Page[Notification]:
+    """One page of notifications, `treated` filtering."""
+    notifications = Notification.objects.all()
+    if treated is not None:
+        notifications = notifications.filter(treated=treated)
+    ordered = notifications.order_by("treated", "-updated_at", "-id")
+    return Paginator(ordered, PER_PAGE).get_page(page)

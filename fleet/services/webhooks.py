@@ -1,0 +1,549 @@
+"""Webhook deliveries: stored as received, then processed into fines and notifications.
+
+Store first: `delivery_store` writes the delivery (one INSERT, committed)
+before anything is parsed, so that whatever happens next, nothing received
+is lost. `delivery_process` then reads it in one transaction: a delivery
+that cannot become a record keeps its status and error and can be replayed
+(`delivery_replay`, the admin action, `manage.py replay_webhooks`).
+
+Idempotent, whatever the order of arrival:
+
+- the same body twice (`body_sha256`) is a duplicate of the one already
+  processed, and changes nothing;
+- a record is found by its key (the payload's id, else a digest of its
+  identifying fields) and updated in place;
+- when the payload carries its own time (`updatedAt`), an event older than
+  the record's state is kept in the history but does not overwrite the
+  state; without one, arrival order decides;
+- a `linkFrame` once available is never erased by a `null` (spec 2.6: null
+  means "not available yet", so a null after a URL is an older event).
+
+The receiver's path is lean (bench/webhooks.py measures it against a bare
+POST view): the writes it always makes are single SQL statements built once
+per model (`_Sql`), not ORM saves, and on PostgreSQL the processing
+transaction commits without waiting for its WAL flush: a crash can lose a
+processing, never a delivery, which stays `received` for the replay.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import hmac
+import ipaddress
+import logging
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connection, models, transaction
+from django.utils import timezone
+
+from fleet import webhooks
+from fleet.models import (
+    DeliveryStatus,
+    EventKind,
+    Fine,
+    Notification,
+    UnknownWebhookKey,
+    WebhookDelivery,
+    WebhookRecord,
+)
+
+logger = logging.getLogger(__name__)
+
+# Header names that may carry a credential or a signature: never stored.
+_SECRET_HEADER_PARTS = ("auth", "cookie", "token", "secret", "signature", "key", "password")
+_MAX_HEADERS, _MAX_HEADER_LENGTH = 40, 500
+_KEPT_STATUSES = frozenset(
+    {DeliveryStatus.INVALID, DeliveryStatus.FAILED, DeliveryStatus.UNKNOWN_KIND}
+)
+
+
+def webhook_token_valid(*, token: str) -> bool:
+    """Whether `token` is one of FLEET_WEBHOOK_TOKENS (compared in constant time).
+
+    Every configured token is compared, so the time taken says nothing about
+    which one, or how much of one, matched.
+    """
+    given = token.encode()
+    matched = False
+    for accepted in settings.FLEET_WEBHOOK_TOKENS:
+        matched |= hmac.compare_digest(given, accepted.encode())
+    return matched
+
+
+def webhook_source_address(*, remote_addr: str, forwarded_for: str = "") -> str | None:
+    """The sender's address as the deployment's proxies report it.
+
+    With FLEET_WEBHOOK_PROXY_COUNT = N > 0, each of N proxies appended the
+    address it received from to X-Forwarded-For: the Nth entry from the
+    right is the one the outermost proxy saw (entries left of it are the
+    sender's own claims). With 0, the connection's address. None when it is
+    not an IP address.
+    """
+    candidate = remote_addr
+    proxies = settings.FLEET_WEBHOOK_PROXY_COUNT
+    if proxies and forwarded_for:
+        hops = [hop.strip() for hop in forwarded_for.split(",") if hop.strip()]
+        if hops:
+            candidate = hops[-proxies] if len(hops) >= proxies else hops[0]
+    try:
+        return str(ipaddress.ip_address(candidate))
+    except ValueError:
+        return None
+
+
+def delivery_store(
+    *,
+    body: bytes,
+    content_type: str,
+    headers: Mapping[str, str],
+    source_address: str | None,
+    declared_size: int | None = None,
+) -> WebhookDelivery:
+    """Write one delivery as received (committed on return), before any parsing.
+
+    `declared_size` without a body: a delivery refused as too large, recorded
+    (status `refused`) so that an operator sees it; its body was never read.
+    """
+    refused = declared_size is not None
+    values: dict[str, Any] = {
+        "received_at": timezone.now(),
+        "content_type": content_type[:255],
+        "body": body,
+        "body_size": len(body) if declared_size is None else declared_size,
+        "body_sha256": "" if refused else hashlib.sha256(body).hexdigest(),
+        "headers": _safe_headers(headers),
+        "source_address": source_address,
+        "status": DeliveryStatus.REFUSED if refused else DeliveryStatus.RECEIVED,
+        "error": (
+            f"the body of {declared_size} bytes is over the limit of "
+            f"{settings.FLEET_WEBHOOK_MAX_BYTES} bytes (FLEET_WEBHOOK_MAX_BYTES)"
+            if refused
+            else ""
+        ),
+        "kind": "",
+        "attempts": 0,
+    }
+    statement = _sql(WebhookDelivery).insert_statement(values)
+    with _writer():
+        pk = statement.run()  # autocommit: stored once this returns
+    assert pk is not None
+    return WebhookDelivery(pk=pk, **values)
+
+
+def delivery_process(*, delivery: WebhookDelivery) -> DeliveryStatus:
+    """Turn a stored delivery into its record; its status says how it went.
+
+    Never raises: a delivery that cannot be processed is marked `invalid`
+    (the payload is at fault) or `failed` (the portal is), with the reason,
+    and stays for replay.
+    """
+    found: dict[str, str] = {}
+    kind = ""
+    try:
+        # Everything but the writes happens before the transaction: SQLite holds its
+        # one write lock from BEGIN to COMMIT, for every worker.
+        payload = webhooks.parse_body(bytes(delivery.body), delivery.content_type)
+        found = webhooks.unknown_keys(payload)
+        kind = webhooks.kind_of(payload) or EventKind.UNKNOWN
+        event = webhooks.event_from(payload)
+        creation = None if event is None else _record_creation(event, delivery)
+        with _writer(), transaction.atomic():
+            if connection.vendor == "postgresql":
+                # The delivery is already stored for good: losing this commit in a crash
+                # only leaves it `received`, for the replay. So this one does not wait
+                # for its WAL flush: one flush per delivery instead of two.
+                _execute("SET LOCAL synchronous_commit TO OFF")
+            if event is None or creation is None:
+                _mark(delivery, DeliveryStatus.UNKNOWN_KIND, kind=kind)
+            else:
+                _record_apply(event, delivery, kind, creation)
+    except webhooks.InvalidPayload as invalid:
+        _mark_kept(delivery, DeliveryStatus.INVALID, kind=kind, error=str(invalid))
+    except Exception as error:  # kept for replay, whatever went wrong
+        logger.exception("webhook delivery %s could not be processed; kept for replay", delivery.pk)
+        _mark_kept(
+            delivery, DeliveryStatus.FAILED, kind=kind, error=f"{type(error).__name__}: {error}"
+        )
+    if delivery.status in _KEPT_STATUSES:
+        logger.warning(
+            "webhook delivery %s kept as %s: %s", delivery.pk, delivery.status, delivery.error
+        )
+    if found:
+        _unknown_keys_record(found, delivery)
+    return DeliveryStatus(delivery.status)
+
+
+def delivery_receive(
+    *, body: bytes, content_type: str, headers: Mapping[str, str], source_address: str | None
+) -> WebhookDelivery:
+    """Store, then process: what the receiver does with each delivery."""
+    delivery = delivery_store(
+        body=body, content_type=content_type, headers=headers, source_address=source_address
+    )
+    delivery_process(delivery=delivery)
+    return delivery
+
+
+def delivery_replay(*, ids: Iterable[int]) -> Counter[str]:
+    """Process these deliveries again (refused ones have no body: skipped).
+
+    Returns how many ended in each status. Safe to repeat: processing is idempotent.
+    """
+    outcomes: Counter[str] = Counter()
+    for delivery in WebhookDelivery.objects.filter(pk__in=list(ids)).order_by("received_at", "pk"):
+        if delivery.status == DeliveryStatus.REFUSED:
+            outcomes[DeliveryStatus.REFUSED] += 1
+            continue
+        outcomes[delivery_process(delivery=delivery)] += 1
+    return outcomes
+
+
+# --- Applying an event to its record ------------------------------------------
+
+
+def _processed_twin(delivery: WebhookDelivery) -> int | None:
+    """The earliest other delivery with the same body that was processed, if any."""
+    sql = _sql(WebhookDelivery)
+    # Identifiers of our own table, quoted; values are parameters.
+    row = _execute(
+        f"SELECT {sql.pk} FROM {sql.table} WHERE {sql.column('body_sha256')} = %s "  # noqa: S608
+        f"AND {sql.column('status')} = %s AND {sql.pk} <> %s ORDER BY {sql.pk} LIMIT 1",
+        [delivery.body_sha256, DeliveryStatus.PROCESSED.value, delivery.pk],
+    )
+    return int(row[0]) if row else None
+
+
+def _record_creation(event: webhooks.Event, delivery: WebhookDelivery) -> _Statement:
+    """The statement that creates the event's record unless its key exists (prepared ahead)."""
+    model: type[Fine] | type[Notification] = Fine if event.kind == webhooks.FINE else Notification
+    return _sql(model).insert_statement(_record_new(event, delivery), unless_exists="key")
+
+
+def _record_apply(
+    event: webhooks.Event, delivery: WebhookDelivery, kind: str, creation: _Statement
+) -> None:
+    """Create or update the event's record, unless the same body was processed before."""
+    model: type[Fine] | type[Notification] = Fine if event.kind == webhooks.FINE else Notification
+    field = "fine_id" if event.kind == webhooks.FINE else "notification_id"
+    # Most events are new records: one statement, and no twin to look for (a processed
+    # twin would have made the record). An existing key (an update, or a concurrent
+    # delivery of the same record, which this waits for) inserts nothing.
+    created = creation.run()
+    if created is not None:
+        _mark(delivery, DeliveryStatus.PROCESSED, kind=kind, **{field: created})
+        return
+    if (original := _processed_twin(delivery)) is not None:
+        _mark(delivery, DeliveryStatus.DUPLICATE, kind=kind, duplicate_of_id=original)
+        return
+    record = model.objects.select_for_update().get(key=event.key)
+    _record_update(record, event, delivery)
+    _mark(delivery, DeliveryStatus.PROCESSED, kind=kind, **{field: record.pk})
+
+
+def _record_new(event: webhooks.Event, delivery: WebhookDelivery) -> dict[str, Any]:
+    now = timezone.now()
+    values = {
+        "key": event.key,
+        "external_id": event.external_id,
+        "treated": event.treated,
+        "treated_history": [_observation(event, delivery)],
+        "payload": event.data,
+        "source_updated_at": event.as_of,
+        "received_at": now,
+        "updated_at": now,
+    }
+    if event.kind == webhooks.FINE:
+        values |= {"link_frame": event.link_frame or "", "link": event.link or ""}
+    return values
+
+
+def _record_update(record: WebhookRecord, event: webhooks.Event, delivery: WebhookDelivery) -> None:
+    changed: dict[str, Any] = {}
+    history = _history_with(record.treated_history, _observation(event, delivery))
+    if history is not None:
+        changed["treated_history"] = history
+    known = record.source_updated_at
+    current = event.as_of is None or known is None or event.as_of >= known
+    if current:
+        changed |= {"treated": event.treated, "payload": event.data}
+        if event.as_of is not None:
+            changed["source_updated_at"] = event.as_of
+        if isinstance(record, Fine) and event.link is not None:
+            changed["link"] = event.link
+    if isinstance(record, Fine) and event.link_frame and (current or not record.link_frame):
+        changed["link_frame"] = event.link_frame
+    changed = {name: value for name, value in changed.items() if getattr(record, name) != value}
+    if not changed:
+        return
+    for name, value in changed.items():
+        setattr(record, name, value)
+    fields = list(changed)
+    if changed.keys() - {"treated_history", "source_updated_at"}:
+        record.updated_at = timezone.now()
+        fields.append("updated_at")
+    record.save(update_fields=fields)
+
+
+def _observation(event: webhooks.Event, delivery: WebhookDelivery) -> dict[str, Any]:
+    return {
+        "treated": event.treated,
+        "at": _iso(event.as_of) if event.as_of else None,
+        "received": _iso(delivery.received_at),
+        "delivery": delivery.pk,
+    }
+
+
+def _history_with(
+    history: list[dict[str, Any]], entry: dict[str, Any]
+) -> list[dict[str, Any]] | None:
+    """`history` with `entry` in its place in time; None when it adds nothing.
+
+    Timed observations are kept whole (a later one may arrive first), untimed
+    ones only when they change the last value: an exact repeat adds nothing.
+    """
+    if entry["at"] is not None:
+        repeat = (entry["at"], entry["treated"])
+        if any((e.get("at"), e.get("treated")) == repeat for e in history):
+            return None
+    elif history and history[-1].get("treated") == entry["treated"]:
+        return None
+    return sorted([*history, entry], key=lambda e: str(e.get("at") or e.get("received")))
+
+
+def _iso(moment: datetime) -> str:
+    # One format for every entry, so that the strings sort as the times do.
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+# --- Bookkeeping ---------------------------------------------------------------
+
+
+def _mark(delivery: WebhookDelivery, status: DeliveryStatus, **fields: Any) -> None:
+    """Record how processing went, on the row and on `delivery`."""
+    values: dict[str, Any] = {
+        "status": status,
+        "kind": "",
+        "error": "",
+        "processed_at": timezone.now(),
+        "duplicate_of_id": None,
+        "fine_id": None,
+        "notification_id": None,
+    } | fields
+    _sql(WebhookDelivery).update(delivery.pk, values, increment="attempts")
+    delivery.attempts += 1
+    for name, value in values.items():
+        setattr(delivery, name, value)
+
+
+def _mark_kept(delivery: WebhookDelivery, status: DeliveryStatus, **fields: Any) -> None:
+    """`_mark` a delivery kept for replay; if even that cannot be written (the database
+    went away), it stays `received`, which the replay also picks up."""
+    try:
+        with _writer():
+            _mark(delivery, status, **fields)
+    except DatabaseError:
+        logger.exception(
+            "webhook delivery %s stays received: its status cannot be written", delivery.pk
+        )
+
+
+class _SeenKeys:
+    """Unknown keys this process has already recorded: most deliveries add none."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.paths: set[str] = set()
+
+    def clear(self) -> None:
+        with self.lock:
+            self.paths.clear()
+
+
+_seen_keys = _SeenKeys()
+
+
+def _unknown_keys_record(found: Mapping[str, str], delivery: WebhookDelivery) -> None:
+    """Remember when each unknown key was first seen (the admin's report)."""
+    fresh = {path: sample for path, sample in found.items() if path not in _seen_keys.paths}
+    if not fresh:
+        return
+    try:
+        UnknownWebhookKey.objects.bulk_create(
+            [
+                UnknownWebhookKey(path=path[:200], first_delivery=delivery, sample=sample)
+                for path, sample in fresh.items()
+            ],
+            ignore_conflicts=True,  # the first one seen stays first
+        )
+    except Exception:  # a report, not the delivery: log it and go on
+        logger.exception("could not record the unknown webhook keys of delivery %s", delivery.pk)
+        return
+    with _seen_keys.lock:
+        _seen_keys.paths.update(fresh)
+
+
+def _safe_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The request's headers without any that might hold a credential."""
+    kept: dict[str, str] = {}
+    for name, value in headers.items():
+        if len(kept) >= _MAX_HEADERS:
+            break
+        if not any(part in name.lower() for part in _SECRET_HEADER_PARTS):
+            kept[name] = value[:_MAX_HEADER_LENGTH]
+    return kept
+
+
+# --- SQL of the receiver's path --------------------------------------------------
+
+
+class _SqliteWriter:
+    """The queue of SQLite writers: threads on a lock, processes on a file lock.
+
+    SQLite has one writer; a connection that finds the database locked sleeps
+    1, 2, 5, 10… up to 100 ms before it looks again, so under load deliveries
+    waited far longer than the writes they waited for. Queued here, the next
+    writer of any worker starts as soon as the last one is done. The file
+    lock sits beside the database file; an in-memory database (tests) is one
+    process's, so the thread lock is enough.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.files: dict[str, int] = {}
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        with self.lock:
+            name = str(connection.settings_dict["NAME"])
+            if name.startswith("file:") or name == ":memory:":
+                yield
+                return
+            if name not in self.files:
+                self.files[name] = os.open(f"{name}.writer-lock", os.O_RDWR | os.O_CREAT, 0o600)
+            descriptor = self.files[name]
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(descriptor, fcntl.LOCK_UN)
+
+
+_sqlite_writer = _SqliteWriter()
+
+
+@contextmanager
+def _writer() -> Iterator[None]:
+    """Around each write of the receiver: on SQLite, wait in `_SqliteWriter`'s queue."""
+    if connection.vendor != "sqlite":
+        yield
+        return
+    with _sqlite_writer.held():
+        yield
+
+
+class _Sql:
+    """Single statements on one model's table, values prepared by its fields.
+
+    What `Model.objects.create()` and `.update()` send, without compiling a
+    query each time: on the receiver's path that compiling cost more than the
+    database did. Statements are built once per set of columns. Identifiers
+    come from our own models, quoted by the connection; every value is a
+    parameter.
+    """
+
+    def __init__(self, model: type[models.Model]) -> None:
+        self.model = model
+        self.table = connection.ops.quote_name(model._meta.db_table)
+        self.pk = self.column(model._meta.pk.name) if model._meta.pk else "id"
+        self._statements: dict[tuple[str, ...], tuple[str, list[models.Field[Any, Any]]]] = {}
+
+    def column(self, name: str) -> str:
+        column = self._field(name).column
+        assert column is not None
+        return connection.ops.quote_name(column)
+
+    def insert_statement(self, values: Mapping[str, Any], *, unless_exists: str = "") -> _Statement:
+        """An INSERT of `values`, ready to run: it returns the new id, or None when
+        `unless_exists` names a unique column already holding that value."""
+        sql, fields = self._statement(("insert", unless_exists, *values), self._insert_sql)
+        return _Statement(sql, self._prepared(fields, values.values()))
+
+    def update(self, pk: int, values: Mapping[str, Any], *, increment: str = "") -> None:
+        sql, fields = self._statement(("update", increment, *values), self._update_sql)
+        _execute(sql, [*self._prepared(fields, values.values()), pk])
+
+    def _statement(
+        self, key: tuple[str, ...], build: Callable[[str, list[str]], str]
+    ) -> tuple[str, list[models.Field[Any, Any]]]:
+        if key not in self._statements:
+            names = list(key[2:])
+            self._statements[key] = (build(key[1], names), [self._field(n) for n in names])
+        return self._statements[key]
+
+    def _insert_sql(self, unless_exists: str, names: list[str]) -> str:
+        columns = ", ".join(self.column(name) for name in names)
+        placeholders = ", ".join(["%s"] * len(names))
+        conflict = (
+            f" ON CONFLICT ({self.column(unless_exists)}) DO NOTHING" if unless_exists else ""
+        )
+        return (
+            f"INSERT INTO {self.table} ({columns}) VALUES ({placeholders})"  # noqa: S608
+            f"{conflict} RETURNING {self.pk}"
+        )
+
+    def _update_sql(self, increment: str, names: list[str]) -> str:
+        assignments = [f"{self.column(name)} = %s" for name in names]
+        if increment:
+            assignments.append(f"{self.column(increment)} = {self.column(increment)} + 1")
+        return f"UPDATE {self.table} SET {', '.join(assignments)} WHERE {self.pk} = %s"  # noqa: S608
+
+    def _field(self, name: str) -> models.Field[Any, Any]:
+        field = self.model._meta.get_field(name)
+        assert isinstance(field, models.Field)
+        return field
+
+    @staticmethod
+    def _prepared(fields: list[models.Field[Any, Any]], values: Iterable[Any]) -> list[Any]:
+        return [
+            field.get_db_prep_save(value, connection)
+            for field, value in zip(fields, values, strict=True)
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Statement:
+    sql: str
+    params: list[Any]
+
+    def run(self) -> int | None:
+        """Execute; the id it returns, if any."""
+        row = _execute(self.sql, self.params)
+        return None if row is None else int(row[0])
+
+
+_sqls: dict[tuple[str, type[models.Model]], _Sql] = {}
+
+
+def _sql(model: type[models.Model]) -> _Sql:
+    # Per database vendor: tests switch between SQLite and PostgreSQL only across runs,
+    # but quoting belongs to the connection.
+    key = (connection.vendor, model)
+    if key not in _sqls:
+        _sqls[key] = _Sql(model)
+    return _sqls[key]
+
+
+def _execute(sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+    """Run one statement; its first row, if it returns any."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone() if cursor.description else None

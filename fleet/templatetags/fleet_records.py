@@ -1,0 +1,46 @@
+"""Template filters of the fine and notification pages."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from urllib.parse import urlsplit
+
+from django import template
+
+from fleet import plates
+
+register = template.Library()
+
+
+@register.filter
+def https_url(value: object) -> str:
+    """`value` if it is an https URL with a host, else "": only those become links.
+
+    Links come from the fleet platform's payloads; anything else (http,
+    `javascript:`, a relative path) is shown as text, never followed.
+    """
+    if not isinstance(value, str):
+        return ""
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return ""
+    return value if parts.scheme == "https" and parts.hostname else ""
+
+
+@register.filter
+def iso_datetime(value: object) -> datetime | str:
+    """An ISO 8601 text as a datetime (for the `date` filter); anything else as it was."""
+    if not isinstance(value, str) or not value:
+        return ""
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return value
+
+
+@register.filter
+def plate(value: object) -> str:
+    """A plate from a payload as the vehicle pages show plates (ABC-1234, ABC1D23)."""
+    text = str(value or "")
+    return plates.display(plates.normalize(text)) if plates.is_valid(text) else text

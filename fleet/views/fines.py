@@ -1,0 +1,55 @@
+"""Fines and notifications received by webhook: lists with filters, untreated first."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from fleet.forms import FineFilterForm, NotificationFilterForm
+from fleet.services.fines import fine_search, notification_search
+from fleet.views import AuthenticatedRequest
+
+
+@require_GET
+@login_required
+@vary_on_headers("HX-Request")
+def fine_list(request: AuthenticatedRequest) -> HttpResponse:
+    form = FineFilterForm(request.GET)
+    filters = form.filters()
+    page = fine_search(**filters)
+    return _render(request, "fleet/fines.html", form=form, filters=filters, page=page)
+
+
+@require_GET
+@login_required
+@vary_on_headers("HX-Request")
+def notification_list(request: AuthenticatedRequest) -> HttpResponse:
+    form = NotificationFilterForm(request.GET)
+    filters = form.filters()
+    page = notification_search(**filters)
+    return _render(request, "fleet/notifications.html", form=form, filters=filters, page=page)
+
+
+def _render(request: AuthenticatedRequest, template: str, **context: object) -> HttpResponse:
+    filters = context["filters"]
+    assert isinstance(filters, dict)
+    context["query_string"] = _query_string(filters)
+    # htmx swaps only the results; a history restore needs the whole page.
+    partial = request.htmx and not request.htmx.history_restore_request
+    return render(request, f"{template}#results" if partial else template, context)
+
+
+def _query_string(filters: dict[str, object]) -> str:
+    """The filters as a query string, defaults left out, for links that keep them."""
+    yes_no = {True: "1", False: "0"}
+    params = {
+        name: yes_no[value]
+        for name, value in filters.items()
+        if name != "page" and isinstance(value, bool)
+    }
+    return urlencode(params)

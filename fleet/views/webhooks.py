@@ -1,0 +1,85 @@
+"""The webhook receiver: `POST /webhooks/fleet/<token>/` (spec section 6).
+
+The fleet platform's registration, headers, signing and retries are not
+specified, so the secret is the token in the path (FLEET_WEBHOOK_TOKENS,
+several at once for rotation) and the answer is quick: the delivery is
+stored as received, processed, and answered 2xx whatever came of it, since
+a delivery kept for replay must not be sent again. Only what was not stored
+is answered 4xx or 5xx: the sender should know.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from fleet.models import DeliveryStatus
+from fleet.services.webhooks import (
+    delivery_receive,
+    delivery_store,
+    webhook_source_address,
+    webhook_token_valid,
+)
+from fleet.webhooks import is_json_content_type
+
+# How long a sender should wait before sending again what could not be stored.
+RETRY_AFTER_S = 30
+
+
+@csrf_exempt  # a machine's POST, authenticated by the token in its path
+@require_POST
+def fleet_webhook(request: HttpRequest, token: str) -> HttpResponse:
+    # 404 rather than 401/403: a wrong token learns nothing about the route.
+    if not webhook_token_valid(token=token):
+        return JsonResponse({"error": "not found"}, status=404)
+    declared = request.META.get("CONTENT_LENGTH") or ""
+    if not declared and "chunked" in request.headers.get("Transfer-Encoding", "").lower():
+        return JsonResponse({"error": "send the body with a Content-Length"}, status=411)
+    try:
+        size = int(declared or 0)
+    except ValueError:
+        size = -1
+    if size < 0:
+        return JsonResponse({"error": "the Content-Length is not a number of bytes"}, status=400)
+    content_type = request.META.get("CONTENT_TYPE", "")  # with its parameters, as sent
+    source = webhook_source_address(
+        remote_addr=request.META.get("REMOTE_ADDR", ""),
+        forwarded_for=request.headers.get("X-Forwarded-For", ""),
+    )
+    limit = settings.FLEET_WEBHOOK_MAX_BYTES
+    try:
+        if size > limit:
+            # Not read: recorded without its body, so that an operator sees it.
+            delivery_store(
+                body=b"",
+                content_type=content_type,
+                headers=request.headers,
+                source_address=source,
+                declared_size=size,
+            )
+            return JsonResponse(
+                {"error": f"the body is over the limit of {limit} bytes"}, status=413
+            )
+        delivery = delivery_receive(
+            body=request.read(size),
+            content_type=content_type,
+            headers=request.headers,
+            source_address=source,
+        )
+    except DatabaseError:
+        # Nothing was stored (processing errors never reach here): the sender must retry.
+        response = JsonResponse(
+            {"error": "the delivery could not be stored; send it again later"}, status=503
+        )
+        response["Retry-After"] = str(RETRY_AFTER_S)
+        return response
+    answer: dict[str, object] = {"delivery": delivery.pk, "status": delivery.status}
+    if delivery.error:
+        answer["error"] = delivery.error
+    if not is_json_content_type(content_type):
+        return JsonResponse(answer, status=415)  # stored all the same, as invalid
+    processed = delivery.status in (DeliveryStatus.PROCESSED, DeliveryStatus.DUPLICATE)
+    return JsonResponse(answer, status=200 if processed else 202)

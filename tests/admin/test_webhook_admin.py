@@ -1,0 +1,94 @@
+"""The admin of webhooks: deliveries read-only with a replay action, and the unknown keys report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from fleet.models import Fine, UnknownWebhookKey, WebhookDelivery
+
+pytestmark = pytest.mark.django_db
+
+WEBHOOK = "/webhooks/fleet/dev-webhook-token/"
+DELIVERIES = reverse("admin:fleet_webhookdelivery_changelist")
+KEYS = reverse("admin:fleet_unknownwebhookkey_changelist")
+
+
+@pytest.fixture
+def admin(admin_client: Client) -> Client:
+    admin_client.defaults["HTTP_ACCEPT_LANGUAGE"] = "en"
+    return admin_client
+
+
+def deliver(client: Client, body: bytes) -> WebhookDelivery:
+    client.post(WEBHOOK, data=body, content_type="application/json")
+    return WebhookDelivery.objects.latest("pk")
+
+
+def test_deliveries_are_listed_with_their_status_and_error(admin, client):
+    deliver(client, b'{"frame": {"id": 1, "treated": false}}')
+    deliver(client, b"not json")
+
+    response = admin.get(DELIVERIES)
+
+    assert response.status_code == 200
+    assert "processed" in response.text
+    assert "kept: invalid" in response.text
+    assert "the body is not valid JSON" in response.text
+
+
+def test_a_delivery_shows_its_body_as_received_and_cannot_be_edited(admin, client):
+    delivery = deliver(client, b'{"frame": {"id": 1, "treated": null}} <b>')
+
+    page = admin.get(reverse("admin:fleet_webhookdelivery_change", args=[delivery.pk])).text
+
+    assert "{&quot;frame&quot;: {&quot;id&quot;: 1, &quot;treated&quot;: null}} &lt;b&gt;" in page
+    assert 'name="_save"' not in page
+    delete = reverse("admin:fleet_webhookdelivery_delete", args=[delivery.pk])
+    assert admin.post(delete).status_code == 403
+
+
+def test_the_replay_action_processes_kept_deliveries_again(admin, client):
+    delivery = deliver(client, b'{"frame": {"id": 1, "treated": false}}')
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(status="failed", error="boom")
+    Fine.objects.all().delete()
+
+    response = admin.post(
+        DELIVERIES,
+        {"action": "replay", "_selected_action": [delivery.pk]},
+        follow=True,
+    )
+
+    assert "Replayed 1 deliveries (processed: 1)." in response.text
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.error) == ("processed", "")
+    assert Fine.objects.get().external_id == "1"
+
+
+def test_staff_without_the_change_permission_cannot_replay(client, django_user_model):
+    from django.contrib.auth.models import Permission
+
+    viewer = django_user_model.objects.create_user("v", password="pw-123456", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_webhookdelivery"))
+    client.force_login(viewer)
+
+    response = client.get(DELIVERIES)
+
+    assert response.status_code == 200
+    assert 'value="replay"' not in response.text
+
+
+def test_the_report_lists_unknown_keys_with_when_each_was_first_seen(admin, client):
+    deliver(client, json.dumps({"frame": {"id": 1, "treated": False, "points": 7}}).encode())
+    # A key the portal has learnt since is no longer news.
+    UnknownWebhookKey.objects.create(path="frame.treated", sample="false")
+
+    response = admin.get(KEYS)
+
+    assert response.status_code == 200
+    listed = [key.path for key in response.context["cl"].result_list]
+    assert listed == ["frame.points"]
+    assert "First seen" in response.text

@@ -1,0 +1,95 @@
+"""Must-show 4 of the fines issue: events the emulator sends appear on /fines/, the
+dashboard's counts change without a reload, and the filters work."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import log_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def fine_777(*, treated: bool, at: str, **links: str | None) -> dict[str, object]:
+    event = {"id": 777, "description": "Estacionar em local proibido", "treated": treated}
+    return {"frame": event | {"updatedAt": at}, **links}
+
+
+def test_sent_events_update_the_dashboard_by_themselves_and_fill_the_fines_page(
+    page, manager, emulator, live_server, fleet_settings
+):
+    fleet_settings.FLEET_COUNTS_POLL_SECONDS = 1
+    webhook = f"{live_server.url}/webhooks/fleet/dev-webhook-token/"
+    log_in(page, "manager", "manager-demo-password")
+    untreated = page.get_by_test_id("count-untreated-fines")
+    without_document = page.get_by_test_id("count-fines-without-document")
+    notifications = page.get_by_test_id("count-untreated-notifications")
+    expect(untreated).to_have_text("0")
+    # Anything set on this document survives only if the page is never reloaded.
+    page.evaluate("window.sameDocument = true")
+
+    sent = emulator.control(
+        "POST", "webhooks", url=webhook, count=16, seed=5, duplicates=0.2, shuffle=True
+    )
+
+    records = sent["records"]
+    fines = [r for r in records if r["kind"] == "frame"]
+    expect(untreated).to_have_text(str(sum(not r["treated"] for r in fines)))
+    expect(without_document).to_have_text(str(sum(r["linkFrame"] is None for r in fines)))
+    expect(notifications).to_have_text(
+        str(sum(not r["treated"] for r in records if r["kind"] == "notification"))
+    )
+    assert page.evaluate("window.sameDocument") is True
+
+    # More later: a new fine without its official document, then it is handled.
+    new = fine_777(
+        treated=False, at="2026-11-22T10:00:00Z", linkFrame=None, link="https://boletos.example/777"
+    )
+    emulator.control("POST", "webhooks", url=webhook, events=[new])
+    expect(untreated).to_have_text(str(sum(not r["treated"] for r in fines) + 1))
+    assert page.evaluate("window.sameDocument") is True
+
+    page.get_by_role("navigation").get_by_role("link", name="Multas").click()
+    rows = page.get_by_test_id("fine-table").locator("tbody tr")
+    expect(rows).to_have_count(len(fines) + 1)
+    # Untreated first.
+    badges = rows.locator("[data-testid=treated], [data-testid=untreated]")
+    states = [badge.get_attribute("data-testid") for badge in badges.all()]
+    assert states == sorted(states, key=lambda state: state != "untreated")
+    new_fine = page.locator('[data-testid=fine][data-key="777"]')
+    expect(new_fine.get_by_test_id("official-document")).to_contain_text(
+        "Ainda não disponível no órgão autuador"
+    )
+    slip = new_fine.get_by_role("link", name="Abrir o boleto")
+    expect(slip).to_have_attribute("href", "https://boletos.example/777")
+    expect(slip).to_have_attribute("target", "_blank")
+    expect(slip).to_have_attribute("rel", "noopener noreferrer")
+
+    page.get_by_label("Documento oficial").select_option(label="Ainda não disponível")
+    expect(page).to_have_url(re.compile(r"document=0"))
+    expect(rows).to_have_count(sum(r["linkFrame"] is None for r in fines) + 1)
+
+    page.get_by_label("Tratamento").select_option(label="Tratada")
+    expect(page).to_have_url(re.compile(r"treated=1"))
+    handled_without_document = sum(r["treated"] and r["linkFrame"] is None for r in fines)
+    if handled_without_document:
+        expect(rows).to_have_count(handled_without_document)
+    else:
+        expect(page.get_by_test_id("records-empty")).to_be_visible()
+
+    # The platform reports the new fine handled, with its document: the filters follow.
+    handled_fine = fine_777(
+        treated=True,
+        at="2026-11-22T11:00:00Z",
+        linkFrame="https://autoridade.example/autos/777.pdf",
+    )
+    emulator.control("POST", "webhooks", url=webhook, events=[handled_fine])
+    page.get_by_label("Documento oficial").select_option(label="Disponível")
+    handled = page.locator('[data-testid=fine][data-key="777"]')
+    expect(handled.get_by_test_id("treated")).to_be_visible()
+    document = handled.get_by_role("link", name="Abrir o documento oficial")
+    expect(document).to_have_attribute("href", "https://autoridade.example/autos/777.pdf")
+    expect(document).to_have_attribute("rel", "noopener noreferrer")

@@ -1,0 +1,243 @@
+"""The emulator's webhook sender: what it makes up, and how it sends it (CLI and control surface).
+
+A small receiver stands in for the portal here: these tests check the
+sender, not the portal's handling (tests/views/test_webhooks.py does that).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+import requests
+
+from emulator.webhooks import generate
+from tests.conftest import ROOT, Emulator
+
+
+class Receiver(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.bodies: list[bytes] = []
+        self.paths: set[str] = set()
+        self.fail_first = 0  # answer 503 to this many requests first
+        self.lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/webhooks/fleet/some-token/"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: Receiver
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        with self.server.lock:
+            failing = self.server.fail_first > 0
+            self.server.fail_first -= failing
+            if not failing:
+                self.server.bodies.append(body)
+                self.server.paths.add(self.path)
+        status = 503 if failing else 200
+        assert self.headers["Content-Type"] == "application/json"
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    server = Receiver()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def parsed(body: bytes) -> Any:
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def event_of(payload: Any) -> Any:
+    return payload.get("frame") or payload.get("notification")
+
+
+def test_the_same_seed_makes_the_same_batch_and_another_seed_another():
+    # The events' times come from the clock: the same moment, the same bytes.
+    now = datetime(2026, 11, 22, 12, tzinfo=UTC)
+    assert generate(200, seed=3, duplicates=0.2, now=now).deliveries == (
+        generate(200, seed=3, duplicates=0.2, now=now).deliveries
+    )
+    assert generate(200, seed=3, now=now).deliveries != generate(200, seed=4, now=now).deliveries
+
+
+def test_the_shares_of_duplicates_and_malformed_are_as_asked():
+    batch = generate(1000, seed=1, duplicates=0.2, malformed=0.05, shuffle=True)
+
+    assert batch.counts() | {"records": 0} == {
+        "deliveries": 1000,
+        "events": 750,
+        "duplicates": 200,
+        "malformed": 50,
+        "records": 0,
+    }
+    originals = {d.body for d in batch.deliveries if d.role != "duplicate"}
+    assert all(d.body in originals for d in batch.deliveries if d.role == "duplicate")
+
+
+def test_new_records_are_untreated_then_updates_flip_treated_and_fill_link_frame():
+    batch = generate(2000, seed=2)
+    firsts: dict[Any, Any] = {}
+    for delivery in batch.deliveries:
+        payload = parsed(delivery.body)
+        event = event_of(payload)
+        first = firsts.setdefault(delivery.record, payload)
+        if first is payload:
+            assert event["treated"] is False
+    fines = [p for p in firsts.values() if "frame" in p]
+    link_frames = [event_of(p).get("linkFrame", p.get("linkFrame")) for p in fines]
+    assert None in link_frames
+    assert any(link and link.startswith("https://") for link in link_frames)
+    finals = list(batch.records.values())
+    assert any(r["treated"] for r in finals)
+    assert any(
+        r["kind"] == "frame" and r["linkFrame"] and not _created_with(r, fines) for r in finals
+    )
+    assert any(r["id"] is None for r in finals), "some records carry no id"
+    assert {r["kind"] for r in finals} == {"frame", "notification"}
+
+
+def _created_with(record: dict[str, Any], fines: list[Any]) -> bool:
+    for payload in fines:
+        if event_of(payload)["autoInfracao"] == record["reference"]:
+            return bool(event_of(payload).get("linkFrame", payload.get("linkFrame")))
+    return False
+
+
+def test_events_carry_their_time_in_order_and_links_at_either_place():
+    batch = generate(500, seed=5)
+    times: dict[Any, list[str]] = {}
+    places = set()
+    for delivery in batch.deliveries:
+        payload = parsed(delivery.body)
+        times.setdefault(delivery.record, []).append(event_of(payload)["updatedAt"])
+        if "frame" in payload:
+            places.add("inside" if "linkFrame" in payload["frame"] else "top level")
+    assert all(stamps == sorted(set(stamps)) for stamps in times.values())
+    assert places == {"inside", "top level"}
+
+
+def test_extra_keys_are_added_when_asked():
+    plain = {key for d in generate(100, seed=1).deliveries for key in parsed(d.body)}
+    extra = generate(100, seed=1, extra_keys=True).deliveries
+    assert plain <= {"frame", "notification", "linkFrame", "link"}
+    assert {"eventId", "sentAt"} <= {key for d in extra for key in parsed(d.body)}
+    inner = {key for d in extra for key in event_of(parsed(d.body))}
+    assert {"severity", "points", "channel"} <= inner
+
+
+def test_malformed_bodies_cannot_become_records():
+    batch = generate(100, seed=1, malformed=0.2)
+    for delivery in (d for d in batch.deliveries if d.role == "malformed"):
+        payload = parsed(delivery.body)
+        assert payload is None or event_of(payload).get("treated") is None
+
+
+def test_the_command_sends_every_delivery_and_writes_a_manifest(receiver, tmp_path):
+    manifest = tmp_path / "manifest.json"
+
+    completed = subprocess.run(
+        [
+            sys.executable, "-m", "emulator", "send-webhooks", "--url", receiver.url,
+            "--count", "300", "--duplicates", "0.2", "--malformed", "0.05", "--shuffle",
+            "--extra-keys", "--concurrency", "4", "--manifest", str(manifest),
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+    assert completed.returncode == 0, completed.stderr
+    assert "Sent 300 deliveries to http://127.0.0.1:" in completed.stdout
+    assert "some-token" not in completed.stdout + completed.stderr
+    assert "200 x 300" in completed.stdout
+    sent = json.loads(manifest.read_text())
+    assert sent["counts"]["duplicates"] == 60
+    assert sorted(hashlib.sha256(b).hexdigest() for b in receiver.bodies) == sorted(
+        sent["bodies_sha256"]
+    )
+    assert receiver.paths == {"/webhooks/fleet/some-token/"}
+
+
+def test_the_command_retries_a_5xx(receiver):
+    receiver.fail_first = 2
+
+    completed = subprocess.run(
+        [sys.executable, "-m", "emulator", "send-webhooks", "--url", receiver.url, "--json",
+         "--count", "5", "--concurrency", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+    summary = json.loads(completed.stdout)
+    assert (summary["statuses"], summary["retries"]) == ({"200": 5}, 2)
+    assert len(receiver.bodies) == 5
+
+
+def test_the_command_refuses_nonsense():
+    completed = subprocess.run(
+        [sys.executable, "-m", "emulator", "send-webhooks", "--url", "http://127.0.0.1:9/",
+         "--duplicates", "0.7", "--malformed", "0.5"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+    assert completed.returncode == 2
+    assert "less than 1 together" in completed.stderr
+
+
+def test_the_control_surface_sends_generated_events(emulator: Emulator, receiver):
+    answer = emulator.control("POST", "webhooks", url=receiver.url, count=20, duplicates=0.1)
+
+    assert (answer["deliveries"], answer["duplicates"], answer["statuses"]) == (20, 2, {"200": 20})
+    assert len(receiver.bodies) == 20
+    assert {record["kind"] for record in answer["records"]} <= {"frame", "notification"}
+
+
+def test_the_control_surface_sends_given_payloads_as_they_are(emulator: Emulator, receiver):
+    payloads = [{"frame": {"id": 1, "treated": False}}, {"anything": [1, 2]}]
+
+    emulator.control("POST", "webhooks", url=receiver.url, events=payloads)
+
+    assert [json.loads(body) for body in receiver.bodies] == payloads
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"url": "ftp://x"},
+        {"url": "http://127.0.0.1:9/", "count": "ten"},
+        {"url": "http://x/", "events": []},
+    ],
+)
+def test_the_control_surface_refuses_nonsense(emulator: Emulator, body):
+    response = requests.post(f"{emulator.url}/_emulator/webhooks", json=body, timeout=10)
+
+    assert response.status_code == 400
+    assert response.json()["error"]

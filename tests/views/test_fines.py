@@ -1,0 +1,219 @@
+"""The fines and notifications pages and the dashboard's counts, fed through the real receiver."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+WEBHOOK = "/webhooks/fleet/dev-webhook-token/"
+ENGLISH = {"Accept-Language": "en"}
+HTMX = {"HX-Request": "true"}
+DOCUMENT = "https://autoridade.example/autos/S1.pdf"
+ROW = re.compile(r'<tr data-testid="(fine|notification)" data-key="([^"]*)"')
+
+
+@pytest.fixture
+def manager_client(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("marcos", password="pw-123456"))
+    return client
+
+
+def deliver(client, payload) -> None:
+    response = client.post(WEBHOOK, data=json.dumps(payload), content_type="application/json")
+    assert response.status_code == 200, response.content
+
+
+def a_fine(id, *, treated=False, link_frame=None, link="https://boletos.example/1", **fields):
+    return {
+        "frame": {"id": id, "treated": treated, "description": f"Infração {id}", **fields},
+        "linkFrame": link_frame,
+        "link": link,
+    }
+
+
+def keys(response) -> list[str]:
+    return [key for _, key in ROW.findall(response.text)]
+
+
+def test_the_pages_require_login(client):
+    for path in ("/fines/", "/notifications/"):
+        assert client.get(path).status_code == 302
+
+
+def test_untreated_fines_come_first_then_the_latest(manager_client, client):
+    deliver(client, a_fine(1, treated=True))
+    deliver(client, a_fine(2))
+    deliver(client, a_fine(3))
+
+    response = manager_client.get("/fines/", headers=ENGLISH)
+
+    assert response.status_code == 200
+    assert keys(response) == ["3", "2", "1"]
+    assert "3 fines" in response.text
+
+
+def test_the_treated_and_document_filters(manager_client, client):
+    deliver(client, a_fine(1, treated=True, link_frame=DOCUMENT))
+    deliver(client, a_fine(2, link_frame=DOCUMENT))
+    deliver(client, a_fine(3))
+
+    assert keys(manager_client.get("/fines/", {"treated": "0"})) == ["3", "2"]
+    assert keys(manager_client.get("/fines/", {"treated": "1"})) == ["1"]
+    assert keys(manager_client.get("/fines/", {"document": "0"})) == ["3"]
+    assert keys(manager_client.get("/fines/", {"document": "1", "treated": "0"})) == ["2"]
+    # Nonsense falls back to no filter.
+    assert keys(manager_client.get("/fines/", {"treated": "maybe"})) == ["3", "2", "1"]
+
+
+def test_htmx_gets_only_the_results(manager_client, client):
+    deliver(client, a_fine(1))
+
+    response = manager_client.get("/fines/", {"treated": "0"}, headers=HTMX)
+
+    assert keys(response) == ["1"]
+    assert "<html" not in response.text
+    assert 'id="record-results"' not in response.text
+
+
+def test_links_open_in_a_new_tab_without_opener_or_referrer(manager_client, client):
+    deliver(client, a_fine(1, link_frame=DOCUMENT, link="https://boletos.example/1"))
+
+    page = manager_client.get("/fines/", headers=ENGLISH).text
+
+    for url in (DOCUMENT, "https://boletos.example/1"):
+        assert f'<a href="{url}" target="_blank" rel="noopener noreferrer">' in page
+
+
+def test_a_missing_official_document_is_explained(manager_client, client):
+    deliver(client, a_fine(1, link_frame=None))
+
+    page = manager_client.get("/fines/", headers=ENGLISH).text
+
+    assert "Not yet available from the issuing authority" in page
+    assert "Ainda não disponível" in manager_client.get("/fines/").text
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        "http://autoridade.example/autos/S1.pdf",
+        "javascript:alert(1)",
+        "/admin/",
+        "https:///no-host",
+    ],
+)
+def test_only_https_links_become_links(manager_client, client, link):
+    deliver(client, a_fine(1, link_frame=link, link=link))
+
+    page = manager_client.get("/fines/").text
+
+    assert 'target="_blank" rel="noopener noreferrer">' not in page.split('data-testid="fine"')[1]
+
+
+def test_a_link_cannot_break_out_of_its_attribute(manager_client, client):
+    deliver(client, a_fine(1, link_frame='https://x.example/"><script>alert(1)</script>'))
+
+    page = manager_client.get("/fines/").text
+
+    assert "<script>alert(1)" not in page
+    assert 'href="https://x.example/&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"' in page
+
+
+def test_each_fine_has_a_deep_link_into_the_fleet_app(manager_client, client):
+    deliver(client, a_fine(1))
+
+    page = manager_client.get("/fines/", {"treated": "0"}, headers=ENGLISH).text
+
+    assert (
+        '<a href="/app/open?next=/fines/%3Ftreated%3D0" target="_blank" '
+        'rel="noopener noreferrer" data-testid="handle-in-app">Handle in the fleet app</a>'
+    ) in page
+
+
+def test_received_and_updated_times_and_the_treated_history_are_shown(manager_client, client):
+    deliver(client, a_fine(1, updatedAt="2026-11-20T10:00:00Z"))
+    deliver(client, a_fine(1, treated=True, updatedAt="2026-11-21T15:30:00Z"))
+
+    page = manager_client.get("/fines/", headers=ENGLISH).text
+
+    assert "Received" in page
+    assert 'data-testid="updated-at"' in page
+    assert 'data-testid="treated-history"' in page
+    assert "2 changes" in page
+    # 15:30 UTC is 12:30 in São Paulo, shown the Brazilian way.
+    assert "21/11/2026 12:30" in manager_client.get("/fines/").text
+
+
+def test_fines_page_through(manager_client, client):
+    for id in range(1, 53):
+        deliver(client, a_fine(id))
+
+    first = manager_client.get("/fines/", headers=ENGLISH)
+    second = manager_client.get("/fines/", {"page": 2}, headers=ENGLISH)
+
+    assert len(keys(first)) == 50
+    assert keys(second) == ["2", "1"]
+    assert "Page 2 of 2" in second.text
+
+
+def test_empty_lists_say_so(manager_client):
+    assert "No fine has been received yet" in manager_client.get("/fines/", headers=ENGLISH).text
+    assert "No fine matches these filters" in (
+        manager_client.get("/fines/", {"treated": "1"}, headers=ENGLISH).text
+    )
+    assert "No notification has been received yet" in (
+        manager_client.get("/notifications/", headers=ENGLISH).text
+    )
+
+
+def test_notifications_untreated_first_with_their_filter(manager_client, client):
+    deliver(client, {"notification": {"id": 1, "treated": True, "title": "Vistoria feita"}})
+    deliver(client, {"notification": {"id": 2, "treated": False, "title": "Licenciamento"}})
+
+    everything = manager_client.get("/notifications/")
+    treated = manager_client.get("/notifications/", {"treated": "1"})
+
+    assert keys(everything) == ["2", "1"]
+    assert "Licenciamento" in everything.text
+    assert keys(treated) == ["1"]
+
+
+def test_the_dashboard_counts_what_needs_attention(manager_client, client):
+    deliver(client, a_fine(1))
+    deliver(client, a_fine(2, link_frame=DOCUMENT))
+    deliver(client, a_fine(3, treated=True))
+    deliver(client, {"notification": {"id": 1, "treated": False}})
+
+    page = manager_client.get("/").text
+
+    assert re.search(r'data-testid="count-untreated-fines">2<', page)
+    assert re.search(r'data-testid="count-fines-without-document">2<', page)
+    assert re.search(r'data-testid="count-untreated-notifications">1<', page)
+
+
+def test_the_counts_fragment_polls_and_is_what_htmx_gets(manager_client, client, settings):
+    settings.FLEET_COUNTS_POLL_SECONDS = 15
+    deliver(client, a_fine(1))
+
+    fragment = manager_client.get("/", headers=HTMX).text
+
+    assert fragment.lstrip().startswith('<section id="record-counts"')
+    assert 'hx-trigger="every 15s, focus from:window"' in fragment
+    assert re.search(r'data-testid="count-untreated-fines">1<', fragment)
+    assert "<html" not in fragment
+
+
+def test_plates_are_shown_as_on_the_vehicle_pages(manager_client, client):
+    deliver(client, a_fine(1, carPlate="abc1234"))
+    deliver(client, {"notification": {"id": 1, "treated": False, "carPlate": "ABC1D23"}})
+    deliver(client, a_fine(2, carPlate="not a plate"))
+
+    fines = manager_client.get("/fines/").text
+
+    assert '<span class="plate">ABC-1234</span>' in fines
+    assert '<span class="plate">not a plate</span>' in fines
+    assert '<span class="plate">ABC1D23</span>' in manager_client.get("/notifications/").text

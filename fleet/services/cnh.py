@@ -141,6 +141,8 @@ def cnh_lookup_recover(*, lookup: CnhLookup) -> bool:
     calls this while it polls, so nothing stays running for ever.
     """
     now = timezone.now()
+    if lookup.status != CnhLookupStatus.RUNNING or lookup.updated_at >= now - RUNNING_LEASE:
+        return False  # what nearly every poll finds: no query
     with transaction.atomic():
         recovered = CnhLookup.objects.filter(
             pk=lookup.pk, status=CnhLookupStatus.RUNNING, updated_at__lt=now - RUNNING_LEASE

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from fleet.services.fines import record_counts
-from fleet.views import AuthenticatedRequest
+from fleet.views import AuthenticatedRequest, is_fragment_request
 
 
 @require_GET
@@ -22,6 +22,6 @@ from fleet.views import AuthenticatedRequest
 @vary_on_headers("HX-Request")
 def dashboard(request: AuthenticatedRequest) -> HttpResponse:
     context = {"counts": record_counts(), "poll_seconds": settings.FLEET_COUNTS_POLL_SECONDS}
-    partial = request.htmx and not request.htmx.history_restore_request
+    partial = is_fragment_request(request)
     template = "fleet/dashboard.html#counts" if partial else "fleet/dashboard.html"
     return render(request, template, context)

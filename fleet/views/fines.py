@@ -12,7 +12,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from fleet.forms import FineFilterForm, NotificationFilterForm
 from fleet.services.fines import fine_search, notification_search
-from fleet.views import AuthenticatedRequest
+from fleet.views import AuthenticatedRequest, is_fragment_request
 
 
 @require_GET
@@ -22,7 +22,7 @@ def fine_list(request: AuthenticatedRequest) -> HttpResponse:
     form = FineFilterForm(request.GET)
     filters = form.filters()
     page = fine_search(**filters)
-    return _render(request, "fleet/fines.html", form=form, filters=filters, page=page)
+    return _render(request, "fleet/fines.html", filters, form=form, page=page)
 
 
 @require_GET
@@ -32,15 +32,15 @@ def notification_list(request: AuthenticatedRequest) -> HttpResponse:
     form = NotificationFilterForm(request.GET)
     filters = form.filters()
     page = notification_search(**filters)
-    return _render(request, "fleet/notifications.html", form=form, filters=filters, page=page)
+    return _render(request, "fleet/notifications.html", filters, form=form, page=page)
 
 
-def _render(request: AuthenticatedRequest, template: str, **context: object) -> HttpResponse:
-    filters = context["filters"]
-    assert isinstance(filters, dict)
-    context["query_string"] = _query_string(filters)
-    # htmx swaps only the results; a history restore needs the whole page.
-    partial = request.htmx and not request.htmx.history_restore_request
+def _render(
+    request: AuthenticatedRequest, template: str, filters: dict[str, object], **context: object
+) -> HttpResponse:
+    context |= {"filters": filters, "query_string": _query_string(filters)}
+    # htmx swaps only the results.
+    partial = is_fragment_request(request)
     return render(request, f"{template}#results" if partial else template, context)
 
 

@@ -25,7 +25,7 @@ from fleet.services.vehicles import (
     vehicle_search,
     vehicles_refresh,
 )
-from fleet.views import AuthenticatedRequest
+from fleet.views import AuthenticatedRequest, is_fragment_request
 
 
 @require_GET
@@ -44,8 +44,7 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
         context["result"] = vehicle_search(**filters)
     except FleetDataUnavailable as unavailable:
         context["unavailable"] = unavailable
-    # htmx swaps only the results; a history restore needs the whole page.
-    partial = request.htmx and not request.htmx.history_restore_request
+    partial = is_fragment_request(request)  # htmx swaps only the results
     template = "fleet/vehicles.html#results" if partial else "fleet/vehicles.html"
     response = render(request, template, context)
     if "unavailable" in context and not partial:

@@ -281,6 +281,55 @@ def running_portal(
         stop(process)
 
 
+@contextmanager
+def running_worker(environment: dict[str, str], workdir: Path) -> Iterator[Server]:
+    """`manage.py db_worker` on the portal's database, as in production: it processes
+    the stored webhook deliveries (and runs the CNH lookups)."""
+    log = workdir / "db_worker.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [
+                sys.executable, "manage.py", "db_worker", "--no-reload", "--no-startup-delay",
+                "--interval", "0.2", "--worker-id", "bench",
+            ],
+            cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        yield Server(url="", process=process, log=log)
+    finally:
+        stop(process)
+
+
+# Run in a Django process of the portal's: waits until no delivery is `received`.
+_WAIT_PROCESSED = """
+import sys, time
+import django
+django.setup()
+from fleet.models import DeliveryStatus, WebhookDelivery
+started, deadline = time.monotonic(), time.monotonic() + float(sys.argv[1])
+while WebhookDelivery.objects.filter(status=DeliveryStatus.RECEIVED).exists():
+    if time.monotonic() > deadline:
+        sys.exit(1)
+    time.sleep(0.05)
+print(f"{time.monotonic() - started:.3f}")
+"""
+
+
+def portal_wait_processed(environment: dict[str, str], worker: Server, *, timeout: float) -> float:
+    """Seconds until the worker has processed every stored webhook delivery."""
+    completed = subprocess.run(
+        [sys.executable, "-c", _WAIT_PROCESSED, str(timeout)],
+        cwd=ROOT, env=environment, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if completed.returncode != 0:
+        _fail_if_exited(worker.process, worker.log)
+        raise ServerFailed(
+            f"deliveries still received after {timeout:g} s:\n"
+            f"{completed.stderr[-2000:]}{_tail(worker.log)}"
+        )
+    return float(completed.stdout.strip().splitlines()[-1])
+
+
 def bench_main(run: Callable[[Path], int]) -> int:
     """Run a benchmark in a temporary folder: its exit status, 2 when a server failed,
     130 when interrupted (Ctrl-C or SIGTERM), its servers stopped either way."""

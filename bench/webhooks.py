@@ -8,14 +8,18 @@ machine) and loads, in turn, with the same bodies and the same load:
 - `bench/bare-post`: the baseline, a CSRF-exempt POST view through the same
   middleware that reads the body and answers a few bytes of JSON;
 - `/webhooks/fleet/<token>/`: the receiver, which stores each delivery
-  (one INSERT, committed), then processes it (one transaction).
+  (committed) and answers; the background worker (`manage.py db_worker`,
+  running all along as in production, on the same CPUs) processes them in
+  batches meanwhile.
 
 Every body is a different fine event, numbered on from the previous round:
 three in four create a fine, one in four updates one made just before
 (`treated: true`). The order of the two alternates every round. It prints
-requests/s of each, their ratio (target >= 0.5) and client p50/p99, then
-checks that the portal stored one delivery per answer and processed each,
-and exits 1 if not or if any request failed.
+requests/s of each, their ratio (target >= 0.5) and client p50/p99, how
+many deliveries were still waiting for the worker when the load stopped and
+how long it took to process them, then checks that the portal stored one
+delivery per answer and processed each, and exits 1 if not or if any
+request failed.
 
 Load generator: `wrk` with a Lua script (`apt-get install wrk`); without
 it, a Python client that shares the CPU and the GIL with what it measures.
@@ -48,8 +52,10 @@ from bench.support import (
     portal_empty_webhook_tables,
     portal_environment,
     portal_migrate,
+    portal_wait_processed,
     running_emulator,
     running_portal,
+    running_worker,
 )
 
 TOKEN = "bench-webhook-token"
@@ -191,7 +197,10 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         portal_migrate(environment)
         if args.database_url:
             portal_empty_webhook_tables(environment)
-        with running_portal(environment, workdir, workers=WORKERS, threads=THREADS) as portal:
+        with (
+            running_portal(environment, workdir, workers=WORKERS, threads=THREADS) as portal,
+            running_worker(environment, workdir) as worker,
+        ):
             print(
                 f"Portal at {portal.url}: gunicorn {WORKERS} workers x {THREADS} threads "
                 f"(gthread), {database}, DEBUG=False."
@@ -220,6 +229,8 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                     loads[path].append(load)
                     if load.errors:
                         failures.append(f"{label}: {load.errors} failed requests")
+            waiting = _count_deliveries(environment).get("received", 0)
+            drained = portal_wait_processed(environment, worker, timeout=600)
         counts = _count_deliveries(environment)
     stored = sum(counts.values()) - warm_deliveries
     answered = sum(load.requests for load in loads[RECEIVER[1]])
@@ -227,6 +238,10 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     print(f"Load average at the end: {_load()} (other work on the machine moves req/s).")
     print(f"\nDeliveries stored during the rounds: {stored:,} for {answered:,} answered;")
     print(f"  by status, warm-up included: {counts}")
+    print(
+        f"Waiting for the worker when the load stopped: {waiting:,} deliveries, "
+        f"all processed {drained:.1f} s later."
+    )
     if stored < answered:
         failures.append(f"{answered - stored} answered deliveries are not stored")
     if set(counts) - {"processed", "duplicate"}:

@@ -2,10 +2,12 @@
 
 `python -m bench.webhooks_reliability [--count 10000] [--duplicates 0.2] [--malformed 0.05]`
 starts the portal under gunicorn (2 workers x 4 threads, its own SQLite
-database, or `--database-url` for a PostgreSQL on this machine) and has the
-emulator send `--count` deliveries to its receiver with `send-webhooks`:
-that share of exact duplicates, of malformed bodies, extra keys, all
-shuffled, 8 at a time. Then it reads the portal's database and checks:
+database, or `--database-url` for a PostgreSQL on this machine) with its
+background worker (`manage.py db_worker`, which processes what the receiver
+stored), and has the emulator send `--count` deliveries to its receiver with
+`send-webhooks`: that share of exact duplicates, of malformed bodies, extra
+keys, all shuffled, 8 at a time. Once the worker has processed every stored
+delivery, it reads the portal's database and checks:
 
 - every delivery sent is stored, byte for byte (by SHA-256), and nothing else;
 - every record the emulator made is present exactly once, in its final state
@@ -41,8 +43,10 @@ from bench.support import (
     portal_empty_webhook_tables,
     portal_environment,
     portal_migrate,
+    portal_wait_processed,
     running_emulator,
     running_portal,
+    running_worker,
 )
 
 TOKEN = "bench-webhook-token"
@@ -206,7 +210,10 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         portal_migrate(environment)
         if args.database_url:
             portal_empty_webhook_tables(environment)
-        with running_portal(environment, workdir, workers=WORKERS, threads=THREADS) as portal:
+        with (
+            running_portal(environment, workdir, workers=WORKERS, threads=THREADS) as portal,
+            running_worker(environment, workdir) as worker,
+        ):
             served = f"gunicorn {WORKERS} workers x {THREADS} threads"
             print(f"Portal at {portal.url}: {served}, {database}.")
             manifest_file = workdir / "manifest.json"
@@ -229,6 +236,8 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                     f"send-webhooks failed (exit {sender.returncode}):\n{sender.stderr}"
                 )
             print(f"  ({elapsed:.1f} s with the sender's start-up)")
+            waited = portal_wait_processed(environment, worker, timeout=600)
+            print(f"  the worker processed the last of them {waited:.1f} s after the sender ended")
         manifest = json.loads(manifest_file.read_text())
         state = _state(environment)
         verdict = check(manifest, state)

@@ -177,6 +177,8 @@ FLEET_WEBHOOK_MAX_BYTES = _number(
 FLEET_WEBHOOK_PROXY_COUNT = _number(
     "FLEET_WEBHOOK_PROXY_COUNT", default=0, minimum=0, kind=int, what="a whole number"
 )
+# Seconds a stored webhook delivery may wait for the worker to process it with others.
+FLEET_WEBHOOK_BATCH_SECONDS = _seconds("FLEET_WEBHOOK_BATCH_SECONDS", default=1.0)
 # Seconds between two refreshes of the dashboard's counts of fines and notifications.
 FLEET_COUNTS_POLL_SECONDS = _number(
     "FLEET_COUNTS_POLL_SECONDS", default=10, minimum=1, kind=int, what="a whole number"

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import requests
@@ -156,23 +160,26 @@ def manager(django_user_model: Any, fleet_settings: Any) -> Any:
 @pytest.fixture(autouse=True)
 def _fresh_fleet_client() -> Iterator[None]:
     """Each test starts cold: its own client, an empty cache (no vehicle list, no
-    route cooldown), no vehicle list decoded in this process, and no webhook key
-    remembered as already recorded (the database forgets them between tests)."""
+    route cooldown), no vehicle list decoded in this process, no webhook key
+    remembered as already recorded and no processing run remembered as asked for
+    (the database forgets them between tests)."""
     from django.core.cache import cache
 
     from fleet.services.connection import _client_for
     from fleet.services.vehicles import _memo
-    from fleet.services.webhooks import _seen_keys
+    from fleet.services.webhooks import _schedule, _seen_keys
 
     _client_for.cache_clear()
     cache.clear()
     _memo.clear()
     _seen_keys.clear()
+    _schedule.reset()
     yield
     _client_for.cache_clear()
     cache.clear()
     _memo.clear()
     _seen_keys.clear()
+    _schedule.reset()
 
 
 def run_tasks() -> int:
@@ -241,3 +248,74 @@ def log_records() -> Iterator[Recorder]:
     root.removeHandler(recorder)
     for logger, level in levels.items():
         logger.setLevel(level)
+
+
+_WORKER_START_TIMEOUT = 30.0
+
+
+def _database_url() -> str:
+    from django.db import connection
+
+    db = connection.settings_dict
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        return f"sqlite:///{db['NAME']}"
+    credentials = quote(db["USER"] or "")
+    if db["PASSWORD"]:
+        credentials += f":{quote(db['PASSWORD'])}"
+    return f"postgres://{credentials}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+@pytest.fixture
+def db_worker(live_server: Any, emulator: Emulator) -> Iterator[subprocess.Popen[str]]:
+    """`manage.py db_worker` on the test database, calling the test emulator: the
+    background tasks run as they do under `make run`, in a process of their own that
+    shares no connection, transaction or import state with the live server."""
+    env = os.environ | {
+        "DJANGO_SETTINGS_MODULE": "portal.settings",
+        "DJANGO_ENV_FILE": "",
+        "DJANGO_SECRET_KEY": "browser-test-worker-secret-key",
+        "FLEET_ENVIRONMENT": "emulator",
+        "DATABASE_URL": _database_url(),
+        "FLEET_BASE_URL": emulator.url,
+        "FLEET_LOGIN_URL": emulator.login_url,
+    }
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "manage.py",
+            "db_worker",
+            "--no-reload",
+            "--no-startup-delay",
+            "--interval",
+            "0.1",
+            "--worker-id",
+            "browser-test",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    started = threading.Event()
+
+    def read() -> None:  # drained all along, so that a full pipe never blocks the worker
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if "Starting worker" in line:
+                started.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    deadline = time.monotonic() + _WORKER_START_TIMEOUT
+    while not started.wait(0.1):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail("db_worker did not start:\n" + "".join(lines))
+    yield process
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()

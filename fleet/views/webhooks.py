@@ -3,9 +3,12 @@
 The fleet platform's registration, headers, signing and retries are not
 specified, so the secret is the token in the path (FLEET_WEBHOOK_TOKENS,
 several at once for rotation) and the answer is quick: the delivery is
-stored as received, processed, and answered 2xx whatever came of it, since
-a delivery kept for replay must not be sent again. Only what was not stored
-is answered 4xx or 5xx: the sender should know.
+stored as received and answered 202; the background worker processes it
+moments later, with others (`fleet.services.webhooks`). Whatever comes of
+that, it must not be sent again: a delivery that cannot become a record is
+kept for replay. Only what was not stored, or cannot ever be processed (a
+body that is not JSON, stored all the same), is answered 4xx or 5xx: the
+sender should know.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from fleet.models import DeliveryStatus
 from fleet.services.webhooks import (
     delivery_receive,
     delivery_store,
@@ -81,5 +83,4 @@ def fleet_webhook(request: HttpRequest, token: str) -> HttpResponse:
         answer["error"] = delivery.error
     if not is_json_content_type(content_type):
         return JsonResponse(answer, status=415)  # stored all the same, as invalid
-    processed = delivery.status in (DeliveryStatus.PROCESSED, DeliveryStatus.DUPLICATE)
-    return JsonResponse(answer, status=200 if processed else 202)
+    return JsonResponse(answer, status=202)

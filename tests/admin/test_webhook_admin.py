@@ -9,6 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from fleet.models import Fine, UnknownWebhookKey, WebhookDelivery
+from fleet.services.webhooks import deliveries_process_received
 
 pytestmark = pytest.mark.django_db
 
@@ -25,6 +26,7 @@ def admin(admin_client: Client) -> Client:
 
 def deliver(client: Client, body: bytes) -> WebhookDelivery:
     client.post(WEBHOOK, data=body, content_type="application/json")
+    deliveries_process_received()  # the worker's next run
     return WebhookDelivery.objects.latest("pk")
 
 

@@ -9,92 +9,17 @@ transaction or import state with the live server, exactly like production.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-import threading
-import time
-from collections.abc import Iterator
-from typing import Any
-from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import log_in
-from tests.conftest import ROOT, Emulator
+from tests.conftest import Emulator
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 CPF, OTHER_CPF, TIMEOUT_CPF = "529.982.247-25", "111.444.777-35", "504.504.504-06"
-_WORKER_START_TIMEOUT = 30.0
-
-
-def _database_url() -> str:
-    from django.db import connection
-
-    db = connection.settings_dict
-    if db["ENGINE"] == "django.db.backends.sqlite3":
-        return f"sqlite:///{db['NAME']}"
-    credentials = quote(db["USER"] or "")
-    if db["PASSWORD"]:
-        credentials += f":{quote(db['PASSWORD'])}"
-    return f"postgres://{credentials}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-@pytest.fixture
-def db_worker(live_server: Any, emulator: Emulator) -> Iterator[subprocess.Popen[str]]:
-    """`manage.py db_worker` on the test database, calling the test emulator."""
-    env = os.environ | {
-        "DJANGO_SETTINGS_MODULE": "portal.settings",
-        "DJANGO_ENV_FILE": "",
-        "DJANGO_SECRET_KEY": "browser-test-worker-secret-key",
-        "FLEET_ENVIRONMENT": "emulator",
-        "DATABASE_URL": _database_url(),
-        "FLEET_BASE_URL": emulator.url,
-        "FLEET_LOGIN_URL": emulator.login_url,
-    }
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "manage.py",
-            "db_worker",
-            "--no-reload",
-            "--no-startup-delay",
-            "--interval",
-            "0.1",
-            "--worker-id",
-            "browser-test",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: list[str] = []
-    started = threading.Event()
-
-    def read() -> None:  # drained all along, so that a full pipe never blocks the worker
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.append(line)
-            if "Starting worker" in line:
-                started.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    deadline = time.monotonic() + _WORKER_START_TIMEOUT
-    while not started.wait(0.1):
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail("db_worker did not start:\n" + "".join(lines))
-    yield process
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
 
 
 def test_a_manager_submits_a_lookup_and_sees_it_move_to_its_result_without_reloading(

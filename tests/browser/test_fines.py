@@ -1,16 +1,28 @@
 """Must-show 4 of the fines issue: events the emulator sends appear on /fines/, the
-dashboard's counts change without a reload, and the filters work."""
+dashboard's counts change without a reload, and the filters work. The receiver stores
+them; a real `manage.py db_worker` processes them, as under `make run`."""
 
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
+from django.db.models import QuerySet
 from playwright.sync_api import expect
 
+from fleet.models import Fine
 from tests.browser.conftest import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def processed(records: QuerySet[Fine]) -> None:
+    """Wait until the worker has processed what was sent (a second or two)."""
+    deadline = time.monotonic() + 10
+    while not records.exists():
+        assert time.monotonic() < deadline, "the worker did not process the delivery"
+        time.sleep(0.05)
 
 
 def fine_777(*, treated: bool, at: str, **links: str | None) -> dict[str, object]:
@@ -19,7 +31,7 @@ def fine_777(*, treated: bool, at: str, **links: str | None) -> dict[str, object
 
 
 def test_sent_events_update_the_dashboard_by_themselves_and_fill_the_fines_page(
-    page, manager, emulator, live_server, fleet_settings
+    page, manager, emulator, live_server, fleet_settings, db_worker
 ):
     fleet_settings.FLEET_COUNTS_POLL_SECONDS = 1
     webhook = f"{live_server.url}/webhooks/fleet/dev-webhook-token/"
@@ -87,6 +99,7 @@ def test_sent_events_update_the_dashboard_by_themselves_and_fill_the_fines_page(
         linkFrame="https://autoridade.example/autos/777.pdf",
     )
     emulator.control("POST", "webhooks", url=webhook, events=[handled_fine])
+    processed(Fine.objects.filter(external_id="777", treated=True))
     page.get_by_label("Documento oficial").select_option(label="Disponível")
     handled = page.locator('[data-testid=fine][data-key="777"]')
     expect(handled.get_by_test_id("treated")).to_be_visible()

@@ -1,5 +1,9 @@
 """The webhook receiver: every delivery stored as received, processed idempotently, kept when bad.
 
+`send` posts a delivery, then does what the background worker does next
+(`deliveries_process_received`); tests/webhooks/test_processing.py runs the
+worker itself.
+
 Must-show 1 of the fines issue: duplicate, reordered, additive-key,
 null-`treated`, malformed-JSON, wrong-token and oversized deliveries, each
 with its effect and nothing lost; replay after a fix (also in
@@ -16,7 +20,7 @@ import pytest
 from django.db import connection
 
 from fleet.models import DeliveryStatus, Fine, Notification, UnknownWebhookKey, WebhookDelivery
-from fleet.services.webhooks import delivery_replay
+from fleet.services.webhooks import deliveries_process_received, delivery_replay
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +36,14 @@ def fine(id=1, *, treated=False, at="2026-11-20T10:00:00Z", **fields):
 
 def send(client, payload, *, url=URL, content_type="application/json", **extra):
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    return client.post(url, data=body, content_type=content_type, **extra)
+    response = client.post(url, data=body, content_type=content_type, **extra)
+    deliveries_process_received()  # the worker's next run
+    return response
+
+
+def only_delivery() -> WebhookDelivery:
+    """The only delivery stored."""
+    return WebhookDelivery.objects.get()
 
 
 def stored_bodies() -> list[bytes]:
@@ -42,14 +53,21 @@ def stored_bodies() -> list[bytes]:
     ]
 
 
-def test_a_new_fine_is_stored_processed_and_answered_200(client):
+def test_a_new_fine_is_stored_answered_202_then_processed(client):
     body = json.dumps(fine(7, linkFrame=None, link=SLIP, carPlate="ABC1D23")).encode()
 
-    response = send(client, body)
+    response = client.post(URL, data=body, content_type="application/json")
 
-    assert response.status_code == 200
+    assert response.status_code == 202
+    stored = WebhookDelivery.objects.get()
+    assert response.json() == {"delivery": stored.pk, "status": "received"}
+    assert stored.status == "received"
+    assert not Fine.objects.exists()
+
+    assert deliveries_process_received() == {DeliveryStatus.PROCESSED: 1}
+
     delivery = WebhookDelivery.objects.get()
-    assert response.json() == {"delivery": delivery.pk, "status": "processed"}
+    assert delivery.status == "processed"
     assert bytes(delivery.body) == body
     assert delivery.body_sha256 == hashlib.sha256(body).hexdigest()
     assert delivery.content_type == "application/json"
@@ -71,9 +89,9 @@ def test_the_same_delivery_twice_has_one_effect_and_both_are_kept(client):
 
     first, second = send(client, payload), send(client, payload)
 
-    assert (first.status_code, second.status_code) == (200, 200)
-    assert second.json()["status"] == "duplicate"
+    assert (first.status_code, second.status_code) == (202, 202)
     original, duplicate = WebhookDelivery.objects.order_by("pk")
+    assert (original.status, duplicate.status) == ("processed", "duplicate")
     assert duplicate.duplicate_of == original
     assert Fine.objects.count() == 1
     assert len(Fine.objects.get().treated_history) == 1
@@ -101,7 +119,7 @@ def test_reordered_updates_end_in_the_latest_state(client):
     handled = fine(1, treated=True, at="2026-11-20T12:00:00Z", linkFrame=DOCUMENT)
 
     for payload in (handled, created, document):  # the latest first
-        assert send(client, payload).status_code == 200
+        assert send(client, payload).status_code == 202
 
     record = Fine.objects.get()
     assert (record.treated, record.link_frame) == (True, DOCUMENT)
@@ -147,7 +165,7 @@ def test_unknown_keys_are_accepted_kept_and_reported(client):
 
     response = send(client, payload)
 
-    assert response.status_code == 200
+    assert response.status_code == 202
     assert Fine.objects.get().payload["severity"] == "gravíssima"
     assert dict(UnknownWebhookKey.objects.values_list("path", "sample")) == {
         "frame.severity": '"gravíssima"',
@@ -189,11 +207,8 @@ def test_a_null_missing_or_non_boolean_treated_is_kept_as_invalid_not_coerced(
     response = send(client, payload)
 
     assert response.status_code == 202
-    assert response.json()["status"] == "invalid"
-    assert message in response.json()["error"]
-    delivery = WebhookDelivery.objects.get()
-    assert delivery.status == "invalid"
-    assert message in delivery.error
+    assert only_delivery().status == "invalid"
+    assert message in only_delivery().error
     assert not Fine.objects.exists()
 
 
@@ -211,10 +226,9 @@ def test_malformed_json_is_kept_byte_for_byte_and_answered_2xx(client):
     response = send(client, body)
 
     assert response.status_code == 202
-    assert "not valid JSON" in response.json()["error"]
-    delivery = WebhookDelivery.objects.get()
-    assert delivery.status == "invalid"
-    assert bytes(delivery.body) == body
+    assert "not valid JSON" in only_delivery().error
+    assert only_delivery().status == "invalid"
+    assert bytes(only_delivery().body) == body
 
 
 def test_a_json_body_that_is_not_an_object_is_invalid(client):
@@ -234,8 +248,8 @@ def test_a_wrong_token_is_a_404_and_stores_nothing(client):
 def test_any_of_the_configured_tokens_is_accepted_for_rotation(client, settings):
     settings.FLEET_WEBHOOK_TOKENS = ["new-token-123456", "old-token-654321"]
 
-    assert send(client, fine(1), url="/webhooks/fleet/old-token-654321/").status_code == 200
-    assert send(client, fine(2), url="/webhooks/fleet/new-token-123456/").status_code == 200
+    assert send(client, fine(1), url="/webhooks/fleet/old-token-654321/").status_code == 202
+    assert send(client, fine(2), url="/webhooks/fleet/new-token-123456/").status_code == 202
     assert send(client, fine(3), url=URL).status_code == 404
     assert Fine.objects.count() == 2
 
@@ -285,7 +299,7 @@ def test_a_body_at_the_limit_is_accepted(client, settings):
     padding = 2048 - len(json.dumps(payload).encode())
     payload["frame"]["description"] = "x" * padding
 
-    assert send(client, payload).status_code == 200
+    assert send(client, payload).status_code == 202
 
 
 @pytest.mark.parametrize("method", ["get", "put", "delete", "patch"])
@@ -309,7 +323,7 @@ def test_a_body_that_is_not_json_by_content_type_gets_415_but_is_kept(client):
 
 
 def test_a_json_content_type_with_a_charset_is_accepted(client):
-    assert send(client, fine(1), content_type="application/json; charset=utf-8").status_code == 200
+    assert send(client, fine(1), content_type="application/json; charset=utf-8").status_code == 202
 
 
 def test_no_secret_header_is_stored(client):

@@ -1,12 +1,13 @@
 """The reliability check of bench/webhooks_reliability.py, smaller: the emulator sends
 duplicated, shuffled, partly malformed deliveries with extra keys to a live portal,
-and nothing is lost or applied twice."""
+a real `manage.py db_worker` processes them, and nothing is lost or applied twice."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -14,10 +15,11 @@ import pytest
 from bench.webhooks_reliability import check, portal_state
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("db_worker")]
 
 
 def send(live_server, tmp_path, *extra: str) -> dict[str, Any]:
+    """Have the emulator send, then wait until the worker has processed every delivery."""
     manifest = tmp_path / "manifest.json"
     completed = subprocess.run(
         [
@@ -28,6 +30,12 @@ def send(live_server, tmp_path, *extra: str) -> dict[str, Any]:
         cwd=ROOT, capture_output=True, text=True, timeout=100, check=False,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stdout + completed.stderr
+    from fleet.models import DeliveryStatus, WebhookDelivery
+
+    deadline = time.monotonic() + 60
+    while WebhookDelivery.objects.filter(status=DeliveryStatus.RECEIVED).exists():
+        assert time.monotonic() < deadline, "the worker left deliveries unprocessed"
+        time.sleep(0.05)
     return json.loads(manifest.read_text())
 
 

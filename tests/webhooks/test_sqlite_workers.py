@@ -1,5 +1,7 @@
-"""Several worker processes receiving at once into one SQLite file: every delivery is
-stored and processed, none meets "database is locked" (writers queue on a file lock)."""
+"""Several worker processes receiving at once into one SQLite file, each then processing
+what is stored while the others still receive: every delivery is stored and processed,
+none meets "database is locked" (writers queue on a file lock), and the threads of a
+process that store at the same moment share their transactions."""
 
 from __future__ import annotations
 
@@ -12,30 +14,33 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-# One worker: from `start_at`, receive `count` deliveries on 4 threads; print the statuses.
+# One worker: from `start_at`, receive `count` deliveries on 4 threads, then process
+# whatever is `received` (other workers may still be storing); print what it saw.
 _WORKER = """
 import json, sys, time
 from concurrent.futures import ThreadPoolExecutor
 import django
 django.setup()
 from django.db import connection
-from fleet.services.webhooks import delivery_receive
+from fleet.models import WebhookDelivery
+from fleet.services.webhooks import deliveries_process_received, delivery_receive
 worker, count, start_at = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 
 def receive(number):
     payload = {"frame": {"id": worker * 10_000 + number, "treated": False}}
     try:
-        delivery = delivery_receive(
+        return delivery_receive(
             body=json.dumps(payload).encode(), content_type="application/json",
             headers={}, source_address="127.0.0.1",
-        )
-        return delivery.status
+        ).pk
     finally:
         connection.close()
 
 time.sleep(max(0.0, start_at - time.time()))
 with ThreadPoolExecutor(4) as pool:
-    print(json.dumps(list(pool.map(receive, range(count)))))
+    ids = list(pool.map(receive, range(count)))
+processed = sum(deliveries_process_received(batch=25).values())
+print(json.dumps({"ids": ids, "processed": processed}))
 """
 
 
@@ -62,7 +67,20 @@ def test_workers_writing_one_sqlite_file_lose_nothing(tmp_path):
         )
         for number in range(3)
     ]
-    statuses = [json.loads(worker.communicate(timeout=100)[0]) for worker in workers]
+    reports = [json.loads(worker.communicate(timeout=100)[0]) for worker in workers]
+    script = (
+        "from fleet.models import WebhookDelivery, Fine\n"
+        "print(sorted(set(WebhookDelivery.objects.values_list('status', flat=True))),"
+        " WebhookDelivery.objects.count(), Fine.objects.count())"
+    )
+    state = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-v", "0", "-c", script],
+        cwd=ROOT, env=environment(database), check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
 
-    assert [set(worker) for worker in statuses] == [{"processed"}] * 3
+    ids = [pk for report in reports for pk in report["ids"]]
+    assert len(set(ids)) == len(ids) == 180
+    # Each delivery processed once, by whichever worker's run took it first.
+    assert sum(report["processed"] for report in reports) == 180
+    assert state == "['processed'] 180 180"
     assert (tmp_path / "portal.sqlite3.writer-lock").exists()

@@ -1,0 +1,182 @@
+"""After the receiver: stored deliveries are processed by the background worker, in
+batches, and the threads of a process that store at once share a transaction."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import time_machine
+from django.db import connection
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from fleet.models import DeliveryStatus, Fine, Notification, WebhookDelivery
+from fleet.services import webhooks
+from fleet.services.webhooks import deliveries_process_received, delivery_store
+from tests.conftest import run_tasks
+
+URL = "/webhooks/fleet/dev-webhook-token/"
+TASK = "fleet.tasks.webhook_deliveries_process"
+
+
+def post(client, payload) -> None:
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    assert client.post(URL, data=body, content_type="application/json").status_code == 202
+
+
+def processing_runs() -> list[DBTaskResult[Any, Any]]:
+    return list(DBTaskResult.objects.filter(task_path=TASK).order_by("run_after"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_worker_processes_what_was_stored_once_the_batch_is_due(client, settings):
+    settings.FLEET_WEBHOOK_BATCH_SECONDS = 5
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        asked_at = timezone.now()
+        for number in range(1, 6):
+            post(client, {"frame": {"id": number, "treated": False}})
+        post(client, {"notification": {"id": 1, "treated": False}})
+        post(client, b"{not json")
+
+        # One run asked for, for the whole interval, due when the interval ends.
+        (run,) = processing_runs()
+        assert run.run_after == asked_at + timedelta(seconds=5)
+        assert run_tasks() == 0
+        assert set(WebhookDelivery.objects.values_list("status", flat=True)) == {"received"}
+
+        clock.shift(5)
+        assert run_tasks() == 1
+
+    statuses = sorted(WebhookDelivery.objects.values_list("status", flat=True))
+    assert statuses == ["invalid"] + ["processed"] * 6
+    assert Fine.objects.count() == 5
+    assert Notification.objects.count() == 1
+    assert DBTaskResult.objects.get(task_path=TASK).return_value == {
+        DeliveryStatus.PROCESSED: 6,
+        DeliveryStatus.INVALID: 1,
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_no_wait_every_delivery_asks_for_a_run_due_at_once(client, settings):
+    settings.FLEET_WEBHOOK_BATCH_SECONDS = 0
+
+    post(client, {"frame": {"id": 1, "treated": False}})
+    post(client, {"frame": {"id": 1, "treated": True}})
+
+    assert len(processing_runs()) == 2
+    assert run_tasks() == 2
+    assert Fine.objects.get().treated is True
+    assert set(WebhookDelivery.objects.values_list("status", flat=True)) == {"processed"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_out_of_time_asks_for_its_sequel_which_finishes_the_work(client, settings):
+    settings.FLEET_WEBHOOK_BATCH_SECONDS = 3600  # no run asked for by the receiver after the first
+    for number in range(1, 8):
+        post(client, {"frame": {"id": number, "treated": False}})
+    DBTaskResult.objects.all().delete()
+
+    assert deliveries_process_received(batch=3, budget_s=0) == {}
+
+    assert len(processing_runs()) == 1  # the sequel, due at once
+    assert run_tasks() == 1
+    assert Fine.objects.count() == 7
+
+
+@pytest.mark.django_db
+def test_a_batch_processes_in_arrival_order_and_one_failure_keeps_the_others(client):
+    post(client, {"frame": {"id": 1, "treated": False, "description": "first"}})
+    post(client, {"frame": {"id": 1, "treated": True, "description": "then"}})  # no time: order
+    post(client, {"frame": {"id": 2}})  # treated missing: invalid, the batch goes on
+    post(client, {"frame": {"id": 3, "treated": False}})
+
+    outcomes = deliveries_process_received(batch=2)
+
+    assert outcomes == {DeliveryStatus.PROCESSED: 3, DeliveryStatus.INVALID: 1}
+    first = Fine.objects.get(external_id="1")
+    assert (first.treated, first.payload["description"]) == (True, "then")
+    assert [entry["treated"] for entry in first.treated_history] == [False, True]
+    assert Fine.objects.filter(external_id="3").exists()
+    assert deliveries_process_received() == {}  # nothing left: a second run changes nothing
+
+
+@pytest.mark.django_db(transaction=True)
+def test_threads_storing_at_the_same_moment_share_transactions_and_get_their_own_ids():
+    before = webhooks._group_commit.writes
+    count, threads = 25, 8
+    ids: dict[int, list[int]] = {}
+    start = threading.Barrier(threads)
+
+    def store(worker: int) -> None:
+        start.wait()
+        try:
+            ids[worker] = [
+                delivery_store(
+                    body=json.dumps({"frame": {"id": worker * 100 + number}}).encode(),
+                    content_type="application/json",
+                    headers={},
+                    source_address=None,
+                ).pk
+                for number in range(count)
+            ]
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=store, args=(n,)) for n in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+    stored = dict(WebhookDelivery.objects.values_list("pk", "body"))
+    assert len(stored) == count * threads
+    for number_of_thread, mine in ids.items():
+        # Each thread got the ids of its own deliveries, not others' from the same transaction.
+        assert [json.loads(bytes(stored[pk]))["frame"]["id"] for pk in mine] == [
+            number_of_thread * 100 + number for number in range(count)
+        ]
+    assert webhooks._group_commit.writes - before < 200  # some transactions held several
+
+
+@pytest.mark.django_db(transaction=True)  # SQLite alters a table outside transactions only
+def test_when_the_transaction_fails_the_delivery_is_not_stored_and_the_sender_is_told(client):
+    table = WebhookDelivery._meta.db_table
+    with connection.schema_editor() as editor:
+        editor.alter_db_table(WebhookDelivery, table, f"{table}_elsewhere")
+    try:
+        response = client.post(URL, data=b'{"frame": {}}', content_type="application/json")
+    finally:
+        with connection.schema_editor() as editor:
+            editor.alter_db_table(WebhookDelivery, f"{table}_elsewhere", table)
+
+    assert response.status_code == 503
+    assert response["Retry-After"] == "30"
+    assert not WebhookDelivery.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)  # SQLite alters a table outside transactions only
+def test_when_the_database_refuses_one_delivery_of_a_batch_only_that_one_is_kept(client, caplog):
+    post(client, {"frame": {"id": 1, "treated": False}})
+    post(client, {"notification": {"id": 1, "treated": False}})
+    post(client, {"frame": {"id": 2, "treated": False}})
+    table = Notification._meta.db_table
+    with connection.schema_editor() as editor:
+        editor.alter_db_table(Notification, table, f"{table}_elsewhere")
+    try:
+        outcomes = deliveries_process_received()
+    finally:
+        with connection.schema_editor() as editor:
+            editor.alter_db_table(Notification, f"{table}_elsewhere", table)
+
+    assert outcomes == {DeliveryStatus.PROCESSED: 2, DeliveryStatus.FAILED: 1}
+    assert Fine.objects.count() == 2
+    failed = WebhookDelivery.objects.get(status="failed")
+    assert failed.kind == "notification"
+    assert table in failed.error
+    assert "processing them one at a time" in caplog.text
+    assert caplog.text.count(f"webhook delivery {failed.pk} kept as failed") == 1

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import get_language
@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from fleet.forms import VehicleFilterForm
+from fleet.render_cache import RenderCache
 from fleet.services.vehicles import (
     FleetDataUnavailable,
     VehicleRow,
@@ -26,6 +27,11 @@ from fleet.services.vehicles import (
     vehicles_refresh,
 )
 from fleet.views import AuthenticatedRequest, is_fragment_request
+
+# The results of a filter, the same for every user: kept per version of the fleet.
+_results = RenderCache(size=256)
+# The page around them (header, filter form): kept per user, for any version.
+_pages = RenderCache(size=256)
 
 
 @require_GET
@@ -41,15 +47,29 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
         "base_query": _query_string(filters | {"sort": "plate"}),  # for the sort links
     }
     try:
-        context["result"] = vehicle_search(**filters)
+        context["result"] = result = vehicle_search(**filters)
     except FleetDataUnavailable as unavailable:
         context["unavailable"] = unavailable
-    partial = is_fragment_request(request)  # htmx swaps only the results
-    template = "fleet/vehicles.html#results" if partial else "fleet/vehicles.html"
-    response = render(request, template, context)
-    if "unavailable" in context and not partial:
-        response.status_code = 503
-    return response
+        result = None
+    language, path = get_language(), request.get_full_path()
+    # Only fresh results are kept: stale ones say how long to wait, or offer a refresh.
+    key = (
+        None
+        if result is None or result.freshness.stale
+        else (result.version, language, timezone.get_current_timezone_name(), path)
+    )
+    results = _results.render(request, "fleet/vehicles.html#results", context, key=key)
+    if is_fragment_request(request):  # htmx swaps only the results
+        return HttpResponse(results)
+    user = request.user
+    page = _pages.render(
+        request,
+        "fleet/vehicles.html",
+        context,
+        key=(user.pk, user.get_username(), user.get_full_name(), user.is_staff, language, path),
+        holes={"results": results},
+    )
+    return HttpResponse(page, status=503 if result is None else 200)
 
 
 @require_GET

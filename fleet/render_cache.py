@@ -26,7 +26,7 @@ import re
 import secrets
 import threading
 import weakref
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -70,19 +70,20 @@ class RenderCache:
         self,
         request: HttpRequest,
         template_name: str,
-        context: Mapping[str, Any],
+        context: Callable[[], Mapping[str, Any]],
         *,
         key: Hashable | None,
         holes: Mapping[str, str] | None = None,
     ) -> SafeString:
-        """`template_name` rendered with `context` and `holes` for `request`.
+        """`template_name` rendered with `context()` and `holes` for `request`.
 
-        `key` None: rendered now and not kept. `holes`: HTML (safe) put where
-        the template shows the context variable of that name.
+        `context` is called only when the template is rendered. `key` None:
+        rendered now and not kept. `holes`: HTML (safe) put where the template
+        shows the context variable of that name.
         """
         holes = holes or {}
         if key is None or len(get_messages(request)):
-            return render_to_string(template_name, {**context, **holes}, request)
+            return render_to_string(template_name, {**context(), **holes}, request)
         nonce = get_nonce(request)
         entry = (key, template_name, nonce is None)
         parts = self._entries.get(entry)
@@ -90,7 +91,7 @@ class RenderCache:
             marked: dict[str, SafeString | None] = {name: _hole(name) for name in holes}
             marked["csrf_token"] = _hole(_CSRF)
             marked["csp_nonce"] = None if nonce is None else _hole(_NONCE)
-            parts = _HOLE.split(render_to_string(template_name, {**context, **marked}, request))
+            parts = _HOLE.split(render_to_string(template_name, {**context(), **marked}, request))
             self._store(entry, parts)
         values = dict(holes)
         filled = parts.copy()

@@ -59,9 +59,9 @@ def request(*, nonce: bool = True) -> Any:
 def test_a_kept_page_is_rendered_once_per_key() -> None:
     kept = RenderCache(size=8)
 
-    first = kept.render(request(), "page.html", {"n": 1}, key="k")
-    again = kept.render(request(), "page.html", {"n": 2}, key="k")
-    other = kept.render(request(), "page.html", {"n": 3}, key="other")
+    first = kept.render(request(), "page.html", lambda: {"n": 1}, key="k")
+    again = kept.render(request(), "page.html", lambda: {"n": 2}, key="k")
+    other = kept.render(request(), "page.html", lambda: {"n": 3}, key="other")
 
     assert "<p>1</p>" in first
     assert "<p>1</p>" in again  # kept, not rendered again
@@ -73,7 +73,7 @@ def test_each_response_gets_its_own_csrf_token_and_nonce() -> None:
     kept = RenderCache(size=8)
     requests = [request() for _ in range(3)]
 
-    pages = [kept.render(made, "page.html", {"n": 1}, key="k") for made in requests]
+    pages = [kept.render(made, "page.html", lambda: {"n": 1}, key="k") for made in requests]
 
     tokens = [TOKENS.findall(page)[0] for page in pages]
     nonces = [found(NONCE, page) for page in pages]
@@ -87,9 +87,9 @@ def test_each_response_gets_its_own_csrf_token_and_nonce() -> None:
 
 def test_a_request_without_a_nonce_gets_no_nonce_attribute() -> None:
     kept = RenderCache(size=8)
-    kept.render(request(), "page.html", {"n": 1}, key="k")
+    kept.render(request(), "page.html", lambda: {"n": 1}, key="k")
 
-    page = kept.render(request(nonce=False), "page.html", {"n": 1}, key="k")
+    page = kept.render(request(nonce=False), "page.html", lambda: {"n": 1}, key="k")
 
     assert "nonce" not in page
     assert TOKENS.search(page)
@@ -97,9 +97,11 @@ def test_a_request_without_a_nonce_gets_no_nonce_attribute() -> None:
 
 def test_named_holes_are_filled_with_the_html_given() -> None:
     kept = RenderCache(size=8)
-    kept.render(request(), "page.html", {"n": 1}, key="k", holes={"inner": "<b>one</b>"})
+    kept.render(request(), "page.html", lambda: {"n": 1}, key="k", holes={"inner": "<b>one</b>"})
 
-    page = kept.render(request(), "page.html", {"n": 1}, key="k", holes={"inner": "<i>two</i>"})
+    page = kept.render(
+        request(), "page.html", lambda: {"n": 1}, key="k", holes={"inner": "<i>two</i>"}
+    )
 
     assert "<div><i>two</i></div>" in page
 
@@ -107,8 +109,8 @@ def test_named_holes_are_filled_with_the_html_given() -> None:
 def test_without_a_key_nothing_is_kept() -> None:
     kept = RenderCache(size=8)
 
-    kept.render(request(), "page.html", {"n": 1}, key=None)
-    page = kept.render(request(), "page.html", {"n": 2}, key=None)
+    kept.render(request(), "page.html", lambda: {"n": 1}, key=None)
+    page = kept.render(request(), "page.html", lambda: {"n": 2}, key=None)
 
     assert "<p>2</p>" in page
     assert len(kept) == 0
@@ -116,11 +118,11 @@ def test_without_a_key_nothing_is_kept() -> None:
 
 def test_a_request_with_messages_is_rendered_for_itself() -> None:
     kept = RenderCache(size=8)
-    kept.render(request(), "page.html", {"n": 1}, key="k")
+    kept.render(request(), "page.html", lambda: {"n": 1}, key="k")
     with_message = request()
     messages.info(with_message, "Saved.")
 
-    page = kept.render(with_message, "page.html", {"n": 2}, key="k")
+    page = kept.render(with_message, "page.html", lambda: {"n": 2}, key="k")
 
     assert "<p>2</p>" in page
 
@@ -128,16 +130,16 @@ def test_a_request_with_messages_is_rendered_for_itself() -> None:
 def test_the_oldest_page_goes_when_full() -> None:
     kept = RenderCache(size=2)
     for n, key in enumerate(("a", "b", "c")):
-        kept.render(request(), "page.html", {"n": n}, key=key)
+        kept.render(request(), "page.html", {"n": n}.copy, key=key)
 
-    assert "<p>9</p>" in kept.render(request(), "page.html", {"n": 9}, key="a")
-    assert "<p>2</p>" in kept.render(request(), "page.html", {"n": 9}, key="c")
+    assert "<p>9</p>" in kept.render(request(), "page.html", lambda: {"n": 9}, key="a")
+    assert "<p>2</p>" in kept.render(request(), "page.html", lambda: {"n": 9}, key="c")
     assert len(kept) == 2
 
 
 def test_a_changed_template_file_empties_every_cache() -> None:
     kept = RenderCache(size=8)
-    kept.render(request(), "page.html", {"n": 1}, key="k")
+    kept.render(request(), "page.html", lambda: {"n": 1}, key="k")
 
     file_changed.send(sender=None, file_path=Path("templates/fleet/vehicles.py"))
     assert len(kept) == 1
@@ -147,7 +149,7 @@ def test_a_changed_template_file_empties_every_cache() -> None:
 
 def test_a_changed_setting_empties_every_cache(settings: Any) -> None:
     kept = RenderCache(size=8)
-    kept.render(request(), "page.html", {"n": 1}, key="k")
+    kept.render(request(), "page.html", lambda: {"n": 1}, key="k")
 
     settings.FLEET_ENVIRONMENT = "sandbox"
 

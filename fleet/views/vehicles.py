@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import csv
-from collections.abc import Iterator
+import functools
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
+from django.http import HttpResponse, HttpResponseBase, QueryDict, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
@@ -38,19 +41,23 @@ _pages = RenderCache(size=256)
 @login_required
 @vary_on_headers("HX-Request")
 def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
-    form = VehicleFilterForm(request.GET)
-    filters = form.filters()
-    context = {
-        "form": form,
-        "filters": filters,
-        "query_string": _query_string(filters),
-        "base_query": _query_string(filters | {"sort": "plate"}),  # for the sort links
-    }
+    filters = _filters(request.META.get("QUERY_STRING", ""))
+    unavailable: FleetDataUnavailable | None = None
     try:
-        context["result"] = result = vehicle_search(**filters)
-    except FleetDataUnavailable as unavailable:
-        context["unavailable"] = unavailable
-        result = None
+        result = vehicle_search(**filters)
+    except FleetDataUnavailable as error:
+        result, unavailable = None, error
+
+    def context() -> dict[str, Any]:
+        return {
+            "form": VehicleFilterForm(request.GET),
+            "filters": filters,
+            "query_string": _query_string(filters),
+            "base_query": _query_string({**filters, "sort": "plate"}),  # for the sort links
+            "result": result,
+            "unavailable": unavailable,
+        }
+
     language, path = get_language(), request.get_full_path()
     # Only fresh results are kept: stale ones say how long to wait, or offer a refresh.
     key = (
@@ -70,6 +77,13 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
         holes={"results": results},
     )
     return HttpResponse(page, status=503 if result is None else 200)
+
+
+@functools.lru_cache(maxsize=256)
+def _filters(query_string: str) -> Mapping[str, Any]:
+    """The filters of a query string, as the form reads them; kept, since every
+    request of a page and its searches asks again."""
+    return MappingProxyType(VehicleFilterForm(QueryDict(query_string)).filters())
 
 
 @require_GET
@@ -128,11 +142,11 @@ def _csv_lines(rows: Iterator[VehicleRow], delimiter: str) -> Iterator[str]:
         )
 
 
-def _query_string(filters: dict[str, object]) -> str:
+def _query_string(filters: Mapping[str, Any]) -> str:
     """The filters as a query string, defaults left out, for links that keep them."""
     params = {
         "q": filters.get("query") or "",
-        "active": {True: "1", False: "0"}.get(filters.get("active")),  # type: ignore[call-overload]
+        "active": {True: "1", False: "0", None: None}[filters.get("active")],
         "sort": filters.get("sort") if filters.get("sort") != "plate" else None,
     }
     return urlencode({key: value for key, value in params.items() if value})

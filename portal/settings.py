@@ -250,6 +250,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://fleet-portal")}
+if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":
+    CACHES["default"]["BACKEND"] = "portal.cache.RedisCache"  # one client per pool, not per call
 
 # Background tasks (django.tasks) stored in the database: `manage.py db_worker` runs them.
 TASKS = {

@@ -13,8 +13,8 @@ from tests.conftest import ROOT
 _SETUP = "import django; django.setup(); print('started')"
 
 
-def start(**overrides: str) -> subprocess.CompletedProcess[str]:
-    """Load the settings in a fresh interpreter, as `manage.py` would."""
+def start(*, code: str = _SETUP, **overrides: str) -> subprocess.CompletedProcess[str]:
+    """Load the settings in a fresh interpreter, as `manage.py` would, and run `code`."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -27,7 +27,7 @@ def start(**overrides: str) -> subprocess.CompletedProcess[str]:
     }
     env |= overrides
     return subprocess.run(
-        [sys.executable, "-c", _SETUP],
+        [sys.executable, "-c", code],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -39,6 +39,14 @@ def start(**overrides: str) -> subprocess.CompletedProcess[str]:
 
 def test_defaults_start_on_the_emulator():
     assert start().stdout.strip() == "started"
+
+
+def test_a_redis_cache_url_gets_the_backend_that_keeps_its_clients():
+    code = "from django.conf import settings; print(settings.CACHES['default']['BACKEND'])"
+
+    result = start(code=code, CACHE_URL="redis://127.0.0.1:6379/3")
+
+    assert result.stdout.strip() == "portal.cache.RedisCache"
 
 
 @pytest.mark.parametrize(

@@ -68,6 +68,7 @@ _POLL: Final = 0.05  # seconds between looks at another worker's refresh
 _LOCK_MARGIN: Final = 10  # seconds the lock outlives the longest possible API call
 _OUTCOMES: Final = frozenset(get_args(Outcome.__value__))
 _FLIP: Final = bytes.maketrans(b"\x00\x01", b"\x01\x00")
+_PAGES_KEPT: Final = 256  # pages of results each process keeps per version
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +123,7 @@ class VehiclePage:
     pages: int
     per_page: int
     freshness: Freshness
+    version: str  # of the fleet's snapshot: what was rendered from it can be kept by it
 
 
 # --- The selectors the pages call ----------------------------------------------
@@ -143,18 +145,16 @@ def vehicle_search(
     """
     snapshot, freshness = _current()
     per_page = min(max(per_page, 1), MAX_PER_PAGE)
-    matches = snapshot.select(query=query, active=active, sort=sort)
-    pages = max(1, math.ceil(len(matches) / per_page))
-    page = min(max(page, 1), pages)
-    start = (page - 1) * per_page
+    found = snapshot.page(query=query, active=active, sort=sort, page=page, per_page=per_page)
     return VehiclePage(
-        rows=tuple(map(snapshot.row, matches[start : start + per_page])),
-        total=len(matches),
+        rows=found.rows,
+        total=found.total,
         fleet_total=snapshot.count,
-        page=page,
-        pages=pages,
+        page=found.page,
+        pages=found.pages,
         per_page=per_page,
         freshness=freshness,
+        version=snapshot.version,
     )
 
 
@@ -205,6 +205,13 @@ def _and(a: bytes, b: bytes) -> bytes:
     return (int.from_bytes(a) & int.from_bytes(b)).to_bytes(len(a))
 
 
+class _Page(NamedTuple):
+    rows: tuple[VehicleRow, ...]
+    total: int  # vehicles matching the filter
+    page: int
+    pages: int
+
+
 @dataclass(frozen=True, slots=True)
 class _Columns:
     """What search scans, in one sort order. Filters are masks: a byte per row, 1 if it matches."""
@@ -252,6 +259,8 @@ class _Snapshot:
         self._orders: dict[str, list[int]] = {}
         self._columns: dict[str, _Columns] = {}
         self._build_lock = threading.RLock()
+        # The pages asked for, by filter: a version never changes, so neither do they.
+        self._pages: dict[tuple[str, bool | None, str, int, int], _Page] = {}
 
     def __repr__(self) -> str:
         return f"<_Snapshot {self.version} of {self.count} vehicles>"
@@ -334,6 +343,25 @@ class _Snapshot:
             active=self.actives[index] == 1,
             driver_id=self.drivers[index],
         )
+
+    def page(
+        self, *, query: str, active: bool | None, sort: str, page: int, per_page: int
+    ) -> _Page:
+        """The rows of page `page` (clamped) of the filter, and its counts; kept by filter."""
+        key = (query, active, sort, page, per_page)
+        found = self._pages.get(key)
+        if found is None:
+            matches = self.select(query=query, active=active, sort=sort)
+            pages = max(1, math.ceil(len(matches) / per_page))
+            page = min(max(page, 1), pages)
+            start = (page - 1) * per_page
+            rows = tuple(map(self.row, matches[start : start + per_page]))
+            found = _Page(rows, len(matches), page, pages)
+            with self._build_lock:
+                while len(self._pages) >= _PAGES_KEPT:
+                    del self._pages[next(iter(self._pages))]
+                self._pages[key] = found
+        return found
 
     def find(self, plate: str) -> int | None:
         """The row of a normalized plate, by binary search in plate order."""
@@ -480,9 +508,11 @@ class _Matches(Sequence[int]):
             return list(self)[index]
         mask, rows = self._mask, []
         # The match before `start` ends the shortest prefix holding `start`
-        # matches: a binary search of counts, each one pass in C.
+        # matches: a binary search of counts, each one pass in C (none for the first page).
         position = (
             bisect_left(range(len(mask) + 1), start, key=lambda end: mask.count(1, 0, end)) - 1
+            if start
+            else -1
         )
         for _ in range(max(0, stop - start)):
             position = mask.find(1, position + 1)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import csv
-from collections.abc import Iterator
+import functools
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
-from django.shortcuts import redirect, render
+from django.http import HttpResponse, HttpResponseBase, QueryDict, StreamingHttpResponse
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import get_language
@@ -18,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from fleet.forms import VehicleFilterForm
+from fleet.render_cache import RenderCache
 from fleet.services.vehicles import (
     FleetDataUnavailable,
     VehicleRow,
@@ -27,29 +31,59 @@ from fleet.services.vehicles import (
 )
 from fleet.views import AuthenticatedRequest, is_fragment_request
 
+# The results of a filter, the same for every user: kept per version of the fleet.
+_results = RenderCache(size=256)
+# The page around them (header, filter form): kept per user, for any version.
+_pages = RenderCache(size=256)
+
 
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
 def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
-    form = VehicleFilterForm(request.GET)
-    filters = form.filters()
-    context = {
-        "form": form,
-        "filters": filters,
-        "query_string": _query_string(filters),
-        "base_query": _query_string(filters | {"sort": "plate"}),  # for the sort links
-    }
+    filters = _filters(request.META.get("QUERY_STRING", ""))
+    unavailable: FleetDataUnavailable | None = None
     try:
-        context["result"] = vehicle_search(**filters)
-    except FleetDataUnavailable as unavailable:
-        context["unavailable"] = unavailable
-    partial = is_fragment_request(request)  # htmx swaps only the results
-    template = "fleet/vehicles.html#results" if partial else "fleet/vehicles.html"
-    response = render(request, template, context)
-    if "unavailable" in context and not partial:
-        response.status_code = 503
-    return response
+        result = vehicle_search(**filters)
+    except FleetDataUnavailable as error:
+        result, unavailable = None, error
+
+    def context() -> dict[str, Any]:
+        return {
+            "form": VehicleFilterForm(request.GET),
+            "filters": filters,
+            "query_string": _query_string(filters),
+            "base_query": _query_string({**filters, "sort": "plate"}),  # for the sort links
+            "result": result,
+            "unavailable": unavailable,
+        }
+
+    language, path = get_language(), request.get_full_path()
+    # Only fresh results are kept: stale ones say how long to wait, or offer a refresh.
+    key = (
+        None
+        if result is None or result.freshness.stale
+        else (result.version, language, timezone.get_current_timezone_name(), path)
+    )
+    results = _results.render(request, "fleet/vehicles.html#results", context, key=key)
+    if is_fragment_request(request):  # htmx swaps only the results
+        return HttpResponse(results)
+    user = request.user
+    page = _pages.render(
+        request,
+        "fleet/vehicles.html",
+        context,
+        key=(user.pk, user.get_username(), user.get_full_name(), user.is_staff, language, path),
+        holes={"results": results},
+    )
+    return HttpResponse(page, status=503 if result is None else 200)
+
+
+@functools.lru_cache(maxsize=256)
+def _filters(query_string: str) -> Mapping[str, Any]:
+    """The filters of a query string, as the form reads them; kept, since every
+    request of a page and its searches asks again."""
+    return MappingProxyType(VehicleFilterForm(QueryDict(query_string)).filters())
 
 
 @require_GET
@@ -108,11 +142,11 @@ def _csv_lines(rows: Iterator[VehicleRow], delimiter: str) -> Iterator[str]:
         )
 
 
-def _query_string(filters: dict[str, object]) -> str:
+def _query_string(filters: Mapping[str, Any]) -> str:
     """The filters as a query string, defaults left out, for links that keep them."""
     params = {
         "q": filters.get("query") or "",
-        "active": {True: "1", False: "0"}.get(filters.get("active")),  # type: ignore[call-overload]
+        "active": {True: "1", False: "0", None: None}[filters.get("active")],
         "sort": filters.get("sort") if filters.get("sort") != "plate" else None,
     }
     return urlencode({key: value for key, value in params.items() if value})

@@ -481,6 +481,20 @@ def test_a_version_published_by_another_worker_is_decoded_and_served(
     assert emulator.calls(LIST_CARS) == 2
 
 
+def test_pages_kept_for_a_version_are_not_served_for_the_next(
+    fleet_settings: Any, emulator: Emulator, clock: Any
+) -> None:
+    before = vehicle_search(query="a")
+    clock.shift(61)
+    emulator.fault("/key/list-cars", body=envelope(vehicle(1, "NEW0A01", "Fiat Uno")))
+
+    after = vehicle_search(query="a")
+
+    assert after.version != before.version
+    assert [r.plate for r in after.rows] == ["NEW0A01"]
+    assert (after.total, after.fleet_total) == (1, 1)
+
+
 def test_a_worker_keeps_serving_its_copy_when_the_cache_loses_the_list(
     fleet_settings: Any, emulator: Emulator
 ) -> None:

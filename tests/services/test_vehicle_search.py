@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from fleet import plates
+from fleet.services import vehicles
 from fleet.services.vehicles import (
     MAX_PER_PAGE,
     SORTS,
@@ -135,6 +136,26 @@ def test_pages_split_the_matches_and_count_them() -> None:
     ]
     assert {(p.total, p.fleet_total, p.pages, p.per_page) for p in pages} == {(6, 6, 2, 4)}
     assert [p.page for p in pages] == [1, 2]
+
+
+def test_a_page_asked_again_is_kept_not_searched_again() -> None:
+    first = vehicle_search(query="3", sort="-plate", per_page=2, page=2)
+
+    again = vehicle_search(query="3", sort="-plate", per_page=2, page=2)
+
+    assert again.rows is first.rows
+    assert [r.plate for r in again.rows] == ["ABC1D23", "ABC1234"]
+    assert vehicle_search(query="3", sort="plate", per_page=2, page=2).rows is not first.rows
+
+
+def test_the_pages_kept_are_bounded() -> None:
+    for n in range(vehicles._PAGES_KEPT + 50):  # each a page of its own
+        vehicle_search(per_page=1 + n % 100, page=1 + n // 100)
+
+    snapshot = vehicles._memo.snapshot
+    assert snapshot is not None
+    assert len(snapshot._pages) == vehicles._PAGES_KEPT
+    assert vehicle_search(per_page=1).rows[0].plate == "ABC1234"  # dropped, searched again
 
 
 @pytest.mark.parametrize(("asked", "given"), [(0, 1), (-3, 1), (3, 3), (4, 3), (99, 3)])

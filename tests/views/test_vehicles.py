@@ -10,6 +10,10 @@ from urllib.parse import unquote
 
 import pytest
 import time_machine
+from django.contrib.messages import constants
+from django.contrib.messages.storage.cookie import CookieStorage
+from django.http import HttpResponse
+from django.test import RequestFactory
 from django.utils import timezone
 
 from fleet import plates
@@ -245,3 +249,117 @@ def test_anonymous_visitors_are_sent_to_log_in(client, emulator):
     for path in ("/vehicles/", "/vehicles/export.csv"):
         assert client.get(path)["Location"].startswith("/accounts/login/")
     assert emulator.calls("GET /key/list-cars") == 0
+
+
+# --- Pages kept per version of the fleet (fleet.render_cache) ---------------------------
+
+CSRF_HEADER = re.compile(r'hx-headers=\'\{"X-CSRFToken": "(\w+)"\}\'')
+CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="(\w+)"')
+NONCE = re.compile(r'<script [^>]*nonce="([\w-]+)"')
+
+
+def test_a_kept_page_never_repeats_a_csrf_token_or_nonce_and_its_token_works(
+    client, manager, fleet
+):
+    client = type(client)(enforce_csrf_checks=True)
+    client.force_login(manager)
+    pages = [client.get("/vehicles/", {"q": "a"}).text for _ in range(3)]
+
+    headers = [CSRF_HEADER.findall(page)[0] for page in pages]
+    nonces = [NONCE.findall(page)[0] for page in pages]
+    assert [CSRF_FIELD.findall(page) for page in pages] == [[h] for h in headers]  # one a page
+    assert len(set(headers)) == len(set(nonces)) == 3
+    # The token of the last (kept) page is this session's: the refresh form posts with it.
+    refreshed = client.post(
+        "/vehicles/refresh", {"query_string": "q=a"}, headers={"X-CSRFToken": headers[-1]}
+    )
+    assert refreshed.status_code == 302
+
+
+def test_a_kept_page_is_never_served_to_another_user(client, manager, fleet, django_user_model):
+    admin = django_user_model.objects.create_user(
+        username="chefe", first_name="Beatriz", is_staff=True
+    )
+    client.get("/vehicles/")  # anonymous: to the login page
+    client.force_login(manager)
+    as_manager = client.get("/vehicles/").text
+    client.force_login(admin)
+    as_admin = client.get("/vehicles/").text
+
+    assert "Marcos" in as_manager
+    assert "Beatriz" not in as_manager
+    assert 'href="/admin/"' not in as_manager
+    assert "Beatriz" in as_admin
+    assert "Marcos" not in as_admin
+    assert 'href="/admin/"' in as_admin
+
+
+def test_a_kept_page_is_never_served_in_another_language(manager_client, fleet):
+    count = f"{len(fleet)} vehicles of {len(fleet)}"
+    for _ in range(2):
+        english = manager_client.get("/vehicles/", headers=ENGLISH)
+        portuguese = manager_client.get("/vehicles/", headers={"Accept-Language": "pt-BR"})
+        fragment = manager_client.get("/vehicles/", headers=HTMX | ENGLISH)
+
+        assert count in english.text
+        assert 'lang="en"' in english.text
+        assert count not in portuguese.text
+        assert f"{len(fleet)} veículos de {len(fleet)}" in portuguese.text
+        assert count in fragment.text
+
+
+def test_kept_results_follow_the_fleet_when_it_changes(manager_client, emulator, fleet):
+    manager_client.get("/vehicles/", headers=ENGLISH)
+    manager_client.get("/vehicles/", headers=HTMX | ENGLISH)
+    emulator.fault(
+        "/key/list-cars",
+        body={
+            "cars": {
+                "data": [{"id": 1, "car_plate": "NEW0A01", "model": "Fiat Uno", "active": "1"}],
+                "total": 1,
+            },
+            "error": False,
+            "code": "fbk_200",
+        },
+    )
+
+    manager_client.post("/vehicles/refresh")  # a new version of the fleet
+    page = manager_client.get("/vehicles/", headers=ENGLISH)
+    fragment = manager_client.get("/vehicles/", headers=HTMX | ENGLISH)
+
+    for response in (page, fragment):
+        assert shown_plates(response) == ["NEW0A01"]
+        assert "1 vehicle of 1" in response.text
+
+
+def test_a_page_with_a_message_shows_it_once(manager_client, fleet):
+    manager_client.get("/vehicles/")  # kept
+    request = RequestFactory().get("/")
+    storage = CookieStorage(request)
+    storage.add(constants.INFO, "The list was refreshed.")
+    response = HttpResponse()
+    storage.update(response)
+    manager_client.cookies["messages"] = response.cookies["messages"].value
+
+    shown = manager_client.get("/vehicles/")
+    after = manager_client.get("/vehicles/")
+
+    assert "The list was refreshed." in shown.text
+    assert "The list was refreshed." not in after.text
+
+
+def test_stale_results_are_rendered_for_each_request(
+    manager_client, emulator, fleet_settings, fleet
+):
+    manager_client.get("/vehicles/", headers=ENGLISH)  # fresh, kept
+    emulator.fault("/key/list-cars", status=503, count=5)
+
+    later = timezone.now() + timedelta(seconds=fleet_settings.FLEET_VEHICLES_TTL + 5)
+    with time_machine.travel(later, tick=False):
+        pages = [manager_client.get("/vehicles/", headers=ENGLISH).text for _ in range(2)]
+
+    for page in pages:
+        assert "Data as of" in page
+    tokens = [CSRF_FIELD.findall(page) for page in pages]
+    assert all(len(found) == 2 for found in tokens)  # the refresh form's and the logout form's
+    assert tokens[0][0] != tokens[1][0]

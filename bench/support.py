@@ -300,34 +300,54 @@ def running_worker(environment: dict[str, str], workdir: Path) -> Iterator[Serve
         stop(process)
 
 
-# Run in a Django process of the portal's: waits until no delivery is `received`.
+# Run in a Django process of the portal's: from the time given (a Unix time), waits
+# until no delivery is `received` and prints when that was.
 _WAIT_PROCESSED = """
 import sys, time
 import django
 django.setup()
 from fleet.models import DeliveryStatus, WebhookDelivery
-started, deadline = time.monotonic(), time.monotonic() + float(sys.argv[1])
+not_before, timeout = float(sys.argv[1]), float(sys.argv[2])
+time.sleep(max(0.0, not_before - time.time()))
+deadline = time.monotonic() + timeout
 while WebhookDelivery.objects.filter(status=DeliveryStatus.RECEIVED).exists():
     if time.monotonic() > deadline:
         sys.exit(1)
-    time.sleep(0.05)
-print(f"{time.monotonic() - started:.3f}")
+    time.sleep(0.02)
+print(repr(time.time()))
 """
 
 
+class ProcessedWaiter:
+    """Started ahead (Django takes a while to start), from `not_before` (a Unix time)
+    it watches the database until the worker has processed every stored delivery."""
+
+    def __init__(
+        self, environment: dict[str, str], worker: Server, *, not_before: float, timeout: float
+    ) -> None:
+        self.worker, self.timeout = worker, timeout
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _WAIT_PROCESSED, repr(not_before), str(timeout)],
+            cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+
+    def done_at(self) -> float:
+        """The Unix time at which no delivery was waiting any more."""
+        output, errors = self.process.communicate()
+        if self.process.returncode != 0:
+            _fail_if_exited(self.worker.process, self.worker.log)
+            raise ServerFailed(
+                f"deliveries still received {self.timeout:g} s after the load:\n"
+                f"{errors[-2000:]}{_tail(self.worker.log)}"
+            )
+        return float(output.strip().splitlines()[-1])
+
+
 def portal_wait_processed(environment: dict[str, str], worker: Server, *, timeout: float) -> float:
-    """Seconds until the worker has processed every stored webhook delivery."""
-    completed = subprocess.run(
-        [sys.executable, "-c", _WAIT_PROCESSED, str(timeout)],
-        cwd=ROOT, env=environment, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if completed.returncode != 0:
-        _fail_if_exited(worker.process, worker.log)
-        raise ServerFailed(
-            f"deliveries still received after {timeout:g} s:\n"
-            f"{completed.stderr[-2000:]}{_tail(worker.log)}"
-        )
-    return float(completed.stdout.strip().splitlines()[-1])
+    """Seconds until the worker has processed every stored webhook delivery, from now."""
+    now = time.time()
+    waiter = ProcessedWaiter(environment, worker, not_before=now, timeout=timeout)
+    return max(0.0, waiter.done_at() - now)
 
 
 def bench_main(run: Callable[[Path], int]) -> int:

@@ -16,8 +16,9 @@ Every body is a different fine event, numbered on from the previous round:
 three in four create a fine, one in four updates one made just before
 (`treated: true`). The order of the two alternates every round. It prints
 requests/s of each, their ratio (target >= 0.5) and client p50/p99, how
-many deliveries were still waiting for the worker when the load stopped and
-how long it took to process them, then checks that the portal stored one
+long after each receiver round the worker processed its last delivery (it
+waits for that before the next round) and the rate of deliveries stored and
+processed, catch-up included, then checks that the portal stored one
 delivery per answer and processed each, and exits 1 if not or if any
 request failed.
 
@@ -44,6 +45,7 @@ from urllib.parse import urlsplit
 from bench.support import (
     ROOT,
     Load,
+    ProcessedWaiter,
     ServerFailed,
     add_database_argument,
     bench_main,
@@ -186,6 +188,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     generate = wrk_post(wrk, script) if wrk else python_post
     failures: list[str] = []
     loads: dict[str, list[Load]] = {BARE[1]: [], RECEIVER[1]: []}
+    catch_ups: list[float] = []
     with running_emulator(workdir) as emulator:
         environment = portal_environment(
             database=workdir / "portal.sqlite3", emulator_url=emulator.url
@@ -218,19 +221,29 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             offset = 0
             # Warm-up, not counted: both workers import, connect and compile.
             for _label, path in (BARE, RECEIVER):
-                load = generate(f"{portal.url}{path}", 10_000_000 + offset, args.connections, 1)
+                load = generate(f"{portal.url}{path}", 10_000_000 + offset, args.connections, 3)
                 offset += load.requests + 100
+            portal_wait_processed(environment, worker, timeout=600)
             warm_deliveries = sum(_count_deliveries(environment).values())
             for round_number in range(args.rounds):
                 probes = (BARE, RECEIVER) if round_number % 2 == 0 else (RECEIVER, BARE)
                 for label, path in probes:
+                    # Watching for the worker's catch-up from the end of a receiver round;
+                    # waiting for it before the next round, so that no round pays for
+                    # the one before.
+                    waiter = ProcessedWaiter(
+                        environment, worker, not_before=time.time() + seconds, timeout=600
+                    )
                     load = generate(f"{portal.url}{path}", offset, args.connections, seconds)
+                    ended = time.time()
                     offset += load.requests + 100
                     loads[path].append(load)
+                    if path == RECEIVER[1]:
+                        catch_ups.append(max(0.0, waiter.done_at() - ended))
+                    else:
+                        waiter.done_at()
                     if load.errors:
                         failures.append(f"{label}: {load.errors} failed requests")
-            waiting = _count_deliveries(environment).get("received", 0)
-            drained = portal_wait_processed(environment, worker, timeout=600)
         counts = _count_deliveries(environment)
     stored = sum(counts.values()) - warm_deliveries
     answered = sum(load.requests for load in loads[RECEIVER[1]])
@@ -238,9 +251,13 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
     print(f"Load average at the end: {_load()} (other work on the machine moves req/s).")
     print(f"\nDeliveries stored during the rounds: {stored:,} for {answered:,} answered;")
     print(f"  by status, warm-up included: {counts}")
+    receiving = sum(load.seconds for load in loads[RECEIVER[1]])
+    end_to_end = answered / (receiving + sum(catch_ups)) if receiving else 0.0
+    lags = ", ".join(f"{lag:.2f}" for lag in catch_ups)
     print(
-        f"Waiting for the worker when the load stopped: {waiting:,} deliveries, "
-        f"all processed {drained:.1f} s later."
+        f"The worker processed the last delivery of each receiver round {lags} s after it "
+        f"ended:\n  {end_to_end:.0f} deliveries/s stored and processed "
+        f"({end_to_end / _rate(loads[BARE[1]]):.2f}x bare), catch-up included."
     )
     if stored < answered:
         failures.append(f"{answered - stored} answered deliveries are not stored")

@@ -35,13 +35,19 @@ def vehicle_rows(context: template.Context, rows: Sequence[VehicleRow]) -> SafeS
     """`<tr>`s for `rows`: plate (to the vehicle page), model, status, driver, deep link."""
     before, after = escape(reverse("fleet:vehicle", args=[_SENTINEL])).split(_SENTINEL)
     next_page = quote(context["request"].get_full_path(), safe="/")
+    # Outside the f-strings: xgettext (makemessages) does not look inside them.
+    open_label, active_label, inactive_label = (
+        escape(gettext("Open in fleet app")),
+        escape(gettext("Active")),
+        escape(gettext("Inactive")),
+    )
     open_cell = (
         f'<td class="actions-cell"><a href="{escape(reverse("fleet:app_open"))}'
         f'?next={escape(next_page)}" target="_blank" rel="noopener">'
-        f"{escape(gettext('Open in fleet app'))}</a></td></tr>"
+        f"{open_label}</a></td></tr>"
     )
-    active = f'<td><span class="badge badge--ok">{escape(gettext("Active"))}</span></td>'
-    inactive = f'<td><span class="badge">{escape(gettext("Inactive"))}</span></td>'
+    active = f'<td><span class="badge badge--ok">{active_label}</span></td>'
+    inactive = f'<td><span class="badge">{inactive_label}</span></td>'
     html = [
         f'<tr><td><a class="plate" href="{before}{quote(row.plate, safe="")}{after}">'
         f"{escape(row.plate_display)}</a></td>"

@@ -363,3 +363,11 @@ def test_stale_results_are_rendered_for_each_request(
     tokens = [CSRF_FIELD.findall(page) for page in pages]
     assert all(len(found) == 2 for found in tokens)  # the refresh form's and the logout form's
     assert tokens[0][0] != tokens[1][0]
+
+
+def test_the_rows_speak_portuguese_to_a_brazilian_manager(manager_client, fleet):
+    response = manager_client.get("/vehicles/", headers={"Accept-Language": "pt-BR"})
+
+    assert "Abrir no aplicativo da frota" in response.text
+    assert "Open in fleet app" not in response.text
+    assert ">Ativo<" in response.text

@@ -74,6 +74,7 @@ from fleet.api.resources import (
     cnh_batch_from_json,
     cnh_lookup_from_json,
     crlv_request_from_json,
+    vehicle_columns_from_bytes,
     vehicle_columns_from_json,
     vehicle_crlv_from_json,
     vehicle_list_from_json,
@@ -322,7 +323,11 @@ class FleetClient:
     def list_vehicle_columns(self, *, retry_budget: float | None = None) -> VehicleColumns:
         """All vehicles of the fleet (spec 4.1), column by column: for large fleets."""
         return self._call(
-            "GET", LIST_VEHICLES, vehicle_columns_from_json, retry_budget=retry_budget
+            "GET",
+            LIST_VEHICLES,
+            vehicle_columns_from_json,
+            read_bytes=vehicle_columns_from_bytes,
+            retry_budget=retry_budget,
         )
 
     def create_access_key(
@@ -409,6 +414,7 @@ class FleetClient:
         route: str,
         read: Callable[[Any], T],
         *,
+        read_bytes: Callable[[bytes], T | None] | None = None,
         params: Mapping[str, str] | None = None,
         body: Mapping[str, Any] | None = None,
         retry_budget: float | None = None,
@@ -417,6 +423,9 @@ class FleetClient:
         timeout_pauses_route: bool = True,
     ) -> T:
         """Call `route` and return `read(json)`, retrying as the policy allows.
+
+        `read_bytes`, when given, reads a successful answer from its bytes first,
+        faster; when it returns None, the answer is parsed and `read` as usual.
 
         `timeout` overrides the read timeout for this call only (the CNH lookup
         needs 70 s where everything else needs 10). `timeout_pauses_route=False`
@@ -440,7 +449,9 @@ class FleetClient:
                 self._wait_for_cooldown(call)
                 call.attempts += 1
                 try:
-                    return self._attempt(call, url, data, read_timeout, read, login=login)
+                    return self._attempt(
+                        call, url, data, read_timeout, read, read_bytes, login=login
+                    )
                 except FleetError as error:
                     wait = self._retry_wait(call, error)
                     if wait is None or not call.allows(wait):
@@ -513,6 +524,7 @@ class FleetClient:
         data: bytes | None,
         read_timeout: float,
         read: Callable[[Any], T],
+        read_bytes: Callable[[bytes], T | None] | None,
         *,
         login: bool,
     ) -> T:
@@ -536,6 +548,11 @@ class FleetClient:
                 method=call.method,
             ) from exc
         elapsed_ms = (time.monotonic() - started) * 1000
+        if read_bytes is not None and 200 <= response.status_code < 300:
+            quick = read_bytes(response.content)
+            if quick is not None:
+                self._log_answer(call, response.status_code, None, elapsed_ms, response)
+                return quick
         try:
             # orjson: a 50,000-vehicle fleet parses in two thirds of the stdlib's time.
             body: Any = orjson.loads(response.content)
@@ -549,17 +566,7 @@ class FleetClient:
             method=call.method,
             login=login,
         )
-        trace_id = failure.trace_id if failure else response.headers.get("X-Trace-Id")
-        logger.info(
-            "%s %s -> %d in %.0f ms (attempt %d, trace %s)",
-            call.method,
-            call.route,
-            response.status_code,
-            elapsed_ms,
-            call.attempts,
-            trace_id or "-",
-            extra=self._log_fields(call, response.status_code, trace_id, elapsed_ms),
-        )
+        trace_id = self._log_answer(call, response.status_code, failure, elapsed_ms, response)
         if failure is not None:
             raise failure
         try:
@@ -574,6 +581,28 @@ class FleetClient:
                 route=call.route,
                 method=call.method,
             ) from None
+
+    def _log_answer(
+        self,
+        call: _CallBudget,
+        status: int,
+        failure: FleetError | None,
+        elapsed_ms: float,
+        response: requests.Response,
+    ) -> str | None:
+        """Log one answer; its trace id, if any."""
+        trace_id = failure.trace_id if failure else response.headers.get("X-Trace-Id")
+        logger.info(
+            "%s %s -> %d in %.0f ms (attempt %d, trace %s)",
+            call.method,
+            call.route,
+            status,
+            elapsed_ms,
+            call.attempts,
+            trace_id or "-",
+            extra=self._log_fields(call, status, trace_id, elapsed_ms),
+        )
+        return trace_id
 
     @staticmethod
     def _log_fields(

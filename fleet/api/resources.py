@@ -16,6 +16,8 @@ from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Any, Final
 
+import msgspec
+
 
 class ShapeError(ValueError):
     """The JSON does not have the shape the spec describes."""
@@ -202,6 +204,56 @@ def vehicle_columns_from_json(body: Any) -> VehicleColumns:
         raise ShapeError(_first_bad_vehicle(data))
     return VehicleColumns(
         ids=ids, plates=plates, models=models, actives=actives, driver_ids=drivers, total=total
+    )
+
+
+class _Car(msgspec.Struct, gc=False):
+    id: int
+    car_plate: str
+    model: str
+    active: Any = None
+    driver_id: int | None = None
+
+
+class _Cars(msgspec.Struct, gc=False):
+    data: list[_Car]
+    total: int
+
+
+class _CarsAnswer(msgspec.Struct, gc=False):
+    cars: _Cars
+    error: Any = None  # v1's envelope: `false`, or `true` for an error whatever the status
+
+
+_CARS_DECODER: Final = msgspec.json.Decoder(_CarsAnswer)
+
+
+def vehicle_columns_from_bytes(content: bytes) -> VehicleColumns | None:
+    """`vehicle_columns_from_json` straight from the answer's bytes; None unless the
+    answer is exactly the shape spec 4.1 describes.
+
+    For a fleet of 50,000 vehicles, decoding into typed records (msgspec) and
+    reading them column by column takes a third of the time of building a
+    dict per vehicle first: the cold vehicles page waits for it. The types
+    are as strict as `vehicle_columns_from_json`'s (an int is not a bool,
+    unknown members are ignored); anything else, including a v1 error
+    envelope, returns None, and the caller reads the answer the usual way,
+    which says what is wrong with it.
+    """
+    try:
+        answer = _CARS_DECODER.decode(content)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if answer.error is True:  # as `parse_v1_error` reads it: only `true` is an error
+        return None
+    data = answer.cars.data
+    return VehicleColumns(
+        ids=[car.id for car in data],
+        plates=[car.car_plate for car in data],
+        models=[car.model for car in data],
+        actives=bytes([car.active == "1" for car in data]),
+        driver_ids=[car.driver_id for car in data],
+        total=answer.cars.total,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -10,8 +11,13 @@ from typing import Any
 import pytest
 
 from fleet.api.client import FleetClient
-from fleet.api.errors import InvalidResponse
-from fleet.api.resources import Vehicle, VehicleList
+from fleet.api.errors import FleetError, InvalidResponse
+from fleet.api.resources import (
+    Vehicle,
+    VehicleList,
+    vehicle_columns_from_bytes,
+    vehicle_columns_from_json,
+)
 from tests.api.conftest import DEMO_SECRET, DEMO_TOKEN
 from tests.conftest import Emulator, start_emulator
 
@@ -100,12 +106,13 @@ def test_vehicle_without_a_driver_has_driver_id_none(
     ],
     ids=["no plate", "no id", "no model", "string id", "string driver", "not an object"],
 )
+@pytest.mark.parametrize("read", ["list_vehicles", "list_vehicle_columns"])
 def test_a_vehicle_without_its_required_members_is_an_invalid_response(
-    emulator: Emulator, client: FleetClient, vehicle: object
+    emulator: Emulator, client: FleetClient, vehicle: object, read: str
 ) -> None:
     emulator.fault("/key/list-cars", body=_envelope(vehicle))  # type: ignore[arg-type]
     with pytest.raises(InvalidResponse) as raised:
-        client.list_vehicles()
+        getattr(client, read)()
     assert raised.value.route == "/key/list-cars"
     assert raised.value.status == 200
 
@@ -118,14 +125,18 @@ def test_a_vehicle_without_its_required_members_is_an_invalid_response(
         {"cars": {"data": {}, "total": 0}},
         {"cars": {"data": [], "total": "0"}},
         [1, 2],
+        {"cars": {"data": [_vehicle(id=True)], "total": 1}},
+        {"cars": {"data": [_vehicle(id=1.0)], "total": 1}},
+        {"cars": {"data": [], "total": False}},
     ],
 )
+@pytest.mark.parametrize("read", ["list_vehicles", "list_vehicle_columns"])
 def test_wrong_shape_is_an_invalid_response(
-    emulator: Emulator, client: FleetClient, body: object
+    emulator: Emulator, client: FleetClient, body: object, read: str
 ) -> None:
     emulator.fault("/key/list-cars", body=body)
     with pytest.raises(InvalidResponse):
-        client.list_vehicles()
+        getattr(client, read)()
 
 
 def test_non_json_answer_is_an_invalid_response(emulator: Emulator, client: FleetClient) -> None:
@@ -201,3 +212,43 @@ def test_columns_name_the_bad_vehicle(
 
     with pytest.raises(InvalidResponse, match=message):
         client.list_vehicle_columns()
+
+
+def test_the_fast_read_of_the_bytes_gives_the_same_columns_as_the_usual_one() -> None:
+    body = _envelope(
+        _vehicle(id=1, active="1", driver_id=None, extra={"nested": [1]}),
+        _vehicle(id=2, car_plate="ABC-1234", active="0", driver_id=77),
+        _vehicle(id=3, active=1),
+        total=3,
+    )
+
+    fast = vehicle_columns_from_bytes(json.dumps(body).encode())
+
+    assert fast == vehicle_columns_from_json(body)
+    assert fast is not None
+    assert fast.actives == bytes([1, 0, 0])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"[1, 2]",
+        b'{"cars": {"data": [{"id": true, "car_plate": "A", "model": "M"}], "total": 1}}',
+        b'{"cars": {"data": [], "total": 0}, "error": true, "code": "fbk_x", "message": "m"}',
+    ],
+    ids=["not json", "not an object", "a bool for an id", "a v1 error envelope"],
+)
+def test_the_fast_read_leaves_anything_unexpected_to_the_usual_one(body: bytes) -> None:
+    assert vehicle_columns_from_bytes(body) is None
+
+
+def test_a_v1_error_envelope_answered_200_is_still_an_error(
+    emulator: Emulator, client: FleetClient
+) -> None:
+    envelope = {"error": True, "code": "fbk_error", "message": "Erro interno", "cars": {}}
+    emulator.fault("/key/list-cars", body=envelope)
+
+    with pytest.raises(FleetError, match="Erro interno") as raised:
+        client.list_vehicle_columns()
+    assert not isinstance(raised.value, InvalidResponse)

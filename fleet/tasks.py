@@ -6,7 +6,14 @@ the task table and shown by the admin.
 
 from __future__ import annotations
 
-from django.tasks import task
+import logging
+import threading
+import time
+from datetime import timedelta
+
+from django.tasks import TaskResultStatus, task
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
 
 from fleet.services.cnh import cnh_lookup_process
 from fleet.services.webhooks import deliveries_process_received
@@ -18,7 +25,43 @@ def cnh_lookup_run(lookup_id: int) -> str:
     return cnh_lookup_process(lookup_id=lookup_id)
 
 
+logger = logging.getLogger(__name__)
+
+# Under steady deliveries each portal process asks for a processing run every
+# second: their results are of no use once a run has succeeded, so the runs
+# themselves keep the table short (CNH lookups' results stay, for the admin).
+_RUNS_KEPT = timedelta(hours=1)
+_PRUNE_EVERY_S = 600.0
+
+
+class _Pruned:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.next_at = 0.0
+
+
+_pruned = _Pruned()
+
+
 @task()
 def webhook_deliveries_process() -> dict[str, int]:
     """Process the webhook deliveries still `received`, in batches (it asks for its own sequel)."""
-    return dict(deliveries_process_received())
+    outcomes = dict(deliveries_process_received())
+    _processing_runs_prune()
+    return outcomes
+
+
+def _processing_runs_prune() -> None:
+    """Delete the successful processing runs older than an hour (every 10 minutes at most)."""
+    now = time.monotonic()
+    with _pruned.lock:
+        if now < _pruned.next_at:
+            return
+        _pruned.next_at = now + _PRUNE_EVERY_S
+    deleted, _ = DBTaskResult.objects.filter(
+        task_path=webhook_deliveries_process.module_path,
+        status=TaskResultStatus.SUCCESSFUL,
+        finished_at__lt=timezone.now() - _RUNS_KEPT,
+    ).delete()
+    if deleted:
+        logger.info("deleted %d finished webhook processing runs", deleted)

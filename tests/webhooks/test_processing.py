@@ -14,6 +14,7 @@ from django.db import connection
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
+from fleet import tasks
 from fleet.models import DeliveryStatus, Fine, Notification, WebhookDelivery
 from fleet.services import webhooks
 from fleet.services.webhooks import deliveries_process_received, delivery_store
@@ -180,3 +181,23 @@ def test_when_the_database_refuses_one_delivery_of_a_batch_only_that_one_is_kept
     assert table in failed.error
     assert "processing them one at a time" in caplog.text
     assert caplog.text.count(f"webhook delivery {failed.pk} kept as failed") == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_processing_runs_older_than_an_hour_are_deleted_by_a_later_run(client, settings):
+    settings.FLEET_WEBHOOK_BATCH_SECONDS = 0
+    post(client, {"frame": {"id": 1, "treated": False}})
+    assert run_tasks() == 1
+    (old,) = processing_runs()
+    DBTaskResult.objects.filter(pk=old.pk).update(
+        finished_at=timezone.now() - timedelta(hours=1, minutes=1)
+    )
+    tasks._pruned.next_at = 0.0  # the last pruning of this process is long past
+
+    post(client, {"frame": {"id": 2, "treated": False}})
+    assert run_tasks() == 1
+
+    (kept,) = processing_runs()
+    assert kept.pk != old.pk
+    assert kept.status == "SUCCESSFUL"
+    assert Fine.objects.count() == 2

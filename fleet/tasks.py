@@ -7,14 +7,13 @@ the task table and shown by the admin.
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from datetime import timedelta
 
 from django.tasks import TaskResultStatus, task
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
+from fleet.pace import Pace
 from fleet.services.cnh import cnh_lookup_process
 from fleet.services.webhooks import deliveries_process_received
 
@@ -34,13 +33,7 @@ _RUNS_KEPT = timedelta(hours=1)
 _PRUNE_EVERY_S = 600.0
 
 
-class _Pruned:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.next_at = 0.0
-
-
-_pruned = _Pruned()
+_pruned = Pace()
 
 
 @task()
@@ -53,11 +46,8 @@ def webhook_deliveries_process() -> dict[str, int]:
 
 def _processing_runs_prune() -> None:
     """Delete the successful processing runs older than an hour (every 10 minutes at most)."""
-    now = time.monotonic()
-    with _pruned.lock:
-        if now < _pruned.next_at:
-            return
-        _pruned.next_at = now + _PRUNE_EVERY_S
+    if not _pruned.due(_PRUNE_EVERY_S):
+        return
     deleted, _ = DBTaskResult.objects.filter(
         task_path=webhook_deliveries_process.module_path,
         status=TaskResultStatus.SUCCESSFUL,

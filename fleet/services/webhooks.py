@@ -62,6 +62,7 @@ from fleet.models import (
     WebhookDelivery,
     WebhookRecord,
 )
+from fleet.pace import Pace
 
 logger = logging.getLogger(__name__)
 
@@ -285,8 +286,12 @@ def delivery_receive(
 _PAUSE_BETWEEN_BATCHES_S = 0.001
 
 
-class _Schedule:
-    """When this process last asked the worker for a processing run (monotonic seconds).
+# When this process last asked the worker for a processing run.
+_schedule = Pace()
+
+
+def deliveries_schedule() -> None:
+    """Have the worker process the `received` deliveries soon (at most one request per interval).
 
     Asking once per `FLEET_WEBHOOK_BATCH_SECONDS` is enough for every delivery
     this process stores: a run asked for at `t` starts no earlier than
@@ -295,28 +300,8 @@ class _Schedule:
     the next request at `t + interval`. A run that could not be asked for is
     asked by the next delivery; a delivery it missed is taken by a later run.
     """
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.next_at = 0.0
-
-    def reset(self) -> None:
-        with self.lock:
-            self.next_at = 0.0
-
-
-_schedule = _Schedule()
-
-
-def deliveries_schedule() -> None:
-    """Have the worker process the `received` deliveries soon (at most one request per interval)."""
     interval = float(settings.FLEET_WEBHOOK_BATCH_SECONDS)
-    now = time.monotonic()
-    with _schedule.lock:
-        if now < _schedule.next_at:
-            return
-        _schedule.next_at = now + interval
-    if not _processing_run_ask(after_s=interval):
+    if _schedule.due(interval) and not _processing_run_ask(after_s=interval):
         _schedule.reset()  # stored all the same: the next delivery asks again
 
 

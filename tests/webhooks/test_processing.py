@@ -192,7 +192,7 @@ def test_processing_runs_older_than_an_hour_are_deleted_by_a_later_run(client, s
     DBTaskResult.objects.filter(pk=old.pk).update(
         finished_at=timezone.now() - timedelta(hours=1, minutes=1)
     )
-    tasks._pruned.next_at = 0.0  # the last pruning of this process is long past
+    tasks._pruned.reset()  # the last pruning of this process is long past
 
     post(client, {"frame": {"id": 2, "treated": False}})
     assert run_tasks() == 1

@@ -1,9 +1,14 @@
 """Sustained webhook deliveries per second, against a bare POST view (issue 5, must-show 3).
 
-`python -m bench.webhooks [--duration 18] [--rounds 3] [--connections 8]`
-starts one portal under gunicorn (2 workers x 4 threads, `bench.settings`,
-its own SQLite database, or `--database-url` for a PostgreSQL on this
-machine) and loads, in turn, with the same bodies and the same load:
+`python -m bench.webhooks [--duration 18] [--rounds 3] [--connections 8]
+[--workers 2 --threads 4]` starts one portal under gunicorn (2 workers x 4
+threads by default, keep-alive; `--threads 1` is gunicorn's sync worker, a
+connection per request, as behind a proxy such as nginx and as the README's
+production line runs it; each worker listens on its own socket
+(`--reuse-port`), so that the kernel shares the connections out among them;
+`bench.settings`, its own SQLite database, or `--database-url` for a
+PostgreSQL on this machine) and loads, in turn, with the same bodies and
+the same load:
 
 - `bench/bare-post`: the baseline, a CSRF-exempt POST view through the same
   middleware that reads the body and answers a few bytes of JSON;
@@ -61,8 +66,12 @@ from bench.support import (
 )
 
 TOKEN = "bench-webhook-token"
-WORKERS, THREADS = 2, 4
 TARGET = 0.5
+# Each worker its own listening socket: the kernel shares connections out among them.
+# On one shared socket, the worker that woke first often took all of a round's
+# keep-alive connections, and a round measured one worker of two (the bare view at
+# 1,300 or 4,000 requests/s from one round to the next).
+SERVER_ARGS = ("--reuse-port",)
 BARE = ("bare POST view (bench/bare-post)", "/bench/bare-post")
 RECEIVER = ("receiver /webhooks/fleet/<token>/", f"/webhooks/fleet/{TOKEN}/")
 
@@ -201,12 +210,19 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         if args.database_url:
             portal_empty_webhook_tables(environment)
         with (
-            running_portal(environment, workdir, workers=WORKERS, threads=THREADS) as portal,
+            running_portal(
+                environment,
+                workdir,
+                workers=args.workers,
+                threads=args.threads,
+                extra_args=SERVER_ARGS,
+            ) as portal,
             running_worker(environment, workdir) as worker,
         ):
             print(
-                f"Portal at {portal.url}: gunicorn {WORKERS} workers x {THREADS} threads "
-                f"(gthread), {database}, DEBUG=False."
+                f"Portal at {portal.url}: gunicorn {args.workers} workers x {args.threads} "
+                f"threads ({'gthread' if args.threads > 1 else 'sync'}, --reuse-port), "
+                f"{database}, DEBUG=False."
             )
             print(f"Machine: {os.cpu_count()} CPUs, load average {_load()} at start.")
             if wrk:
@@ -304,10 +320,16 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=int, default=18, help="seconds per URL (default 18)")
     parser.add_argument("--rounds", type=int, default=3, help="default 3")
     parser.add_argument("--connections", type=int, default=8, help="default 8")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (default 2)")
+    parser.add_argument(
+        "--threads", type=int, default=4, help="threads per worker; 1: the sync worker (default 4)"
+    )
     add_database_argument(parser)
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.duration < args.rounds:
         parser.error("--rounds must be at least 1 and --duration at least --rounds")
+    if args.workers < 1 or args.threads < 1:
+        parser.error("--workers and --threads must be at least 1")
     return args
 
 

@@ -13,9 +13,12 @@ sender should know.
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
 from django.conf import settings
 from django.db import DatabaseError
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
@@ -31,21 +34,26 @@ from fleet.webhooks import is_json_content_type
 RETRY_AFTER_S = 30
 
 
+def _answer(answer: dict[str, Any], *, status: int) -> HttpResponse:
+    """A JSON answer: what `JsonResponse` sends, at a fraction of its cost per delivery."""
+    return HttpResponse(orjson.dumps(answer), status=status, content_type="application/json")
+
+
 @csrf_exempt  # a machine's POST, authenticated by the token in its path
 @require_POST
 def fleet_webhook(request: HttpRequest, token: str) -> HttpResponse:
     # 404 rather than 401/403: a wrong token learns nothing about the route.
     if not webhook_token_valid(token=token):
-        return JsonResponse({"error": "not found"}, status=404)
+        return _answer({"error": "not found"}, status=404)
     declared = request.META.get("CONTENT_LENGTH") or ""
     if not declared and "chunked" in request.headers.get("Transfer-Encoding", "").lower():
-        return JsonResponse({"error": "send the body with a Content-Length"}, status=411)
+        return _answer({"error": "send the body with a Content-Length"}, status=411)
     try:
         size = int(declared or 0)
     except ValueError:
         size = -1
     if size < 0:
-        return JsonResponse({"error": "the Content-Length is not a number of bytes"}, status=400)
+        return _answer({"error": "the Content-Length is not a number of bytes"}, status=400)
     content_type = request.META.get("CONTENT_TYPE", "")  # with its parameters, as sent
     source = webhook_source_address(
         remote_addr=request.META.get("REMOTE_ADDR", ""),
@@ -62,9 +70,7 @@ def fleet_webhook(request: HttpRequest, token: str) -> HttpResponse:
                 source_address=source,
                 declared_size=size,
             )
-            return JsonResponse(
-                {"error": f"the body is over the limit of {limit} bytes"}, status=413
-            )
+            return _answer({"error": f"the body is over the limit of {limit} bytes"}, status=413)
         delivery = delivery_receive(
             body=request.read(size),
             content_type=content_type,
@@ -73,7 +79,7 @@ def fleet_webhook(request: HttpRequest, token: str) -> HttpResponse:
         )
     except DatabaseError:
         # Nothing was stored (processing errors never reach here): the sender must retry.
-        response = JsonResponse(
+        response = _answer(
             {"error": "the delivery could not be stored; send it again later"}, status=503
         )
         response["Retry-After"] = str(RETRY_AFTER_S)
@@ -82,5 +88,5 @@ def fleet_webhook(request: HttpRequest, token: str) -> HttpResponse:
     if delivery.error:
         answer["error"] = delivery.error
     if not is_json_content_type(content_type):
-        return JsonResponse(answer, status=415)  # stored all the same, as invalid
-    return JsonResponse(answer, status=202)
+        return _answer(answer, status=415)  # stored all the same, as invalid
+    return _answer(answer, status=202)

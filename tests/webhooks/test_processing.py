@@ -201,3 +201,87 @@ def test_processing_runs_older_than_an_hour_are_deleted_by_a_later_run(client, s
     assert kept.pk != old.pk
     assert kept.status == "SUCCESSFUL"
     assert Fine.objects.count() == 2
+
+
+# Every case a batch must order right: a record made and updated in the same batch, the
+# same body twice (of a creation and of an update), an older event after a newer one, a
+# record without an id, an update of a record made before the batch, a notification,
+# an invalid delivery and an unknown kind between them.
+_MIXED = [
+    {"frame": {"id": 9, "treated": False, "updatedAt": "2026-11-20T09:00:00Z"}},  # before
+    {"frame": {"id": 1, "treated": False, "updatedAt": "2026-11-20T10:00:00Z"}},
+    {"frame": {"id": 1, "treated": False, "updatedAt": "2026-11-20T10:00:00Z"}},  # again
+    {"frame": {"id": 1, "treated": True, "updatedAt": "2026-11-20T12:00:00Z"}},
+    {
+        "frame": {
+            "id": 1,
+            "treated": False,
+            "updatedAt": "2026-11-20T11:00:00Z",
+            "linkFrame": "https://a.example/1.pdf",
+        }
+    },
+    {"frame": {"id": 9, "treated": True, "updatedAt": "2026-11-20T13:00:00Z"}},
+    {"frame": {"id": 1, "treated": True, "updatedAt": "2026-11-20T12:00:00Z"}},  # again
+    {"frame": {"carPlate": "ABC1D23", "autoInfracao": "X1", "treated": False}},
+    {"frame": {"carPlate": "ABC1D23", "autoInfracao": "X1", "treated": True}},
+    {"notification": {"id": 1, "treated": False, "title": "Aviso"}},
+    {"frame": {"id": 2, "treated": None}},
+    {"parking": {"id": 1}},
+    {"notification": {"id": 1, "treated": True, "title": "Aviso"}},
+]
+
+
+def _outcome() -> dict[str, Any]:
+    """What processing left, without ids or times: deliveries by position."""
+    position = {
+        pk: n
+        for n, pk in enumerate(WebhookDelivery.objects.order_by("pk").values_list("pk", flat=True))
+    }
+
+    def record(r: Fine | Notification) -> tuple[Any, ...]:
+        history = [(e["treated"], e["at"], position[e["delivery"]]) for e in r.treated_history]
+        link = getattr(r, "link_frame", None)
+        return (r.key, r.treated, r.payload, r.source_updated_at, link, history)
+
+    return {
+        "deliveries": [
+            (
+                d.status,
+                d.kind,
+                d.error,
+                position.get(d.duplicate_of_id or 0),
+                d.attempts,
+                bool(d.fine_id),
+                bool(d.notification_id),
+            )
+            for d in WebhookDelivery.objects.order_by("pk")
+        ],
+        "fines": sorted(record(f) for f in Fine.objects.all()),
+        "notifications": sorted(record(n) for n in Notification.objects.all()),
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("batch", [64, 5])
+def test_a_batch_ends_as_processing_one_delivery_at_a_time_would(client, batch):
+    def run(batch: int) -> dict[str, Any]:
+        WebhookDelivery.objects.all().delete()
+        Fine.objects.all().delete()
+        Notification.objects.all().delete()
+        post(client, _MIXED[0])
+        assert deliveries_process_received(batch=1) == {DeliveryStatus.PROCESSED: 1}
+        for payload in _MIXED[1:]:
+            post(client, payload)
+        deliveries_process_received(batch=batch)
+        return _outcome()
+
+    one_at_a_time, batched = run(1), run(batch)
+
+    assert batched == one_at_a_time
+    statuses = [delivery[0] for delivery in batched["deliveries"]]
+    assert statuses.count("duplicate") == 2
+    assert statuses.count("invalid") == 1
+    assert statuses.count("unknown_kind") == 1
+    fine_1 = next(fine for fine in batched["fines"] if fine[0] == "id:1")
+    assert fine_1[1:2] == (True,)  # the newest event's state; the older one only in history
+    assert fine_1[4] == "https://a.example/1.pdf"

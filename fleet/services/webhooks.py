@@ -645,40 +645,25 @@ def _iso(moment: datetime) -> str:
 # --- Bookkeeping ---------------------------------------------------------------
 
 
-def _mark(delivery: WebhookDelivery, status: DeliveryStatus, **fields: Any) -> None:
-    """Record how processing went, on the row and on `delivery`."""
-    values = _mark_values(status, fields)
-    _sql(WebhookDelivery).update(delivery.pk, values, increment="attempts")
-    _marked(delivery, values)
-
-
-def _mark_values(status: DeliveryStatus, fields: Mapping[str, Any]) -> dict[str, Any]:
-    # Every column, always in this order: one statement serves every mark.
-    return {
-        "status": status,
-        "kind": "",
-        "error": "",
-        "processed_at": timezone.now(),
-        "duplicate_of_id": None,
-        "fine_id": None,
-        "notification_id": None,
-    } | dict(fields)
-
-
-def _marked(delivery: WebhookDelivery, values: Mapping[str, Any]) -> None:
-    delivery.attempts += 1
-    for name, value in values.items():
-        setattr(delivery, name, value)
-
-
 class _Marks:
-    """`_mark` for many deliveries, written in one statement."""
+    """How processing went, for many deliveries: on their rows, in one statement, and
+    on the `WebhookDelivery` objects."""
 
     def __init__(self) -> None:
         self.rows: list[tuple[WebhookDelivery, dict[str, Any]]] = []
 
     def add(self, delivery: WebhookDelivery, status: DeliveryStatus, **fields: Any) -> None:
-        self.rows.append((delivery, _mark_values(status, fields)))
+        # Every column, always in this order: one statement serves every mark.
+        values = {
+            "status": status,
+            "kind": "",
+            "error": "",
+            "processed_at": timezone.now(),
+            "duplicate_of_id": None,
+            "fine_id": None,
+            "notification_id": None,
+        } | fields
+        self.rows.append((delivery, values))
 
     def write(self) -> None:
         if not self.rows:
@@ -687,17 +672,21 @@ class _Marks:
             [(delivery.pk, values) for delivery, values in self.rows], increment="attempts"
         )
         for delivery, values in self.rows:
-            _marked(delivery, values)
+            delivery.attempts += 1
+            for name, value in values.items():
+                setattr(delivery, name, value)
         self.rows = []
 
 
 def _mark_kept(delivery: WebhookDelivery, status: DeliveryStatus, **fields: Any) -> None:
-    """`_mark` a delivery kept for replay; if even that cannot be written (the database
+    """Mark a delivery kept for replay; if even that cannot be written (the database
     went away), it stays `received`, which the replay also picks up."""
     try:
         # A savepoint: inside a batch, a failed write must not end the batch's transaction.
         with _writer(), transaction.atomic():
-            _mark(delivery, status, **fields)
+            marks = _Marks()
+            marks.add(delivery, status, **fields)
+            marks.write()
     except DatabaseError:
         logger.exception(
             "webhook delivery %s stays received: its status cannot be written", delivery.pk
@@ -980,10 +969,6 @@ class _Sql:
                     found.append((position, expression, functions))
             self._read[key] = found
         return self._read[key]
-
-    def update(self, pk: int, values: Mapping[str, Any], *, increment: str = "") -> None:
-        sql, columns = self._statement(("update", increment, *values), self._update_sql)
-        _execute(sql, [*self._prepared(columns, values.values()), pk])
 
     def update_rows(
         self, rows: Sequence[tuple[int, Mapping[str, Any]]], *, increment: str = ""

@@ -24,9 +24,10 @@ Idempotent, whatever the order of arrival:
 
 The receiver's path is lean (bench/webhooks.py measures it against a bare
 POST view): the writes are single SQL statements built once per model
-(`_Sql`), not ORM saves; the threads of a process that store at the same
-moment share one transaction (`_GroupCommit`: one commit, and on SQLite one
-turn of the write lock, for all of them); and on PostgreSQL a processing
+(`_Sql`), not ORM saves; on SQLite the threads of a process that store at
+the same moment share one transaction (`_GroupCommit`: one commit and one
+turn of the write lock for all of them; PostgreSQL groups concurrent commits
+itself, and each thread's own connection stores sooner); and on PostgreSQL a processing
 transaction commits without waiting for its WAL flush: a crash can lose a
 processing, never a delivery, which stays `received` for the next run.
 
@@ -825,6 +826,11 @@ class _GroupCommit:
     delivery is answered only once its commit has returned, so "stored" still
     means stored; if the transaction fails, every delivery in it gets the error
     (nothing of it was stored) and its sender is told to send it again.
+
+    On SQLite only: PostgreSQL takes concurrent commits of many connections in
+    one flush of its log, and there a thread that waited for another's
+    connection to run everyone's statements one after the other answered later
+    (bench.webhooks: 1.16x the deliveries a second without it).
     """
 
     def __init__(self) -> None:
@@ -834,6 +840,8 @@ class _GroupCommit:
         self.writes = 0  # transactions written, for tests and benchmarks
 
     def store(self, statement: _Statement) -> int:
+        if connection.vendor != "sqlite":
+            return statement.run()  # committed as it runs (autocommit)
         mine = _Waiting(statement)
         with self.changed:
             self.waiting.append(mine)
@@ -890,6 +898,7 @@ class _Sql:
         self._statements: dict[tuple[str, ...], tuple[str, list[_Column]]] = {}
         self._row_columns: dict[tuple[str, ...], list[_Column]] = {}
         self._read: dict[tuple[str, ...], list[tuple[int, Any, list[Callable[..., Any]]]]] = {}
+        # Statements with a number of rows: INSERTs and PostgreSQL's UPDATE FROM VALUES.
         self._inserts: dict[tuple[tuple[str, ...], int, str, str], str] = {}
 
     def column(self, name: str) -> str:
@@ -905,9 +914,7 @@ class _Sql:
     def row(self, values: Mapping[str, Any]) -> _Row:
         """`values` prepared for `insert_rows`; `values["key"]`, if any, names it."""
         names = tuple(values)
-        if names not in self._row_columns:
-            self._row_columns[names] = self._columns(names)
-        params = self._prepared(self._row_columns[names], values.values())
+        params = self._prepared(self._row_columns_of(names), values.values())
         return _Row(names, params, str(values.get("key", "")))
 
     def insert_rows(
@@ -973,12 +980,52 @@ class _Sql:
     def update_rows(
         self, rows: Sequence[tuple[int, Mapping[str, Any]]], *, increment: str = ""
     ) -> None:
-        """`update` of many rows, each with the same columns, in one statement."""
-        sql, columns = self._statement(("update", increment, *rows[0][1]), self._update_sql)
-        with connection.cursor() as cursor:
-            cursor.executemany(
-                sql, [[*self._prepared(columns, values.values()), pk] for pk, values in rows]
+        """UPDATE many rows, each with the same columns (and `increment` one more).
+
+        On SQLite, one statement run for each row (`executemany`, prepared once).
+        PostgreSQL would parse and plan each of those again: there, a batch is
+        one `UPDATE … FROM (VALUES …)`, `_ROWS_PER_INSERT` rows at a time.
+        """
+        names = tuple(rows[0][1])
+        params = [
+            [*self._prepared(self._row_columns_of(names), values.values()), pk]
+            for pk, values in rows
+        ]
+        if connection.vendor != "postgresql":
+            sql, _columns = self._statement(("update", increment, *names), self._update_sql)
+            with connection.cursor() as cursor:
+                cursor.executemany(sql, params)
+            return
+        for start in range(0, len(params), _ROWS_PER_INSERT):
+            chunk = params[start : start + _ROWS_PER_INSERT]
+            sql = self._update_from_values_sql(names, len(chunk), increment)
+            with connection.cursor() as cursor:
+                cursor.execute(sql, [value for row in chunk for value in row])
+
+    def _row_columns_of(self, names: tuple[str, ...]) -> list[_Column]:
+        if names not in self._row_columns:
+            self._row_columns[names] = self._columns(names)
+        return self._row_columns[names]
+
+    def _update_from_values_sql(self, names: tuple[str, ...], count: int, increment: str) -> str:
+        key = (names, count, increment, "update-from-values")
+        if key not in self._inserts:
+            # The values arrive as literals of no declared type: each is cast to its column's.
+            assignments = [
+                f"{self.column(name)} = v.c{n}::{self._field(name).db_type(connection)}"
+                for n, name in enumerate(names)
+            ]
+            if increment:
+                column = self.column(increment)
+                assignments.append(f"{column} = {self.table}.{column} + 1")
+            row = f"({', '.join(['%s'] * (len(names) + 1))})"
+            aliases = ", ".join([*(f"c{n}" for n in range(len(names))), "pk"])
+            self._inserts[key] = (
+                f"UPDATE {self.table} SET {', '.join(assignments)} "  # noqa: S608
+                f"FROM (VALUES {', '.join([row] * count)}) AS v({aliases}) "
+                f"WHERE {self.table}.{self.pk} = v.pk::{self._pk_type()}"
             )
+        return self._inserts[key]
 
     def _statement(
         self, key: tuple[str, ...], build: Callable[[str, list[str]], str]
@@ -1020,6 +1067,11 @@ class _Sql:
         if increment:
             assignments.append(f"{self.column(increment)} = {self.column(increment)} + 1")
         return f"UPDATE {self.table} SET {', '.join(assignments)} WHERE {self.pk} = %s"  # noqa: S608
+
+    def _pk_type(self) -> str:
+        pk = self.model._meta.pk
+        assert pk is not None
+        return str(pk.db_type(connection))
 
     def _field(self, name: str) -> models.Field[Any, Any]:
         field = self.model._meta.get_field(name)

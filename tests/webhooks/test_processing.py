@@ -1,5 +1,5 @@
 """After the receiver: stored deliveries are processed by the background worker, in
-batches, and the threads of a process that store at once share a transaction."""
+batches, and on SQLite the threads of a process that store at once share a transaction."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def test_a_batch_processes_in_arrival_order_and_one_failure_keeps_the_others(cli
 
 
 @pytest.mark.django_db(transaction=True)
-def test_threads_storing_at_the_same_moment_share_transactions_and_get_their_own_ids():
+def test_threads_storing_at_the_same_moment_get_their_own_ids_sharing_sqlite_transactions():
     before = webhooks._group_commit.writes
     count, threads = 25, 8
     ids: dict[int, list[int]] = {}
@@ -141,7 +141,10 @@ def test_threads_storing_at_the_same_moment_share_transactions_and_get_their_own
         assert [json.loads(bytes(stored[pk]))["frame"]["id"] for pk in mine] == [
             number_of_thread * 100 + number for number in range(count)
         ]
-    assert webhooks._group_commit.writes - before < 200  # some transactions held several
+    if connection.vendor == "sqlite":
+        assert webhooks._group_commit.writes - before < 200  # some transactions held several
+    else:  # PostgreSQL groups concurrent commits itself: each thread stored on its own
+        assert webhooks._group_commit.writes == before
 
 
 @pytest.mark.django_db(transaction=True)  # SQLite alters a table outside transactions only

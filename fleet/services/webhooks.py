@@ -896,10 +896,11 @@ class _Sql:
         self.table = connection.ops.quote_name(model._meta.db_table)
         self.pk = self.column(model._meta.pk.name) if model._meta.pk else "id"
         self._statements: dict[tuple[str, ...], tuple[str, list[_Column]]] = {}
-        self._row_columns: dict[tuple[str, ...], list[_Column]] = {}
+        self._columns: dict[tuple[str, ...], list[_Column]] = {}
         self._read: dict[tuple[str, ...], list[tuple[int, Any, list[Callable[..., Any]]]]] = {}
-        # Statements with a number of rows: INSERTs and PostgreSQL's UPDATE FROM VALUES.
-        self._inserts: dict[tuple[tuple[str, ...], int, str, str], str] = {}
+        # Statements of many rows, by (kind, columns, rows, option): multi-row INSERTs
+        # and PostgreSQL's UPDATE FROM VALUES.
+        self._sized: dict[tuple[str, tuple[str, ...], int, str], str] = {}
 
     def column(self, name: str) -> str:
         column = self._field(name).column
@@ -914,7 +915,7 @@ class _Sql:
     def row(self, values: Mapping[str, Any]) -> _Row:
         """`values` prepared for `insert_rows`; `values["key"]`, if any, names it."""
         names = tuple(values)
-        params = self._prepared(self._row_columns_of(names), values.values())
+        params = self._prepared(self._columns_of(names), values.values())
         return _Row(names, params, str(values.get("key", "")))
 
     def insert_rows(
@@ -924,14 +925,16 @@ class _Sql:
         those whose `unless_exists` column holds a value already; for each row
         inserted, its id and its `returning` column."""
         found: list[tuple[Any, ...]] = []
-        for start in range(0, len(rows), _ROWS_PER_INSERT):
-            chunk = rows[start : start + _ROWS_PER_INSERT]
+        for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+            chunk = rows[start : start + _ROWS_PER_STATEMENT]
             names = chunk[0].names
             assert all(row.names == names for row in chunk)
-            key = (names, len(chunk), unless_exists, returning)
-            if key not in self._inserts:
-                self._inserts[key] = self._insert_rows_sql(*key)
-            sql = self._inserts[key]
+            key = ("insert", names, len(chunk), f"{unless_exists} {returning}")
+            if key not in self._sized:
+                self._sized[key] = self._insert_rows_sql(
+                    names, len(chunk), unless_exists, returning
+                )
+            sql = self._sized[key]
             with connection.cursor() as cursor:
                 cursor.execute(sql, [value for row in chunk for value in row.params])
                 found.extend(cursor.fetchall())
@@ -945,7 +948,7 @@ class _Sql:
         if key not in self._statements:
             selected = ", ".join(self.column(name) for name in names)
             sql = f"SELECT {selected} FROM {self.table} {tail}"  # noqa: S608
-            self._statements[key] = (sql, self._columns(names))
+            self._statements[key] = (sql, self._columns_of(tuple(names)))
         sql, columns = self._statements[key]
         converters = self._converters(key, columns)
         alias = connection.alias
@@ -984,32 +987,26 @@ class _Sql:
 
         On SQLite, one statement run for each row (`executemany`, prepared once).
         PostgreSQL would parse and plan each of those again: there, a batch is
-        one `UPDATE … FROM (VALUES …)`, `_ROWS_PER_INSERT` rows at a time.
+        one `UPDATE … FROM (VALUES …)`, `_ROWS_PER_STATEMENT` rows at a time.
         """
         names = tuple(rows[0][1])
         params = [
-            [*self._prepared(self._row_columns_of(names), values.values()), pk]
-            for pk, values in rows
+            [*self._prepared(self._columns_of(names), values.values()), pk] for pk, values in rows
         ]
         if connection.vendor != "postgresql":
             sql, _columns = self._statement(("update", increment, *names), self._update_sql)
             with connection.cursor() as cursor:
                 cursor.executemany(sql, params)
             return
-        for start in range(0, len(params), _ROWS_PER_INSERT):
-            chunk = params[start : start + _ROWS_PER_INSERT]
+        for start in range(0, len(params), _ROWS_PER_STATEMENT):
+            chunk = params[start : start + _ROWS_PER_STATEMENT]
             sql = self._update_from_values_sql(names, len(chunk), increment)
             with connection.cursor() as cursor:
                 cursor.execute(sql, [value for row in chunk for value in row])
 
-    def _row_columns_of(self, names: tuple[str, ...]) -> list[_Column]:
-        if names not in self._row_columns:
-            self._row_columns[names] = self._columns(names)
-        return self._row_columns[names]
-
     def _update_from_values_sql(self, names: tuple[str, ...], count: int, increment: str) -> str:
-        key = (names, count, increment, "update-from-values")
-        if key not in self._inserts:
+        key = ("update", names, count, increment)
+        if key not in self._sized:
             # The values arrive as literals of no declared type: each is cast to its column's.
             assignments = [
                 f"{self.column(name)} = v.c{n}::{self._field(name).db_type(connection)}"
@@ -1020,27 +1017,30 @@ class _Sql:
                 assignments.append(f"{column} = {self.table}.{column} + 1")
             row = f"({', '.join(['%s'] * (len(names) + 1))})"
             aliases = ", ".join([*(f"c{n}" for n in range(len(names))), "pk"])
-            self._inserts[key] = (
+            self._sized[key] = (
                 f"UPDATE {self.table} SET {', '.join(assignments)} "  # noqa: S608
                 f"FROM (VALUES {', '.join([row] * count)}) AS v({aliases}) "
                 f"WHERE {self.table}.{self.pk} = v.pk::{self._pk_type()}"
             )
-        return self._inserts[key]
+        return self._sized[key]
 
     def _statement(
         self, key: tuple[str, ...], build: Callable[[str, list[str]], str]
     ) -> tuple[str, list[_Column]]:
         """The SQL of `key` ((kind, option, *column names)), built once, and its columns."""
         if key not in self._statements:
-            names = list(key[2:])
-            self._statements[key] = (build(key[1], names), self._columns(names))
+            names = key[2:]
+            self._statements[key] = (build(key[1], list(names)), self._columns_of(names))
         return self._statements[key]
 
-    def _columns(self, names: Iterable[str]) -> list[_Column]:
-        return [
-            _Column(field, isinstance(field, _ADAPTED), _sqlite_adapter(field))
-            for field in (self._field(name) for name in names)
-        ]
+    def _columns_of(self, names: tuple[str, ...]) -> list[_Column]:
+        """The columns of `names`, with how their values are prepared (built once)."""
+        if names not in self._columns:
+            self._columns[names] = [
+                _Column(field, isinstance(field, _ADAPTED), _sqlite_adapter(field))
+                for field in (self._field(name) for name in names)
+            ]
+        return self._columns[names]
 
     def _insert_sql(self, _option: str, names: list[str]) -> str:
         columns = ", ".join(self.column(name) for name in names)
@@ -1093,8 +1093,9 @@ class _Sql:
         ]
 
 
-# Rows in one INSERT: well under the parameters a statement may carry.
-_ROWS_PER_INSERT = 64
+# Rows in one statement (INSERT, UPDATE FROM VALUES): well under the parameters a
+# statement may carry.
+_ROWS_PER_STATEMENT = 64
 
 
 class _Row(NamedTuple):

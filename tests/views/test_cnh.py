@@ -251,7 +251,7 @@ def test_dates_of_the_licence_are_written_as_a_brazilian_reads_them(manager_clie
 
     response = manager_client.get(f"/drivers/cnh/{lookup.pk}/")
 
-    assert '<time datetime="2031-03-07">7 de Março de 2031</time>' in response.text
+    assert '<time datetime="2031-03-07">7 de março de 2031</time>' in response.text
 
 
 def test_waiting_to_retry_shows_the_time_and_that_the_timeout_was_not_charged(

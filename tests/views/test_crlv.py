@@ -151,8 +151,8 @@ def test_dates_are_written_as_a_brazilian_reads_them_in_sao_paulo_time(manager_c
     created = emulator.create_crlv_request(plate)
     utc = datetime.fromisoformat(created["createdAt"].replace("Z", "+00:00"))
     local = utc - timedelta(hours=3)  # America/Sao_Paulo has no daylight saving time
-    months = "Janeiro Fevereiro Março Abril Maio Junho Julho Agosto Setembro Outubro "
-    month = (months + "Novembro Dezembro").split()[local.month - 1]
+    months = "janeiro fevereiro março abril maio junho julho agosto setembro outubro "
+    month = (months + "novembro dezembro").split()[local.month - 1]
 
     response = manager_client.get(f"/crlv/requests/{created['requestId']}/")
 

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
+
 import pytest
 from django.urls import reverse
 
@@ -24,6 +27,18 @@ def test_dashboard_greets_the_manager_in_portuguese(client, django_user_model):
     assert response.status_code == 200
     assert "Olá, Marcos" in response.text
     assert 'lang="pt-br"' in response.text
+
+
+def test_dashboard_writes_the_date_as_brazilians_do(client, django_user_model, time_machine):
+    # Django's Portuguese catalogue capitalises month names: "23 de Novembro de 2026".
+    time_machine.move_to(datetime(2026, 3, 23, 15, 0, tzinfo=UTC))
+    client.force_login(django_user_model.objects.create_user("marcos", password="pw-123456"))
+
+    response = client.get("/")
+
+    today = re.search(r'data-testid="today">([^<]*)<', response.text)
+    assert today is not None
+    assert today[1] == "Hoje é 23 de março de 2026."
 
 
 def test_dashboard_speaks_english_to_an_english_browser(client, django_user_model):

@@ -1,11 +1,11 @@
 """Sustained webhook deliveries per second, against a bare POST view (issue 5, must-show 3).
 
 `python -m bench.webhooks [--duration 18] [--rounds 3] [--connections 8]
-[--workers 2 --threads 4]` starts one portal under gunicorn (2 workers x 4
-threads by default, keep-alive; `--threads 1` is gunicorn's sync worker, a
-connection per request, as behind a proxy such as nginx and as the README's
-production line runs it; each worker listens on its own socket
-(`--reuse-port`), so that the kernel shares the connections out among them;
+[--workers 4 --threads 1]` starts one portal under gunicorn as the README's
+production line runs it (4 sync workers: a connection per request, as behind
+a proxy such as nginx; `--workers 2 --threads 4` runs 2 gthread workers with
+keep-alive instead; each worker listens on its own socket (`--reuse-port`),
+so that the kernel shares the connections out among them;
 `bench.settings`, its own SQLite database, or `--database-url` for a
 PostgreSQL on this machine) and loads, in turn, with the same bodies and
 the same load:
@@ -320,9 +320,10 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=int, default=18, help="seconds per URL (default 18)")
     parser.add_argument("--rounds", type=int, default=3, help="default 3")
     parser.add_argument("--connections", type=int, default=8, help="default 8")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (default 2)")
+    # The README's production line: `gunicorn portal.wsgi --workers 4`.
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers (default 4)")
     parser.add_argument(
-        "--threads", type=int, default=4, help="threads per worker; 1: the sync worker (default 4)"
+        "--threads", type=int, default=1, help="threads per worker; 1: the sync worker (default 1)"
     )
     add_database_argument(parser)
     args = parser.parse_args(argv)

@@ -57,7 +57,14 @@ from typing import Any, NamedTuple
 
 import orjson
 from django.conf import settings
-from django.db import DatabaseError, connection, models, transaction
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    models,
+    transaction,
+)
 from django.utils import timezone
 
 from fleet import webhooks
@@ -1163,10 +1170,42 @@ class _Statement:
 
     def run(self) -> int:
         """Execute; the id of the row it inserted."""
+        if connection.vendor == "postgresql" and not connection.in_atomic_block:
+            return self._run_as_health_check()
+        return self._execute()
+
+    def _execute(self) -> int:
         with connection.cursor() as cursor:
             cursor.execute(self.sql, self.params)
             if cursor.description is None:  # SQLite: no RETURNING (`_insert_sql`)
                 return int(cursor.lastrowid)
+            row = cursor.fetchone()
+        return int(row[0])
+
+    def _run_as_health_check(self) -> int:
+        """The receiver's INSERT on PostgreSQL, its own connection check.
+
+        With CONN_HEALTH_CHECKS, Django sends `SELECT 1` before a request's first
+        statement through its cursors: for a delivery, a round trip and about a
+        fifth of the portal's CPU (in one process, 0.52 to 0.61 ms a delivery
+        without it, 0.69 to 0.73 ms with it). On the connection's own cursor, the
+        INSERT is the check instead: if it finds the connection dead, the
+        connection is closed and the INSERT sent once more on a new one. At worst
+        a delivery stored just before the connection died is stored twice, and its
+        second copy is processed as a duplicate.
+        """
+        try:
+            return self._execute_raw()
+        except (OperationalError, InterfaceError):
+            if connection.is_usable():
+                raise  # the connection works: the INSERT itself failed
+            connection.close()
+            return self._execute_raw()
+
+    def _execute_raw(self) -> int:
+        connection.ensure_connection()
+        with connection.wrap_database_errors, connection.connection.cursor() as cursor:
+            cursor.execute(self.sql, self.params)
             row = cursor.fetchone()
         return int(row[0])
 

@@ -17,7 +17,7 @@ import json
 import logging
 
 import pytest
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from fleet.models import DeliveryStatus, Fine, Notification, UnknownWebhookKey, WebhookDelivery
 from fleet.services.webhooks import deliveries_process_received, delivery_replay
@@ -389,6 +389,29 @@ def test_a_delivery_that_failed_for_the_portal_is_replayed_once_the_cause_is_fix
     assert (delivery.status, delivery.error, delivery.attempts) == ("processed", "", 2)
     assert Fine.objects.get().link_frame == DOCUMENT
     assert stored_bodies() == [json.dumps(fine(1, linkFrame=DOCUMENT)).encode()]
+
+
+@pytest.mark.django_db(transaction=True)  # the receiver's INSERT as in production: no transaction
+def test_a_delivery_is_stored_when_the_database_dropped_the_connection(client):
+    """PostgreSQL restarted, or ended the connection: the INSERT, which is the
+    receiver's connection check, finds it dead and is sent again on a new one."""
+    if connection.vendor != "postgresql":
+        pytest.skip("a server ending a connection is PostgreSQL's; SQLite has none")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (backend,) = cursor.fetchone()
+    admin = connections.create_connection(DEFAULT_DB_ALIAS)
+    try:
+        with admin.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [backend])
+    finally:
+        admin.close()
+
+    response = send(client, fine(9, linkFrame=DOCUMENT))
+
+    assert response.status_code == 202
+    assert only_delivery().status == DeliveryStatus.PROCESSED
+    assert Fine.objects.get(external_id="9").link_frame == DOCUMENT
 
 
 @pytest.mark.parametrize("length", ["-5", "many"])

@@ -759,9 +759,8 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--sizes", type=_sizes, default=list(SIZES), help="default 1000,10000,50000"
     )
+    # Rounds of 2 s moved a warm ratio by 0.3 from one run to the next (0.45 or 0.75x): 6 s.
     parser.add_argument(
-        # Rounds of 2 s moved a warm ratio by 0.3 from one run to the next (0.45 or 0.75x):
-        # 6 s each.
         "--duration", type=int, default=18, help="seconds of load per URL and size (default 18)"
     )
     parser.add_argument(

@@ -1172,9 +1172,9 @@ class _Statement:
         """Execute; the id of the row it inserted."""
         if connection.vendor == "postgresql" and not connection.in_atomic_block:
             return self._run_as_health_check()
-        return self._execute()
+        return self._run_on_cursor()
 
-    def _execute(self) -> int:
+    def _run_on_cursor(self) -> int:
         with connection.cursor() as cursor:
             cursor.execute(self.sql, self.params)
             if cursor.description is None:  # SQLite: no RETURNING (`_insert_sql`)
@@ -1195,14 +1195,15 @@ class _Statement:
         second copy is processed as a duplicate.
         """
         try:
-            return self._execute_raw()
+            return self._run_on_connection()
         except (OperationalError, InterfaceError):
             if connection.is_usable():
                 raise  # the connection works: the INSERT itself failed
             connection.close()
-            return self._execute_raw()
+            return self._run_on_connection()
 
-    def _execute_raw(self) -> int:
+    def _run_on_connection(self) -> int:
+        # Not through Django's cursor, which runs the health check first.
         connection.ensure_connection()
         with connection.wrap_database_errors, connection.connection.cursor() as cursor:
             cursor.execute(self.sql, self.params)

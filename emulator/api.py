@@ -180,6 +180,8 @@ def handle(emulator: Emulator, request: Request) -> Response:
             response = render(INTERNAL_ERROR, call)
     if call.trace_id is not None:
         response.headers.append(("X-Trace-Id", call.trace_id))
+    if fault is not None and fault.cut:
+        response.cut = True
     emulator.traffic.answered(entry, None if response.drop else response.status)
     return response
 

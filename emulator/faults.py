@@ -29,6 +29,7 @@ class Fault:
     malformed: bool = False
     body: bytes | None = None  # replacement JSON, already encoded
     drop: bool = False
+    cut: bool = False  # the answer's headers and half its body, then the connection closes
 
     @property
     def answers(self) -> bool:
@@ -74,13 +75,16 @@ def parse_fault(data: Mapping[str, Any], routes: Collection[str]) -> tuple[Fault
         malformed=data.get("malformed") is True,
         body=json.dumps(data["body"]).encode("utf-8") if "body" in data else None,
         drop=data.get("drop") is True,
+        cut=data.get("cut") is True,
     )
-    if fault.drop and (fault.status is not None or fault.malformed or fault.body is not None):
+    if fault.drop and (
+        fault.status is not None or fault.malformed or fault.body is not None or fault.cut
+    ):
         raise ValueError("drop closes the connection: it cannot be combined with an answer")
     if fault.malformed and fault.body is not None:
         raise ValueError("malformed and body are two different answers: choose one")
-    if not fault.answers and not fault.delay:
-        raise ValueError("a fault needs status, delay, malformed, body or drop")
+    if not fault.answers and not fault.delay and not fault.cut:
+        raise ValueError("a fault needs status, delay, malformed, body, drop or cut")
     return fault, _whole(data, "count", minimum=1) or 1
 
 

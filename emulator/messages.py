@@ -63,6 +63,7 @@ class Response:
     content_type: str | None = None
     headers: list[tuple[str, str]] = field(default_factory=list)
     drop: bool = False  # close the connection without answering (a fault)
+    cut: bool = False  # send the headers and half the body, then close (a fault)
 
 
 def encode_json(payload: object) -> bytes:

@@ -105,6 +105,11 @@ class Handler(BaseHTTPRequestHandler):
         if response.drop:
             self.close_connection = True
             return
+        if response.cut:
+            # The whole body's Content-Length, half the body: an answer cut off mid-way.
+            self._write(response, body=response.body[: len(response.body) // 2])
+            self.close_connection = True
+            return
         self._write(response)
 
     def _read_body(self) -> bytes | None:
@@ -145,7 +150,7 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         self._write(json_response(status, {"error": reason}), close=True)
 
-    def _write(self, response: Response, *, close: bool = False) -> None:
+    def _write(self, response: Response, *, close: bool = False, body: bytes | None = None) -> None:
         self.send_response(response.status)
         if response.content_type:
             self.send_header("Content-Type", response.content_type)
@@ -155,4 +160,4 @@ class Handler(BaseHTTPRequestHandler):
         if close:
             self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(response.body)
+        self.wfile.write(response.body if body is None else body)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -118,6 +119,25 @@ def test_a_drop_fault_closes_the_connection_without_answering(api: Api, emulator
     assert emulator.calls("GET /key/list-cars") == 2
 
 
+def test_a_cut_fault_sends_half_the_real_answer_then_closes(emulator: Emulator) -> None:
+    emulator.fault("/key/list-cars", cut=True)
+    url = f"{emulator.url}/key/list-cars"
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    request = "".join(f"{name}: {value}\r\n" for name, value in auth_headers().items())
+
+    # A plain socket: HTTP clients refuse an answer shorter than its Content-Length.
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(f"GET /key/list-cars HTTP/1.1\r\nHost: {host}\r\n{request}\r\n".encode())
+        received = b"".join(iter(lambda: connection.recv(65536), b""))  # until it closes
+
+    head, _, sent = received.partition(b"\r\n\r\n")
+    whole = requests.get(url, headers=auth_headers(), timeout=10).content
+    assert head.startswith(b"HTTP/1.1 200")
+    assert f"Content-Length: {len(whole)}".encode() in head
+    assert sent == whole[: len(whole) // 2]
+    assert emulator.calls("GET /key/list-cars") == 2
+
+
 def test_a_fault_lasts_for_count_calls(api: Api, emulator: Emulator) -> None:
     emulator.fault("/key/list-cars", status=500, count=2)
 
@@ -183,6 +203,7 @@ def test_faults_can_be_listed_and_cleared(api: Api, emulator: Emulator) -> None:
         {"route": "*", "status": 200},
         {"route": "*", "status": 999},
         {"route": "*", "drop": True, "status": 500},
+        {"route": "*", "drop": True, "cut": True},
         {"route": "*", "malformed": True, "body": {}},
         {"route": "*", "status": 500, "count": 0},
         {"route": "*", "delay": -1},

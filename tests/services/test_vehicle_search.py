@@ -210,6 +210,24 @@ def test_the_emulator_fleet_is_listed_whole_in_plate_order(
     assert all(r.plate_display == plates.display(r.plate) for r in page.rows)
 
 
+def test_the_first_pages_of_a_new_list_are_found_without_sorting_the_fleet(
+    fleet_settings: Any, emulator: Emulator
+) -> None:
+    emulator.control("DELETE", "faults")  # the real fleet, not the small one
+    expected = sorted(plates.normalize(v["car_plate"]) for v in emulator.vehicles())
+
+    listed = [r.plate for n in range(1, 30) for r in vehicle_search(per_page=7, page=n).rows]
+
+    snapshot = vehicles._memo.snapshot
+    assert snapshot is not None
+    assert listed == expected
+    assert "plate" not in snapshot._orders  # each page came from a heap, no order was built
+    assert vehicle_search(per_page=7, page=99).rows[-1].plate == expected[-1]  # clamped: 29
+    vehicle_search(query="a")  # a search scans the columns in plate order: now sorted
+    assert "plate" in snapshot._orders
+    assert [r.plate for r in vehicle_search(per_page=9, page=3).rows] == expected[18:27]
+
+
 def _fold(text: str) -> str:
     bare = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     return " ".join(bare.casefold().split())

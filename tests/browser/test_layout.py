@@ -1,0 +1,64 @@
+"""On a phone's screen the pages fit its width: a wide table scrolls inside its own
+box, and nothing makes the whole page scroll sideways."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from fleet.models import Fine, Notification
+from fleet.services.connection import fleet_client
+from tests.browser.conftest import log_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PHONE = {"width": 390, "height": 844}
+LAPTOP = {"width": 1280, "height": 800}
+
+
+def test_every_page_fits_a_phone_and_its_tables_scroll_inside_their_box(
+    browser, live_server, manager, emulator, fleet_settings, db_worker
+):
+    emulator.control(
+        "POST", "webhooks", url=f"{live_server.url}/webhooks/fleet/dev-webhook-token/", count=12
+    )
+    deadline = time.monotonic() + 10
+    while not (Fine.objects.exists() and Notification.objects.exists()):
+        assert time.monotonic() < deadline, "the worker did not process the deliveries"
+        time.sleep(0.05)
+    plate = fleet_client().list_vehicles().vehicles[0].plate
+    context = browser.new_context(base_url=live_server.url, locale="pt-BR", viewport=PHONE)
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    log_in(page, "manager", "manager-demo-password")
+
+    for path, table in [
+        ("/", None),
+        ("/vehicles/", "vehicle-table"),
+        (f"/vehicles/{plate}/", None),
+        ("/fines/", "fine-table"),
+        ("/notifications/", "notification-table"),
+        ("/drivers/cnh/", None),
+    ]:
+        page.goto(path)
+        if table is not None:
+            shown = page.get_by_test_id(table)
+            expect(shown).to_be_visible()
+            # Wider than the phone, so it has to scroll inside its box.
+            assert shown.evaluate("t => t.parentElement.scrollWidth > t.parentElement.clientWidth")
+        overflow = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow == 0, f"{path} scrolls sideways by {overflow} px on a phone"
+    context.close()
+
+    # On a laptop the fines, the widest table, fit without scrolling at all.
+    context = browser.new_context(base_url=live_server.url, locale="pt-BR", viewport=LAPTOP)
+    page = context.new_page()
+    log_in(page, "manager", "manager-demo-password")
+    page.goto("/fines/")
+    box = page.get_by_test_id("fine-table").locator("xpath=..")
+    assert box.evaluate("b => b.scrollWidth - b.clientWidth") == 0
+    context.close()

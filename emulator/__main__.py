@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from emulator import auth, webhooks
 from emulator.cnh import DEFAULT_TIMEOUT_WAIT, NO_LICENCE_CPF, TIMEOUT_CPF
-from emulator.fleet import MAX_VEHICLES
+from emulator.fleet import MAX_VEHICLES, generate_vehicles
 from emulator.server import FleetServer
 from emulator.state import Emulator, Settings
 from emulator.webapp import PASSWORD, USERS
@@ -57,6 +57,16 @@ def _add_send_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=1, help="seed of the made-up events")
     parser.add_argument(
+        "--vehicles",
+        type=_vehicle_count,
+        default=0,
+        help="about the vehicles of the emulator serving this many (make run's: 500), "
+        "with --fleet-seed its --seed; 0 (the default): made-up plates",
+    )
+    parser.add_argument(
+        "--fleet-seed", type=int, default=1, help="the --seed of that emulator (default 1)"
+    )
+    parser.add_argument(
         "--duplicates", type=_share, default=0.0, help="share of exact duplicates, e.g. 0.2"
     )
     parser.add_argument(
@@ -88,6 +98,7 @@ def send_webhooks(args: argparse.Namespace) -> int:
             malformed=args.malformed,
             shuffle=args.shuffle,
             extra_keys=args.extra_keys,
+            plates=[v.car_plate for v in generate_vehicles(args.vehicles, args.fleet_seed)],
         )
         report = webhooks.send(
             args.url, batch.deliveries, concurrency=args.concurrency, timeout=args.timeout

@@ -180,6 +180,7 @@ def send_webhooks(emulator: Emulator, call: Call) -> Response:
                 shuffle=body.get("shuffle") is True,
                 extra_keys=body.get("extra_keys") is True,
                 now=emulator.clock.now(),
+                plates=[vehicle.car_plate for vehicle in emulator.fleet.vehicles],
             )
         # Given payloads go one after the other, in their order: a test may depend on it.
         concurrency = _whole(body, "concurrency", 1 if events is not None else 4)

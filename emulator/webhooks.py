@@ -18,6 +18,7 @@ import hashlib
 import http.client
 import json
 import random
+import re
 import string
 import threading
 import time
@@ -57,6 +58,8 @@ NO_ID_SHARE = 0.1  # records whose payload carries no id: the receiver must tell
 DOCUMENT_AT_CREATION = 0.4
 DOCUMENT_LATER = 0.7
 TREATED_LATER = 0.6
+MERCOSUL_LATER = 0.25  # a fleet's old plate written as the Mercosul plate that replaced it
+_OLD_PLATE = re.compile(r"[A-Z]{3}[0-9]{4}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +104,13 @@ def generate(
     shuffle: bool = False,
     extra_keys: bool = False,
     now: datetime | None = None,
+    plates: Sequence[str] = (),
 ) -> Batch:
     """`count` deliveries: that share of exact duplicates and of malformed bodies, the rest events.
+
+    With `plates` (a fleet's), each record is about one of those vehicles,
+    sometimes under the Mercosul plate that replaced its old one (`_fleet_plate`);
+    without, about a made-up plate.
 
     Every event carries `updatedAt`, one second after the event before it,
     all in the past of `now`: a receiver can order a record's events
@@ -123,7 +131,7 @@ def generate(
     number = 0
     while len(originals) < wanted_events:
         number += 1
-        events = _record_events(rng, seed, number, extra_keys)
+        events = _record_events(rng, seed, number, extra_keys, plates)
         for payload, state in events[: wanted_events - len(originals)]:
             clock += timedelta(seconds=1)
             _stamp(payload, clock)
@@ -151,10 +159,10 @@ def events_batch(payloads: Sequence[object]) -> Batch:
 
 
 def _record_events(
-    rng: random.Random, seed: int, number: int, extra_keys: bool
+    rng: random.Random, seed: int, number: int, extra_keys: bool, plates: Sequence[str]
 ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """A record's events in order, each with the record's state after it."""
-    plate = _plate(rng)
+    plate = _fleet_plate(rng, plates) if plates else _plate(rng)
     has_id = rng.random() >= NO_ID_SHARE
     if rng.random() < FINE_SHARE:
         description, code, amount = rng.choice(_INFRACTIONS)
@@ -252,6 +260,16 @@ def _malformed(rng: random.Random, number: int, moment: datetime) -> bytes:
     if shape == 2:  # the spec says never null
         return _encode({"frame": fake | {"treated": None}})
     return _encode({"notification": fake})  # `treated` missing
+
+
+def _fleet_plate(rng: random.Random, plates: Sequence[str]) -> str:
+    """One of the fleet's plates; an old one (ABC1234) now and then as the Mercosul
+    plate that replaced it (ABC1C34: the fifth character's digit as a letter, 0 = A),
+    as the authorities write it once the vehicle has its new plate."""
+    plate = rng.choice(plates)
+    if _OLD_PLATE.fullmatch(plate) and rng.random() < MERCOSUL_LATER:
+        return f"{plate[:4]}{string.ascii_uppercase[int(plate[4])]}{plate[5:]}"
+    return plate
 
 
 def _plate(rng: random.Random) -> str:

@@ -241,3 +241,38 @@ def test_the_control_surface_refuses_nonsense(emulator: Emulator, body):
 
     assert response.status_code == 400
     assert response.json()["error"]
+
+
+def as_mercosul(plate: str) -> str:
+    return f"{plate[:4]}{chr(ord('A') + int(plate[4]))}{plate[5:]}" if plate[4].isdigit() else plate
+
+
+def test_records_about_a_fleet_name_its_vehicles_now_and_then_by_their_new_plate():
+    fleet = [f"ABC{n:04d}" for n in range(40)] + [f"XYZ1A{n:02d}" for n in range(40)]
+
+    batch = generate(300, seed=3, plates=fleet)
+
+    named = [event_of(parsed(delivery.body))["carPlate"] for delivery in batch.deliveries]
+    old = {plate for plate in fleet if plate[4].isdigit()}
+    assert set(named) <= set(fleet) | {as_mercosul(plate) for plate in old}
+    assert set(named) & {as_mercosul(plate) for plate in old}  # some under their new plate
+    assert set(named) & old  # some still under their old one
+
+
+def test_the_command_and_the_control_surface_name_the_emulators_vehicles(
+    emulator: Emulator, receiver
+):
+    fleet = {vehicle["car_plate"] for vehicle in emulator.vehicles()}
+    known = fleet | {as_mercosul(plate) for plate in fleet}
+
+    emulator.control("POST", "webhooks", url=receiver.url, count=30)
+    completed = subprocess.run(
+        [sys.executable, "-m", "emulator", "send-webhooks", "--url", receiver.url,
+         "--count", "30", "--vehicles", "200", "--fleet-seed", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+    assert completed.returncode == 0, completed.stderr
+    named = {event_of(parsed(body))["carPlate"] for body in receiver.bodies}
+    assert len(receiver.bodies) == 60
+    assert named <= known

@@ -29,6 +29,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
+from fleet import plates
 from fleet.models import (
     AccessKeyMint,
     CnhLookup,
@@ -277,6 +278,7 @@ class WebhookDeliveryAdmin(_ReadOnly, _DeliveryModelAdmin):
 _RECORD_FIELDS = (
     "key",
     "external_id",
+    "registration",
     "treated",
     "treated_history",
     "payload",
@@ -286,20 +288,50 @@ _RECORD_FIELDS = (
 )
 
 
+def _and_by_plate(
+    found: tuple[QuerySet[Any], bool], queryset: QuerySet[Any], search_term: str
+) -> tuple[QuerySet[Any], bool]:
+    """The admin's search results, and a vehicle's records when the term is its plate
+    (typed in either format)."""
+    records, may_have_duplicates = found
+    if plates.is_valid(search_term.strip()):
+        records |= queryset.filter(registration=plates.registration(search_term.strip()))
+    return records, may_have_duplicates
+
+
 @admin.register(Fine)
 class FineAdmin(_ReadOnly, _FineModelAdmin):
-    list_display = ["external_id", "treated", "link_frame", "received_at", "updated_at"]
+    list_display = [
+        "external_id",
+        "registration",
+        "treated",
+        "link_frame",
+        "received_at",
+        "updated_at",
+    ]
     list_filter = ["treated", "received_at"]
     search_fields = ["=external_id", "key"]
     readonly_fields = (*_RECORD_FIELDS, "link_frame", "link")
 
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Fine], search_term: str
+    ) -> tuple[QuerySet[Fine], bool]:
+        found = super().get_search_results(request, queryset, search_term)
+        return _and_by_plate(found, queryset, search_term)
+
 
 @admin.register(Notification)
 class NotificationAdmin(_ReadOnly, _NotificationModelAdmin):
-    list_display = ["external_id", "treated", "received_at", "updated_at"]
+    list_display = ["external_id", "registration", "treated", "received_at", "updated_at"]
     list_filter = ["treated", "received_at"]
     search_fields = ["=external_id", "key"]
     readonly_fields = _RECORD_FIELDS
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Notification], search_term: str
+    ) -> tuple[QuerySet[Notification], bool]:
+        found = super().get_search_results(request, queryset, search_term)
+        return _and_by_plate(found, queryset, search_term)
 
 
 @admin.register(UnknownWebhookKey)

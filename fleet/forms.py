@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from fleet import cpf
+from fleet import cpf, plates
 from fleet.models import MintOutcome
 from fleet.services.sso import MintFailed
 
@@ -248,7 +248,9 @@ def _yes_no(value: str | None) -> bool | None:
 
 
 class NotificationFilterForm(forms.Form):
-    """The notification list's query string: treated filter and page."""
+    """The notification list's query string: plate and treated filters, and page."""
+
+    field_order = ["plate"]
 
     TREATED_CHOICES = [
         ("", _("All (untreated first)")),
@@ -257,17 +259,37 @@ class NotificationFilterForm(forms.Form):
     ]
 
     treated = forms.ChoiceField(label=_("Handling"), choices=TREATED_CHOICES, required=False)
+    plate = forms.CharField(
+        label=_("Plate"),
+        required=False,
+        max_length=12,
+        widget=forms.TextInput(attrs={"placeholder": "ABC-1234, ABC1D23", "size": 12}),
+    )
     page = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
+
+    def clean_plate(self) -> str:
+        """A vehicle's plate in either format, normalized; "" for every vehicle."""
+        plate = self.cleaned_data["plate"].strip()
+        if plate and not plates.is_valid(plate):
+            raise forms.ValidationError(
+                _("“%(plate)s” is not a plate: type it like ABC-1234 or ABC1D23."),
+                params={"plate": plate},
+            )
+        return plates.normalize(plate)
 
     def filters(self) -> dict[str, Any]:
         """The valid parts of the query; anything malformed falls back to its default."""
         self.is_valid()
         data = self.cleaned_data
-        return {"treated": _yes_no(data.get("treated")), "page": data.get("page") or 1}
+        return {
+            "treated": _yes_no(data.get("treated")),
+            "plate": data.get("plate") or "",
+            "page": data.get("page") or 1,
+        }
 
 
 class FineFilterForm(NotificationFilterForm):
-    """The fine list's query string: treated and official-document filters, and page."""
+    """The fine list's query string: plate, treated and official-document filters, and page."""
 
     DOCUMENT_CHOICES = [
         ("", _("With or without")),

@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from fleet import cpf, encryption
+from fleet import cpf, encryption, plates
 
 
 class MintPurpose(models.TextChoices):
@@ -342,6 +342,26 @@ class WebhookDelivery(models.Model):
         return bytes(self.body).decode("utf-8", errors="replace")
 
 
+REGISTRATION_LENGTH = 20
+
+
+def payload_plate(payload: object) -> str:
+    """The plate an event's payload names, as sent ("" if none)."""
+    return _text(payload, "carPlate", "plate")
+
+
+def payload_registration(payload: object) -> str:
+    """`WebhookRecord.registration` for `payload`."""
+    return plates.registration(payload_plate(payload))[:REGISTRATION_LENGTH]
+
+
+def _registration_index(name: str) -> models.Index:
+    """A vehicle's records, untreated first; only the records that name a plate."""
+    return models.Index(
+        fields=["registration", "treated"], condition=~models.Q(registration=""), name=name
+    )
+
+
 class WebhookRecord(models.Model):
     """What fines and notifications share: one record per event id, updated in place.
 
@@ -357,6 +377,11 @@ class WebhookRecord(models.Model):
     treated_history = models.JSONField(_("history of treated"), default=list, blank=True)
     payload = models.JSONField(_("last payload"), default=dict)
     source_updated_at = models.DateTimeField(_("updated in the fleet platform"), null=True)
+    # The payload's plate in the Mercosul format (`plates.registration`): a vehicle's
+    # records whichever format they were issued under; "" without a plate.
+    registration = models.CharField(
+        _("vehicle registration"), max_length=REGISTRATION_LENGTH, blank=True, default=""
+    )
     received_at = models.DateTimeField(_("received"), default=timezone.now)
     updated_at = models.DateTimeField(_("updated"), default=timezone.now)
 
@@ -368,7 +393,7 @@ class WebhookRecord(models.Model):
 
     @property
     def plate(self) -> str:
-        return _text(self.payload, "carPlate", "plate")
+        return payload_plate(self.payload)
 
     def treated_changes(self) -> list[dict[str, object]]:
         """The history reduced to its changes: each entry differs from the one before."""
@@ -393,7 +418,10 @@ class Fine(WebhookRecord):
         verbose_name = _("fine")
         verbose_name_plural = _("fines")
         ordering = ["treated", "-updated_at", "-id"]
-        indexes = [models.Index(fields=["treated", "-updated_at"], name="fleet_fine_list")]
+        indexes = [
+            models.Index(fields=["treated", "-updated_at"], name="fleet_fine_list"),
+            _registration_index("fleet_fine_plate"),
+        ]
 
     @property
     def reference(self) -> str:
@@ -419,7 +447,10 @@ class Notification(WebhookRecord):
         verbose_name = _("notification")
         verbose_name_plural = _("notifications")
         ordering = ["treated", "-updated_at", "-id"]
-        indexes = [models.Index(fields=["treated", "-updated_at"], name="fleet_notification_list")]
+        indexes = [
+            models.Index(fields=["treated", "-updated_at"], name="fleet_notification_list"),
+            _registration_index("fleet_notification_plate"),
+        ]
 
     @property
     def title(self) -> str:

@@ -31,3 +31,18 @@ def display(text: str) -> str:
     if _OLD.fullmatch(plate):
         return f"{plate[:3]}-{plate[3:]}"
     return plate
+
+
+def registration(text: str) -> str:
+    """The vehicle's plate in the Mercosul format, whichever format `text` is in.
+
+    A vehicle keeps its registration when its old plate is replaced by a
+    Mercosul one: the fifth character, a digit, becomes the letter in its
+    place (0 → A, 1 → B, … 9 → J), so `ABC-1234` is now `ABC1C34`. Fines and
+    notifications issued before and after the change match the same vehicle
+    through this form. Not a plate: normalized, as it is.
+    """
+    plate = normalize(text)
+    if _OLD.fullmatch(plate):
+        return f"{plate[:4]}{chr(ord('A') + int(plate[4]))}{plate[5:]}"
+    return plate

@@ -44,3 +44,21 @@ def test_anything_else_is_not_a_plate(plate):
 def test_old_plates_are_shown_with_a_hyphen_and_mercosul_ones_without():
     assert plates.display("abc1234") == "ABC-1234"
     assert plates.display("abc-1d23") == "ABC1D23"
+
+
+@pytest.mark.parametrize(
+    ("plate", "registration"),
+    [
+        ("ABC-1234", "ABC1C34"),
+        ("abc 1034", "ABC1A34"),
+        ("XYZ9999", "XYZ9J99"),
+        ("ABC1C34", "ABC1C34"),  # already Mercosul
+        ("abc1d23", "ABC1D23"),
+        ("not a plate", "NOTAPLATE"),
+        ("", ""),
+    ],
+)
+def test_an_old_plate_and_the_mercosul_plate_that_replaced_it_are_one_registration(
+    plate, registration
+):
+    assert plates.registration(plate) == registration

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Q
 
+from fleet import plates
 from fleet.models import Fine, Notification
 
 PER_PAGE = 50
@@ -37,11 +38,47 @@ def record_counts() -> RecordCounts:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class VehicleRecords:
+    """A vehicle's fines and notifications, as its page sums them up."""
+
+    registration: str  # the plate in the Mercosul format, by which records are matched
+    fines: int
+    untreated_fines: int
+    notifications: int
+    untreated_notifications: int
+
+
+def vehicle_records(plate: str) -> VehicleRecords:
+    """How many fines and notifications name the vehicle `plate`, in either plate format."""
+    registration = plates.registration(plate)
+    counts = {
+        model: model.objects.filter(registration=registration).aggregate(
+            all=Count("pk"), untreated=Count("pk", filter=Q(treated=False))
+        )
+        for model in (Fine, Notification)
+    }
+    return VehicleRecords(
+        registration=registration,
+        fines=counts[Fine]["all"],
+        untreated_fines=counts[Fine]["untreated"],
+        notifications=counts[Notification]["all"],
+        untreated_notifications=counts[Notification]["untreated"],
+    )
+
+
 def fine_search(
-    *, treated: bool | None = None, document: bool | None = None, page: int = 1
+    *,
+    treated: bool | None = None,
+    document: bool | None = None,
+    plate: str = "",
+    page: int = 1,
 ) -> Page[Fine]:
-    """One page of fines; `treated`, `document` (has its official document) filter."""
+    """One page of fines; `treated`, `document` (has its official document) and
+    `plate` (the vehicle, in either plate format) filter."""
     fines = Fine.objects.all()
+    if plate:
+        fines = fines.filter(registration=plates.registration(plate))
     if treated is not None:
         fines = fines.filter(treated=treated)
     if document is not None:
@@ -49,9 +86,13 @@ def fine_search(
     return Paginator(fines.order_by("treated", "-updated_at", "-id"), PER_PAGE).get_page(page)
 
 
-def notification_search(*, treated: bool | None = None, page: int = 1) -> Page[Notification]:
-    """One page of notifications, `treated` filtering."""
+def notification_search(
+    *, treated: bool | None = None, plate: str = "", page: int = 1
+) -> Page[Notification]:
+    """One page of notifications; `treated` and `plate` (the vehicle) filter."""
     notifications = Notification.objects.all()
+    if plate:
+        notifications = notifications.filter(registration=plates.registration(plate))
     if treated is not None:
         notifications = notifications.filter(treated=treated)
     ordered = notifications.order_by("treated", "-updated_at", "-id")

@@ -77,6 +77,7 @@ from fleet.models import (
     UnknownWebhookKey,
     WebhookDelivery,
     WebhookRecord,
+    payload_registration,
 )
 from fleet.pace import Pace
 
@@ -583,6 +584,7 @@ def _record_new(event: webhooks.Event, delivery: WebhookDelivery) -> dict[str, A
         "treated_history": [_observation(event, delivery)],
         "payload": event.data,
         "source_updated_at": event.as_of,
+        "registration": payload_registration(event.data),
         "received_at": now,
         "updated_at": now,
     }
@@ -602,7 +604,11 @@ def _record_update(
     known = record.source_updated_at
     current = event.as_of is None or known is None or event.as_of >= known
     if current:
-        changed |= {"treated": event.treated, "payload": event.data}
+        changed |= {
+            "treated": event.treated,
+            "payload": event.data,
+            "registration": payload_registration(event.data),
+        }
         if event.as_of is not None:
             changed["source_updated_at"] = event.as_of
         if isinstance(record, Fine) and event.link is not None:

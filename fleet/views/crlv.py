@@ -30,6 +30,7 @@ from fleet.services.crlv import (
     vehicle_crlv_download_url,
     vehicle_crlv_get,
 )
+from fleet.services.fines import vehicle_records
 from fleet.services.vehicles import FleetDataUnavailable, vehicle_get
 from fleet.views import AuthenticatedRequest, Polling, is_fragment_request
 
@@ -145,6 +146,7 @@ def _vehicle_page(
         context["vehicle"] = vehicle_get(plate=plate)
     except FleetDataUnavailable:
         context["vehicle_unavailable"] = True
+    context["records"] = vehicle_records(plate)
     return _with_failure_status(render(request, "fleet/vehicle.html", context), failure)
 
 

@@ -48,8 +48,8 @@ def _query_string(filters: dict[str, object]) -> str:
     """The filters as a query string, defaults left out, for links that keep them."""
     yes_no = {True: "1", False: "0"}
     params = {
-        name: yes_no[value]
+        name: yes_no[value] if isinstance(value, bool) else value
         for name, value in filters.items()
-        if name != "page" and isinstance(value, bool)
+        if name != "page" and (isinstance(value, bool) or (isinstance(value, str) and value))
     }
     return urlencode(params)

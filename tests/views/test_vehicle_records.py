@@ -143,6 +143,7 @@ def test_the_vehicle_page_says_when_nothing_was_received(manager_client, emulato
     page = manager_client.get(f"/vehicles/{plate.replace('-', '')}/", headers=ENGLISH).text
 
     assert "The fleet platform has sent no fine or notification for this vehicle." in page
+    assert '<a href="/vehicles/" aria-current="page">Vehicles</a>' in page  # where you are
 
 
 def test_records_received_before_the_registration_existed_get_it_from_their_payload():

@@ -181,6 +181,7 @@ class SizeResult:
     alone: dict[str, list[float]] = field(default_factory=dict)  # server ms, one at a time
     cold_page: list[float] = field(default_factory=list)  # ms, client side
     cold_server: list[float] = field(default_factory=list)  # ms, access log
+    cold_bare: list[float] = field(default_factory=list)  # ms, client side: the bare view after it
     upstream_parsed: list[float] = field(default_factory=list)
     upstream_bytes: list[float] = field(default_factory=list)
     upstream_orjson: list[float] = field(default_factory=list)  # bytes, then orjson.loads
@@ -452,7 +453,9 @@ def time_cold_page(target: Target, result: SizeResult) -> None:
     started = time.perf_counter()
     response = target.browser.get(f"{base}/vehicles/", allow_redirects=False, timeout=60)
     elapsed = time.perf_counter() - started
+    before_bare = time.perf_counter()
     after = target.browser.get(f"{base}/bench/bare", timeout=10)
+    bare_elapsed = time.perf_counter() - before_bare
     fetched = list_cars_calls(target) - calls
     if response.status_code != 200 or 'data-testid="vehicle-table"' not in response.text:
         target.failures[f"cold /vehicles/: HTTP {response.status_code} or no table"] += 1
@@ -462,6 +465,7 @@ def time_cold_page(target: Target, result: SizeResult) -> None:
         target.failures[f"cold /vehicles/: {fetched} list-cars calls instead of 1"] += 1
     else:
         result.cold_page.append(elapsed * 1000)
+        result.cold_bare.append(bare_elapsed * 1000)
         result.cold_server.extend(h.micros / 1000 for h in served(target, start, PAGE))
 
 
@@ -686,6 +690,12 @@ def report_size(result: SizeResult) -> None:
         f"{'  floor of any cold page':30}{floor:>8.2f}   = {floor / upstream:.2f}x: list-cars "
         f"bytes + the warm page's server time + the HTTP hop ({result.cold_hop():.2f} ms)"
     )
+    if result.cold_bare:
+        bare = statistics.median(result.cold_bare)
+        print(
+            f"{'  bare view, one at a time':30}{bare:>8.2f}   = {bare / upstream:.2f}x: a page "
+            "that only checks the session, over the same connection, right after the cold page"
+        )
 
 
 def report_memory(memory: Memory) -> None:

@@ -1,9 +1,16 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.core.signals import request_finished, request_started
 from django.utils.translation import gettext_lazy as _
 
 
 class FleetConfig(AppConfig):
     name = "fleet"
     verbose_name = _("Fleet")
+
+    def ready(self) -> None:
+        from fleet import afterwards
+
+        request_started.connect(afterwards.request_started, dispatch_uid="fleet.afterwards")
+        request_finished.connect(afterwards.request_finished, dispatch_uid="fleet.afterwards")

@@ -37,7 +37,7 @@ import threading
 import time
 import unicodedata
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -48,7 +48,7 @@ from typing import Any, Final, Literal, NamedTuple, get_args, overload
 from django.conf import settings
 from django.core.cache import cache
 
-from fleet import plates
+from fleet import afterwards, plates
 from fleet.api import errors
 from fleet.api.client import LIST_VEHICLES, FleetClient
 from fleet.api.resources import VehicleColumns
@@ -661,9 +661,7 @@ def _load(keys: _Keys) -> _Snapshot | None:
     return None
 
 
-def _publish(
-    keys: _Keys, fleet: VehicleColumns, fetched_at: float, *, replaces: str | None
-) -> _Snapshot:
+def _store(keys: _Keys, snapshot: _Snapshot, *, replaces: str | None) -> None:
     """Store a new version for every worker, in place of version `replaces`.
 
     The data and the meta naming it are written together (`set_many`: one MSET
@@ -671,41 +669,58 @@ def _publish(
     data are deleted together: two round trips. A worker that read the old meta
     reads it again when the data is gone.
     """
-    version = f"{time.time_ns():x}-{secrets.token_hex(4)}"
-    snapshot = _Snapshot.from_columns(
-        fleet, scope=keys.scope, version=version, fetched_at=fetched_at
-    )
     cache.set_many(
         {
-            keys.data(version): snapshot.encode(),
-            keys.meta: {"version": version, "fetched_at": fetched_at, "count": snapshot.count},
+            keys.data(snapshot.version): snapshot.encode(),
+            keys.meta: {
+                "version": snapshot.version,
+                "fetched_at": snapshot.fetched_at,
+                "count": snapshot.count,
+            },
         },
         timeout=_keep_seconds(),
     )
     cache.delete_many([keys.failure, *([keys.data(replaces)] if replaces else [])])
-    with _memo.lock:
-        _memo.snapshot = snapshot
-    return snapshot
+
+
+@dataclass(slots=True)
+class _Lock:
+    """The refresh lock as `_refresh_lock` yields it: whether this worker holds it,
+    and, once `hand_over` is called, who releases it (not the `with` block)."""
+
+    owned: bool
+    release: Callable[[], None]
+    handed_over: bool = False
+
+    def hand_over(self) -> Callable[[], None]:
+        self.handed_over = True
+        return self.release
 
 
 @contextmanager
-def _refresh_lock(keys: _Keys, client: FleetClient) -> Iterator[bool]:
+def _refresh_lock(keys: _Keys, client: FleetClient) -> Iterator[_Lock]:
     """Try to become the one worker fetching the list; yields whether this one is.
 
     The lock expires after the longest the client can spend on one call, in
     case its holder dies; it is released only by its owner, and only while it
-    is surely still that owner's.
+    is surely still that owner's: when the block ends, or, if the block handed
+    it over (`_fetch`, to store the list after the response), by whoever took it.
     """
     seconds = (client.connect_timeout + client.read_timeout) * client.max_attempts
     timeout = math.ceil(seconds + client.retry_budget) + _LOCK_MARGIN
     token = secrets.token_hex(16)
     taken = time.monotonic()
-    owned = cache.add(keys.lock, token, timeout=timeout)
-    try:
-        yield owned
-    finally:
-        if owned and time.monotonic() - taken < timeout - 1 and cache.get(keys.lock) == token:
+
+    def release() -> None:
+        if time.monotonic() - taken < timeout - 1 and cache.get(keys.lock) == token:
             cache.delete(keys.lock)
+
+    lock = _Lock(owned=cache.add(keys.lock, token, timeout=timeout), release=release)
+    try:
+        yield lock
+    finally:
+        if lock.owned and not lock.handed_over:
+            lock.release()
 
 
 def _outcome(error: errors.FleetError) -> Outcome:
@@ -720,10 +735,19 @@ def _outcome(error: errors.FleetError) -> Outcome:
     return "error"
 
 
-def _fetch(keys: _Keys, client: FleetClient, *, replaces: str | None) -> _Snapshot:
-    """Call the API and publish its answer in place of version `replaces` (the one
-    this worker, holding the refresh lock, found current); on failure, record it
-    for every worker."""
+def _fetch(
+    keys: _Keys, client: FleetClient, *, replaces: str | None, lock: _Lock, force: bool
+) -> _Snapshot:
+    """Call the API; its answer is this worker's copy now and every worker's once
+    stored, in place of version `replaces` (the one this worker, holding the
+    refresh `lock`, found current). On failure, record it for every worker.
+
+    Storing waits until this request's response is out (`afterwards.later`):
+    the person who asked does not wait for it, and the lock is held until it is
+    done, so other workers wait for the stored copy rather than fetch one. A
+    forced refresh (the button) stores before answering: its answer is a
+    redirect, and the page it leads to may be served by another worker.
+    """
     started = time.perf_counter()
     try:
         fleet = client.list_vehicle_columns()
@@ -739,14 +763,35 @@ def _fetch(keys: _Keys, client: FleetClient, *, replaces: str | None) -> _Snapsh
         )
         raise
     fetched = time.perf_counter()
-    snapshot = _publish(keys, fleet, time.time(), replaces=replaces)
-    logger.info(
-        "vehicle list refreshed: %d vehicles in %.0f ms (API %.0f ms, storing %.0f ms)",
-        snapshot.count,
-        (time.perf_counter() - started) * 1000,
-        (fetched - started) * 1000,
-        (time.perf_counter() - fetched) * 1000,
+    snapshot = _Snapshot.from_columns(
+        fleet,
+        scope=keys.scope,
+        version=f"{time.time_ns():x}-{secrets.token_hex(4)}",
+        fetched_at=time.time(),
     )
+    built = time.perf_counter()
+    with _memo.lock:
+        _memo.snapshot = snapshot
+    release = lock.hand_over()
+
+    def store() -> None:
+        storing = time.perf_counter()
+        try:
+            _store(keys, snapshot, replaces=replaces)
+        finally:
+            release()
+        logger.info(
+            "vehicle list refreshed: %d vehicles (API %.0f ms, building %.0f ms, storing %.0f ms)",
+            snapshot.count,
+            (fetched - started) * 1000,
+            (built - fetched) * 1000,
+            (time.perf_counter() - storing) * 1000,
+        )
+
+    if force:
+        store()
+    else:
+        afterwards.later(store)
     return snapshot
 
 
@@ -788,14 +833,14 @@ def _refreshed(keys: _Keys, snapshot: _Snapshot, *, force: bool) -> tuple[_Snaps
         return snapshot, _freshness(snapshot, problem=outcome or "rate_limited", retry_after=pause)
     if failure and not force and failure.backing_off(time.time()):
         return snapshot, _freshness(snapshot, problem=failure.outcome)
-    with _refresh_lock(keys, client) as owned:
-        if not owned:  # another worker is fetching: serve this one meanwhile
+    with _refresh_lock(keys, client) as lock:
+        if not lock.owned:  # another worker is fetching: serve this one meanwhile
             return snapshot, _freshness(snapshot, problem=failure.outcome if failure else None)
         latest = _load(keys)
         if latest is not None and latest.version != snapshot.version:
             return latest, _freshness(latest)  # published while this one looked
         try:
-            latest = _fetch(keys, client, replaces=snapshot.version)
+            latest = _fetch(keys, client, replaces=snapshot.version, lock=lock, force=force)
         except errors.FleetError as error:
             retry_after = error.retry_after if isinstance(error, errors.RetryLater) else None
             return snapshot, _freshness(snapshot, problem=_outcome(error), retry_after=retry_after)
@@ -815,12 +860,12 @@ def _first(keys: _Keys, *, force: bool) -> tuple[_Snapshot, Freshness]:
         if (pause := client.cooldown.remaining(LIST_VEHICLES)) > client.retry_budget:
             outcome = failure.outcome if failure and failure.retry_after is not None else None
             raise FleetDataUnavailable(outcome or "rate_limited", retry_after=pause)
-        with _refresh_lock(keys, client) as owned:
-            if owned:
+        with _refresh_lock(keys, client) as lock:
+            if lock.owned:
                 snapshot = _load(keys)  # published just before the lock was free
                 if snapshot is None:
                     try:
-                        snapshot = _fetch(keys, client, replaces=None)
+                        snapshot = _fetch(keys, client, replaces=None, lock=lock, force=force)
                     except errors.FleetError as error:
                         pause = client.cooldown.remaining(LIST_VEHICLES)
                         raise FleetDataUnavailable(

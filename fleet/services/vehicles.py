@@ -11,7 +11,9 @@ thousands of vehicles and no paging or filters. So the portal keeps a snapshot:
   counts and slices in memory, creating objects only for the rows it shows;
 - refreshed after `FLEET_VEHICLES_TTL` by exactly one request of the whole
   deployment, the holder of a lock taken with `cache.add`; the others serve
-  the stale copy or, with nothing to serve, wait briefly for that one;
+  the stale copy or, with nothing to serve, wait briefly for that one, which
+  serves its page first and stores the new version after (`fleet.afterwards`),
+  holding the lock until it is stored;
 - served stale, saying since when and why, while the API fails or the route
   cools down after a Retry-After (`fleet.services.cooldown`, the same pause
   the client honours).

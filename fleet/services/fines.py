@@ -42,7 +42,6 @@ def record_counts() -> RecordCounts:
 class VehicleRecords:
     """A vehicle's fines and notifications, as its page sums them up."""
 
-    registration: str  # the plate in the Mercosul format, by which records are matched
     fines: int
     untreated_fines: int
     notifications: int
@@ -51,7 +50,7 @@ class VehicleRecords:
 
 def vehicle_records(plate: str) -> VehicleRecords:
     """How many fines and notifications name the vehicle `plate`, in either plate format."""
-    registration = plates.registration(plate)
+    registration = plates.registration(plate)  # the records' key for the vehicle
     counts = {
         model: model.objects.filter(registration=registration).aggregate(
             all=Count("pk"), untreated=Count("pk", filter=Q(treated=False))
@@ -59,7 +58,6 @@ def vehicle_records(plate: str) -> VehicleRecords:
         for model in (Fine, Notification)
     }
     return VehicleRecords(
-        registration=registration,
         fines=counts[Fine]["all"],
         untreated_fines=counts[Fine]["untreated"],
         notifications=counts[Notification]["all"],

@@ -8,7 +8,11 @@
   the cold page: it fetches, stores and renders the fleet;
 - `bench/bare-post`: the floor of a webhook delivery, through the same
   middleware as the receiver, CSRF-exempt like it: reads the body and
-  answers a few bytes of JSON, touching no database.
+  answers a few bytes of JSON, touching no database;
+- `bench/stored-post`: the same, after one INSERT of the body into a table
+  of two columns (`bench_stored`, made by `bench.webhooks`), committed: the
+  floor of any receiver that stores each delivery in the database before it
+  answers, with nothing to process afterwards.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import os
 
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
+from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
@@ -48,9 +53,30 @@ def bare_post_view(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"received": len(request.read())})
 
 
+STORED_TABLE = "bench_stored"
+_STORED_INSERT = "INSERT INTO bench_stored (body) VALUES (%s)"
+
+
+@csrf_exempt
+@require_POST
+def stored_post_view(request: HttpRequest) -> HttpResponse:
+    body = request.read()
+    if connection.vendor == "postgresql":
+        # As the receiver does: on the connection's own cursor, without Django's
+        # health check (a `SELECT 1` before a request's first statement).
+        connection.ensure_connection()
+        with connection.connection.cursor() as cursor:
+            cursor.execute(_STORED_INSERT, [body])
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute(_STORED_INSERT, [body])
+    return JsonResponse({"received": len(body)})
+
+
 urlpatterns = [
     *portal_urlpatterns,
     path("bench/bare", bare_view, name="bench_bare"),
     path("bench/forget", forget_vehicles, name="bench_forget"),
     path("bench/bare-post", bare_post_view, name="bench_bare_post"),
+    path("bench/stored-post", stored_post_view, name="bench_stored_post"),
 ]

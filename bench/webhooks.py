@@ -15,11 +15,14 @@ the same load:
 - `/webhooks/fleet/<token>/`: the receiver, which stores each delivery
   (committed) and answers; the background worker (`manage.py db_worker`,
   running all along as in production, on the same CPUs) processes them in
-  batches meanwhile.
+  batches meanwhile;
+- `bench/stored-post`: the bare view after one committed INSERT of the body
+  into a table of two columns: the floor of any receiver that stores each
+  delivery in this database before it answers, with nothing processed after.
 
 Every body is a different fine event, numbered on from the previous round:
 three in four create a fine, one in four updates one made just before
-(`treated: true`). The order of the two alternates every round. It prints
+(`treated: true`). The order of the three turns every round. It prints
 requests/s of each, their ratio (target >= 0.5) and client p50/p99, how
 long after each receiver round the worker processed its last delivery (it
 waits for that before the next round) and the rate of deliveries stored and
@@ -74,6 +77,8 @@ TARGET = 0.5
 SERVER_ARGS = ("--reuse-port",)
 BARE = ("bare POST view (bench/bare-post)", "/bench/bare-post")
 RECEIVER = ("receiver /webhooks/fleet/<token>/", f"/webhooks/fleet/{TOKEN}/")
+STORED = ("floor: bare + an INSERT (bench/stored-post)", "/bench/stored-post")
+PROBES = (BARE, RECEIVER, STORED)
 
 # The n-th body of a round; the same in Lua (for wrk) and Python (the fallback).
 _BODY = (
@@ -190,13 +195,36 @@ def _count_deliveries(environment: dict[str, str]) -> dict[str, int]:
     return counts
 
 
+def _stored_table(environment: dict[str, str], *, create: bool) -> None:
+    """Drop `bench/stored-post`'s table, then make it anew if `create`."""
+    script = (
+        "from django.db import connection\n"
+        "from bench.urls import STORED_TABLE\n"
+        "postgresql = connection.vendor == 'postgresql'\n"
+        "key = 'bigserial' if postgresql else 'integer'\n"
+        "body = 'bytea' if postgresql else 'blob'\n"
+        "with connection.cursor() as cursor:\n"
+        "    cursor.execute(f'DROP TABLE IF EXISTS {STORED_TABLE}')\n"
+    )
+    if create:
+        script += (
+            "    cursor.execute(\n"
+            "        f'CREATE TABLE {STORED_TABLE} (id {key} PRIMARY KEY, body {body} NOT NULL)'\n"
+            "    )\n"
+        )
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-v", "0", "-c", script],
+        cwd=ROOT, env=environment, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+
+
 def run(args: argparse.Namespace, workdir: Path) -> int:
     wrk = shutil.which("wrk")
     script = workdir / "webhook.lua"
     script.write_text(_LUA)
     generate = wrk_post(wrk, script) if wrk else python_post
     failures: list[str] = []
-    loads: dict[str, list[Load]] = {BARE[1]: [], RECEIVER[1]: []}
+    loads: dict[str, list[Load]] = {path: [] for _label, path in PROBES}
     catch_ups: list[float] = []
     with running_emulator(workdir) as emulator:
         environment = portal_environment(
@@ -209,6 +237,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
         portal_migrate(environment)
         if args.database_url:
             portal_empty_webhook_tables(environment)
+        _stored_table(environment, create=True)
         with (
             running_portal(
                 environment,
@@ -236,14 +265,14 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
             seconds = args.duration // args.rounds
             offset = 0
             # Warm-up, not counted: both workers import, connect and compile.
-            for _label, path in (BARE, RECEIVER):
+            for _label, path in PROBES:
                 load = generate(f"{portal.url}{path}", 10_000_000 + offset, args.connections, 3)
                 offset += load.requests + 100
             portal_wait_processed(environment, worker, timeout=600)
             warm_deliveries = sum(_count_deliveries(environment).values())
             for round_number in range(args.rounds):
-                probes = (BARE, RECEIVER) if round_number % 2 == 0 else (RECEIVER, BARE)
-                for label, path in probes:
+                turn = round_number % len(PROBES)
+                for label, path in PROBES[turn:] + PROBES[:turn]:
                     # Watching for the worker's catch-up from the end of a receiver round;
                     # waiting for it before the next round, so that no round pays for
                     # the one before.
@@ -261,6 +290,7 @@ def run(args: argparse.Namespace, workdir: Path) -> int:
                     if load.errors:
                         failures.append(f"{label}: {load.errors} failed requests")
         counts = _count_deliveries(environment)
+        _stored_table(environment, create=False)
     stored = sum(counts.values()) - warm_deliveries
     answered = sum(load.requests for load in loads[RECEIVER[1]])
     report(loads, args)
@@ -299,16 +329,21 @@ def _rate(loads: Sequence[Load]) -> float:
 
 def report(loads: dict[str, list[Load]], args: argparse.Namespace) -> None:
     bare = _rate(loads[BARE[1]])
-    print(f"\n{'':38}{'req/s':>8}{'x bare':>8}{'p50 ms':>8}{'p99 ms':>8}  rounds (req/s)")
-    for label, path in (BARE, RECEIVER):
+    print(f"\n{'':46}{'req/s':>8}{'x bare':>8}{'p50 ms':>8}{'p99 ms':>8}  rounds (req/s)")
+    for label, path in PROBES:
         rate = _rate(loads[path])
         rounds = ", ".join(f"{load.requests / load.seconds:.0f}" for load in loads[path])
         p50 = statistics.median(load.p50_ms for load in loads[path])
         p99 = max(load.p99_ms for load in loads[path])
-        print(f"{label:38}{rate:>8.0f}{rate / bare:>8.2f}{p50:>8.2f}{p99:>8.2f}  {rounds}")
+        print(f"{label:46}{rate:>8.0f}{rate / bare:>8.2f}{p50:>8.2f}{p99:>8.2f}  {rounds}")
     ratio = _rate(loads[RECEIVER[1]]) / bare if bare else 0.0
     verdict = "met" if ratio >= TARGET else "MISSED"
     print(f"\nTarget: receiver >= {TARGET}x the bare POST view: {ratio:.2f}x -> {verdict}")
+    floor = _rate(loads[STORED[1]]) / bare if bare else 0.0
+    print(
+        f"Storing alone, in a table of two columns and with nothing to process, "
+        f"reaches {floor:.2f}x on this database and machine."
+    )
 
 
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -263,6 +263,13 @@ def test_the_vehicle_page_says_when_there_is_no_document_and_no_request(manager_
     assert "This vehicle has no e-CRLV issued yet and no request in progress." in response.text
     assert 'data-testid="crlv-latest"' not in response.text
     assert 'data-testid="crlv-in-progress"' not in response.text
+    # The API cannot request an issuance: the page sends the manager to the fleet app,
+    # signed in, and back to this vehicle if that fails.
+    assert (
+        f'<a href="/app/open?next=/vehicles/{plate.replace("-", "")}/" target="_blank" '
+        'rel="noopener noreferrer" data-testid="crlv-request-in-app">'
+        "Request it in the fleet app</a>"
+    ) in response.text
 
 
 def test_the_vehicle_page_shows_the_vehicle_fields(manager_client, emulator):

@@ -4,14 +4,23 @@ notifications built from them, and the payload keys the portal does not know yet
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import formats, timezone
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import pgettext_lazy
 
 from fleet import cpf, encryption, plates
+
+
+def _local_moment(moment: datetime | None) -> str:
+    """A moment as the admin shows it: local time, in the active language's short format."""
+    if moment is None:  # not saved yet
+        return "-"
+    return formats.date_format(timezone.localtime(moment), "SHORT_DATETIME_FORMAT")
 
 
 class MintPurpose(models.TextChoices):
@@ -106,7 +115,9 @@ class AccessKeyMint(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.user} {self.outcome}"
+        return " · ".join(
+            (_local_moment(self.created_at), str(self.user or "-"), self.get_outcome_display())
+        )
 
 
 class CnhLookupKind(models.TextChoices):
@@ -178,7 +189,11 @@ class CnhLookup(models.Model):
         indexes = [models.Index(fields=["owner", "-created_at"], name="fleet_cnh_owner_created")]
 
     def __str__(self) -> str:
-        return f"CNH lookup {self.pk} ({self.kind}, {self.status})"
+        return gettext("CNH lookup %(number)s (%(kind)s, %(status)s)") % {
+            "number": self.pk,
+            "kind": self.get_kind_display(),
+            "status": self.get_status_display().lower(),
+        }
 
     def get_absolute_url(self) -> str:
         return reverse("fleet:cnh_lookup", args=[self.pk])
@@ -335,7 +350,7 @@ class WebhookDelivery(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"#{self.pk} {self.received_at:%Y-%m-%d %H:%M:%S} {self.status}"
+        return f"#{self.pk} · {_local_moment(self.received_at)} · {self.get_status_display()}"
 
     def body_text(self) -> str:
         """The body as text; bytes that are not UTF-8 shown as replacement characters."""

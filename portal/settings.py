@@ -195,7 +195,7 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",
-    "django_tasks_db",
+    "fleet.tasks_app.BackgroundTasksConfig",  # django_tasks_db, named for the admin
     "fleet",
 ]
 

@@ -1176,7 +1176,13 @@ class _Statement:
 
     def run(self) -> int:
         """Execute; the id of the row it inserted."""
-        if connection.vendor == "postgresql" and not connection.in_atomic_block:
+        if (
+            connection.vendor == "postgresql"
+            and not connection.in_atomic_block
+            # With DEBUG (or a test capturing queries), through Django's cursor, which
+            # logs it (`django.db.backends`, connection.queries) like every other.
+            and not connection.queries_logged
+        ):
             return self._run_as_health_check()
         return self._run_on_cursor()
 

@@ -18,6 +18,7 @@ import logging
 
 import pytest
 from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.test.utils import CaptureQueriesContext
 
 from fleet.models import DeliveryStatus, Fine, Notification, UnknownWebhookKey, WebhookDelivery
 from fleet.services.webhooks import deliveries_process_received, delivery_replay
@@ -429,3 +430,15 @@ def test_an_empty_body_is_kept_as_invalid(client):
 
     assert response.status_code == 202
     assert WebhookDelivery.objects.get().error == "the body is empty"
+
+
+@pytest.mark.django_db(transaction=True)  # the receiver's INSERT as in production: no transaction
+def test_the_receivers_insert_is_in_the_sql_log_when_queries_are_logged(client):
+    """With DEBUG, an operator reading `django.db.backends` sees the delivery stored, on
+    PostgreSQL too, where the INSERT otherwise skips Django's cursor (its own health check)."""
+    with CaptureQueriesContext(connection) as queries:
+        response = send(client, fine(10))
+
+    assert response.status_code == 202
+    table = WebhookDelivery._meta.db_table
+    assert any(query["sql"].startswith(f'INSERT INTO "{table}"') for query in queries)

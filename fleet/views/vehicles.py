@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, HttpResponseBase, QueryDict, StreamingHttpResponse
 from django.shortcuts import redirect
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import get_language
@@ -66,8 +67,12 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
         else (result.version, language, timezone.get_current_timezone_name(), path)
     )
     results = _results.render(request, "fleet/vehicles.html#results", context, key=key)
-    if is_fragment_request(request):  # htmx swaps only the results
-        return HttpResponse(results)
+    if is_fragment_request(request):  # htmx swaps only the results, and the export link
+        export_link = render_to_string(
+            "fleet/vehicles.html#export_link",
+            {"query_string": _query_string(filters), "oob": True},
+        )
+        return HttpResponse(results + export_link)
     user = request.user
     page = _pages.render(
         request,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
+from fleet import plates
 from fleet.services.connection import fleet_client
 from tests.browser.conftest import log_in
 
@@ -62,3 +64,21 @@ def test_sorting_and_filtering_work_without_javascript(browser, live_server, man
         expect(page).to_have_url(re.compile(r"active=0"))
     finally:
         context.close()
+
+
+def test_the_export_follows_a_search_made_without_reloading_the_page(page, manager):
+    fleet = fleet_client().list_vehicles().vehicles
+    model = fleet[0].model
+    matching = sorted(v.plate for v in fleet if model.lower() in v.model.lower())
+    log_in(page, "manager", "manager-demo-password")
+    page.goto("/vehicles/")
+    page.get_by_label("Buscar").press_sequentially(model.lower(), delay=30)
+    expect(page.get_by_test_id("result-count")).to_contain_text(f"{len(matching)} veículo")
+
+    with page.expect_download() as download:
+        page.get_by_test_id("export-csv").click()
+
+    lines = Path(download.value.path()).read_text(encoding="utf-8-sig").splitlines()
+    assert lines[0].split(";")[:2] == ["Placa", "Modelo"]
+    exported = sorted(plates.normalize(line.split(";")[0]) for line in lines[1:])
+    assert exported == [plates.normalize(plate) for plate in matching]

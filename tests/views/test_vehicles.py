@@ -122,6 +122,19 @@ def test_htmx_gets_only_the_results_and_caches_vary_on_it(manager_client, fleet)
     assert "<html" not in response.text
     assert 'data-testid="result-count"' in response.text
     assert "HX-Request" in response["Vary"]
+    # The export link in the page's head follows the new filter (out of band).
+    assert (
+        '<a class="button button--quiet" id="vehicles-export" '
+        'href="/vehicles/export.csv?q=a" data-testid="export-csv" hx-swap-oob="true">'
+    ) in response.text
+
+
+def test_the_whole_page_has_one_export_link_swapped_in_place(manager_client, fleet):
+    response = manager_client.get("/vehicles/", {"q": "a"})
+
+    assert response.text.count('id="vehicles-export"') == 1
+    assert 'href="/vehicles/export.csv?q=a"' in response.text
+    assert "hx-swap-oob" not in response.text
 
 
 def test_a_history_restore_gets_the_whole_page(manager_client, fleet):

@@ -4,23 +4,14 @@ notifications built from them, and the payload keys the portal does not know yet
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
-from django.utils import formats, timezone
+from django.utils import timezone
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from fleet import cpf, encryption, plates
-
-
-def _local_moment(moment: datetime | None) -> str:
-    """A moment as the admin shows it: local time, in the active language's short format."""
-    if moment is None:  # not saved yet
-        return "-"
-    return formats.date_format(timezone.localtime(moment), "SHORT_DATETIME_FORMAT")
+from fleet import cpf, display, encryption, plates
 
 
 class MintPurpose(models.TextChoices):
@@ -116,7 +107,11 @@ class AccessKeyMint(models.Model):
 
     def __str__(self) -> str:
         return " · ".join(
-            (_local_moment(self.created_at), str(self.user or "-"), self.get_outcome_display())
+            (
+                display.moment(self.created_at) or "-",
+                str(self.user or "-"),
+                self.get_outcome_display(),
+            )
         )
 
 
@@ -350,7 +345,7 @@ class WebhookDelivery(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"#{self.pk} · {_local_moment(self.received_at)} · {self.get_status_display()}"
+        return f"#{self.pk} · {display.moment(self.received_at)} · {self.get_status_display()}"
 
     def body_text(self) -> str:
         """The body as text; bytes that are not UTF-8 shown as replacement characters."""

@@ -33,6 +33,11 @@ def display(text: str) -> str:
     return plate
 
 
+def display_if_plate(text: str) -> str:
+    """`display` for a plate; any other text as it is (a payload's plate is not checked)."""
+    return display(text) if is_valid(text) else text
+
+
 def registration(text: str) -> str:
     """The vehicle's plate in the Mercosul format, whichever format `text` is in.
 

@@ -26,6 +26,12 @@ urlpatterns = [
     path("drivers/cnh/<int:lookup_id>/", cnh.cnh_lookup, name="cnh_lookup"),
     path("drivers/cnh/<int:lookup_id>/retry", cnh.cnh_lookup_retry, name="cnh_lookup_retry"),
     path("fines/", fines.fine_list, name="fines"),
+    path("fines/export.csv", fines.fine_list_export, name="fines_export"),
     path("notifications/", fines.notification_list, name="notifications"),
+    path(
+        "notifications/export.csv",
+        fines.notification_list_export,
+        name="notifications_export",
+    ),
     path("webhooks/fleet/<str:token>/", webhooks.fleet_webhook, name="webhook"),
 ]

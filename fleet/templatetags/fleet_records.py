@@ -42,5 +42,4 @@ def iso_datetime(value: object) -> datetime | str:
 @register.filter
 def plate(value: object) -> str:
     """A plate from a payload as the vehicle pages show plates (ABC-1234, ABC1D23)."""
-    text = str(value or "")
-    return plates.display(plates.normalize(text)) if plates.is_valid(text) else text
+    return plates.display_if_plate(str(value or ""))

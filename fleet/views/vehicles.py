@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-import csv
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse, HttpResponseBase, QueryDict, StreamingHttpResponse
+from django.http import HttpResponse, HttpResponseBase, QueryDict
 from django.shortcuts import redirect
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -25,12 +24,12 @@ from fleet.forms import VehicleFilterForm
 from fleet.render_cache import RenderCache
 from fleet.services.vehicles import (
     FleetDataUnavailable,
-    VehicleRow,
     vehicle_export,
     vehicle_search,
     vehicles_refresh,
 )
 from fleet.views import AuthenticatedRequest, is_fragment_request
+from fleet.views.csv_export import csv_download
 
 # The results of a filter, the same for every user: kept per version of the fleet.
 _results = RenderCache(size=256)
@@ -101,15 +100,19 @@ def vehicle_list_export(request: AuthenticatedRequest) -> HttpResponseBase:
         rows, _freshness = vehicle_export(**filters)
     except FleetDataUnavailable:
         return redirect(f"{reverse('fleet:vehicles')}?{_query_string(filters)}")
-    # Excel in Brazilian Portuguese splits columns on semicolons, and needs the BOM
-    # to read UTF-8 accents; English users get the comma they expect.
-    delimiter = ";" if (get_language() or "").startswith("pt") else ","
-    response = StreamingHttpResponse(
-        _csv_lines(rows, delimiter), content_type="text/csv; charset=utf-8"
+    active, inactive = _("Active"), _("Inactive")
+    return csv_download(
+        name="vehicles",
+        header=[_("Plate"), _("Model"), _("Status"), _("Driver ID"), _("Vehicle ID")],
+        records=rows,
+        row=lambda vehicle: [
+            vehicle.plate_display,
+            vehicle.model,
+            active if vehicle.active else inactive,
+            "" if vehicle.driver_id is None else vehicle.driver_id,
+            vehicle.id,
+        ],
     )
-    stamp = timezone.localtime().strftime("%Y%m%d-%H%M")
-    response["Content-Disposition"] = f'attachment; filename="vehicles-{stamp}.csv"'
-    return response
 
 
 @require_POST
@@ -120,31 +123,6 @@ def vehicle_list_refresh(request: AuthenticatedRequest) -> HttpResponse:
         vehicles_refresh()
     back = request.POST.get("query_string", "")
     return redirect(f"{reverse('fleet:vehicles')}?{back}" if back else reverse("fleet:vehicles"))
-
-
-class _Echo:
-    """A file-like object whose write returns the line, for streaming csv.writer."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
-def _csv_lines(rows: Iterator[VehicleRow], delimiter: str) -> Iterator[str]:
-    writer = csv.writer(_Echo(), delimiter=delimiter)
-    yield "\ufeff" + writer.writerow(
-        [_("Plate"), _("Model"), _("Status"), _("Driver ID"), _("Vehicle ID")]
-    )
-    active, inactive = _("Active"), _("Inactive")
-    for row in rows:
-        yield writer.writerow(
-            [
-                row.plate_display,
-                row.model,
-                active if row.active else inactive,
-                row.driver_id if row.driver_id is not None else "",
-                row.id,
-            ]
-        )
 
 
 def _query_string(filters: Mapping[str, Any]) -> str:

@@ -4,14 +4,19 @@ them; a real `manage.py db_worker` processes them, as under `make run`."""
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import time
+from pathlib import Path
 
 import pytest
+import requests
 from django.db.models import QuerySet
 from playwright.sync_api import expect
 
 from fleet.models import Fine
+from fleet.services.webhooks import deliveries_process_received
 from tests.browser.conftest import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -106,3 +111,26 @@ def test_sent_events_update_the_dashboard_by_themselves_and_fill_the_fines_page(
     document = handled.get_by_role("link", name="Abrir o documento oficial")
     expect(document).to_have_attribute("href", "https://autoridade.example/autos/777.pdf")
     expect(document).to_have_attribute("rel", "noopener noreferrer")
+
+
+def test_the_export_downloads_what_the_filters_show(page, manager, live_server, fleet_settings):
+    webhook = f"{live_server.url}/webhooks/fleet/dev-webhook-token/"
+    for number, treated in ((31, False), (32, True), (33, False)):
+        event = {"frame": {"id": number, "description": f"Multa {number}", "treated": treated}}
+        assert requests.post(webhook, json=event, timeout=10).status_code == 202
+    deliveries_process_received()  # the worker's next run
+    log_in(page, "manager", "manager-demo-password")
+    page.goto("/fines/")
+    rows = page.get_by_test_id("fine-table").locator("tbody tr")
+    expect(rows).to_have_count(3)
+
+    page.get_by_label("Tratamento").select_option(label="Não tratada")  # htmx, no reload
+    expect(rows).to_have_count(2)
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Exportar CSV").click()
+
+    assert download.value.suggested_filename.startswith("fines-")
+    text = Path(download.value.path()).read_text(encoding="utf-8-sig")
+    header, *lines = list(csv.reader(io.StringIO(text), delimiter=";"))
+    assert header[1] == "Infração"
+    assert sorted(line[1] for line in lines) == ["Multa 31", "Multa 33"]

@@ -1,0 +1,133 @@
+"""CSV exports of the fines and notifications lists, fed through the real receiver."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from tests.views.test_fines import DOCUMENT, ENGLISH, HTMX, a_fine, deliver
+
+pytestmark = pytest.mark.django_db
+
+PORTUGUESE = {"Accept-Language": "pt-BR"}
+
+
+@pytest.fixture
+def manager_client(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("marcos", password="pw-123456"))
+    return client
+
+
+def read(response, delimiter=";") -> list[list[str]]:
+    text = b"".join(response.streaming_content).decode("utf-8")
+    assert text.startswith("\ufeff")  # Excel reads the accents as UTF-8
+    return list(csv.reader(io.StringIO(text[1:]), delimiter=delimiter))
+
+
+def test_the_fines_export_is_every_fine_of_the_filter_as_brazilian_excel_reads_it(
+    manager_client, client
+):
+    deliver(client, a_fine(1, treated=True, carPlate="abc1234"))
+    deliver(
+        client,
+        a_fine(
+            2,
+            carPlate="ABC1D23",
+            autoInfracao="E010000002",
+            amount="1293.5",
+            occurredAt="2025-12-31T21:14:00Z",
+            link_frame=DOCUMENT,
+        ),
+    )
+
+    response = manager_client.get("/fines/export.csv", headers=PORTUGUESE)
+
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    assert response["Content-Disposition"].startswith('attachment; filename="fines-')
+    header, *rows = read(response)
+    assert header == [
+        "Placa", "Infração", "Auto", "Cometida em", "Valor (R$)", "Tratamento",
+        "Documento oficial", "Boleto", "Recebida em", "Atualizada em", "Id na plataforma da frota",
+    ]  # fmt: skip
+    assert [row[0] for row in rows] == ["ABC1D23", "ABC-1234"]  # untreated first
+    new = rows[0]
+    assert new[1:6] == ["Infração 2", "E010000002", "31/12/2025 18:14", "1293,50", "Não tratada"]
+    assert new[6:8] == [DOCUMENT, "https://boletos.example/1"]
+    assert new[10] == "2"
+    assert rows[1][5] == "Tratada"
+
+
+def test_the_export_keeps_the_filters_of_the_list(manager_client, client):
+    deliver(client, a_fine(1, treated=True, carPlate="ABC1234"))
+    deliver(client, a_fine(2, carPlate="ABC1234"))
+    deliver(client, a_fine(3, carPlate="XYZ9876"))
+
+    response = manager_client.get("/fines/export.csv", {"treated": "0", "plate": "abc1c34"})
+
+    _header, *rows = read(response)
+    assert [row[-1] for row in rows] == ["2"]  # the same vehicle, under its Mercosul plate
+
+
+def test_the_export_uses_commas_and_points_in_english(manager_client, client):
+    deliver(client, a_fine(1, amount="293.47", occurredAt="2025-12-31T21:14:00Z"))
+
+    header, row = read(manager_client.get("/fines/export.csv", headers=ENGLISH), delimiter=",")
+
+    assert header[:5] == ["Plate", "Infraction", "Notice", "Committed on", "Amount (R$)"]
+    assert row[3:6] == ["12/31/2025 6:14 p.m.", "293.47", "Untreated"]
+
+
+def test_text_a_spreadsheet_would_run_as_a_formula_is_written_as_text(manager_client, client):
+    deliver(client, a_fine(1, description='=HYPERLINK("https://evil.example","Pagar")'))
+    deliver(client, a_fine(2, description="-2+3", amount="not a number"))
+
+    _header, *rows = read(manager_client.get("/fines/export.csv"))
+
+    descriptions = {row[-1]: row[1] for row in rows}
+    assert descriptions == {"1": '\'=HYPERLINK("https://evil.example","Pagar")', "2": "'-2+3"}
+    assert {row[-1]: row[4] for row in rows}["2"] == "not a number"
+
+
+def test_the_notifications_export(manager_client, client):
+    deliver(client, {"notification": {"id": 1, "treated": True, "title": "Vistoria feita"}})
+    licensing = {"id": 2, "treated": False, "title": "Licenciamento", "message": "Até 30/11"}
+    deliver(client, {"notification": licensing | {"carPlate": "abc1234"}})
+
+    response = manager_client.get("/notifications/export.csv", headers=PORTUGUESE)
+
+    assert response["Content-Disposition"].startswith('attachment; filename="notifications-')
+    header, *rows = read(response)
+    assert header == [
+        "Placa", "Título", "Mensagem", "Tratamento", "Recebida em", "Atualizada em",
+        "Id na plataforma da frota",
+    ]  # fmt: skip
+    assert [row[:4] for row in rows] == [
+        ["ABC-1234", "Licenciamento", "Até 30/11", "Não tratada"],
+        ["", "Vistoria feita", "", "Tratada"],
+    ]
+    filtered = read(manager_client.get("/notifications/export.csv", {"treated": "1"}))
+    assert [row[-1] for row in filtered[1:]] == ["1"]
+
+
+@pytest.mark.parametrize(
+    ("page", "export"),
+    [("/fines/", "/fines/export.csv"), ("/notifications/", "/notifications/export.csv")],
+)
+def test_the_export_link_follows_the_filters_htmx_applies(manager_client, page, export):
+    whole = manager_client.get(page, {"treated": "0"}).text
+    fragment = manager_client.get(page, {"treated": "1"}, headers=HTMX).text
+
+    assert f'id="records-export" href="{export}?treated=0" data-testid="export-csv">' in whole
+    assert "hx-swap-oob" not in whole
+    assert (
+        f'id="records-export" href="{export}?treated=1" data-testid="export-csv" '
+        'hx-swap-oob="true">'
+    ) in fragment
+
+
+def test_the_exports_require_login(client):
+    for path in ("/fines/export.csv", "/notifications/export.csv"):
+        assert client.get(path).status_code == 302

@@ -6,6 +6,7 @@ from datetime import datetime
 from urllib.parse import urlsplit
 
 from django import template
+from django.urls import reverse
 
 from fleet import plates
 
@@ -43,3 +44,10 @@ def iso_datetime(value: object) -> datetime | str:
 def plate(value: object) -> str:
     """A plate from a payload as the vehicle pages show plates (ABC-1234, ABC1D23)."""
     return plates.display_if_plate(str(value or ""))
+
+
+@register.filter
+def vehicle_url(value: object) -> str:
+    """The page of the vehicle a payload's plate names; "" when it is not a plate."""
+    text = str(value or "")
+    return reverse("fleet:vehicle", args=[plates.normalize(text)]) if plates.is_valid(text) else ""

@@ -210,13 +210,15 @@ def test_the_counts_fragment_polls_and_is_what_htmx_gets(manager_client, client,
     assert "<html" not in fragment
 
 
-def test_plates_are_shown_as_on_the_vehicle_pages(manager_client, client):
+def test_plates_are_shown_as_on_the_vehicle_pages_and_link_to_them(manager_client, client):
     deliver(client, a_fine(1, carPlate="abc1234"))
     deliver(client, {"notification": {"id": 1, "treated": False, "carPlate": "ABC1D23"}})
     deliver(client, a_fine(2, carPlate="not a plate"))
 
     fines = manager_client.get("/fines/").text
 
-    assert '<span class="plate">ABC-1234</span>' in fines
+    # A plate links to its vehicle's page.
+    assert '<a class="plate" href="/vehicles/ABC1234/">ABC-1234</a>' in fines
     assert '<span class="plate">not a plate</span>' in fines
-    assert '<span class="plate">ABC1D23</span>' in manager_client.get("/notifications/").text
+    notifications = manager_client.get("/notifications/").text
+    assert '<a class="plate" href="/vehicles/ABC1D23/">ABC1D23</a>' in notifications

@@ -248,9 +248,10 @@ def _yes_no(value: str | None) -> bool | None:
 
 
 class NotificationFilterForm(forms.Form):
-    """The notification list's query string: plate and treated filters, and page."""
+    """The notification list's query string: search, plate and treated filters, and page."""
 
-    field_order = ["plate"]
+    field_order = ["q", "plate"]
+    SEARCH_PLACEHOLDER = _("Title or message")
 
     TREATED_CHOICES = [
         ("", _("All (untreated first)")),
@@ -258,14 +259,21 @@ class NotificationFilterForm(forms.Form):
         ("1", _("Treated")),
     ]
 
+    q = forms.CharField(label=_("Search"), required=False, max_length=100)
     treated = forms.ChoiceField(label=_("Handling"), choices=TREATED_CHOICES, required=False)
     plate = forms.CharField(
         label=_("Plate"),
         required=False,
         max_length=12,
-        widget=forms.TextInput(attrs={"placeholder": "ABC-1234, ABC1D23", "size": 12}),
+        widget=forms.TextInput(attrs={"placeholder": "ABC-1234, ABC1D23", "size": 17}),
     )
     page = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["q"].widget.attrs.update(
+            {"placeholder": self.SEARCH_PLACEHOLDER, "type": "search", "autocomplete": "off"}
+        )
 
     def clean_plate(self) -> str:
         """A vehicle's plate in either format, normalized; "" for every vehicle."""
@@ -282,6 +290,7 @@ class NotificationFilterForm(forms.Form):
         self.is_valid()
         data = self.cleaned_data
         return {
+            "q": (data.get("q") or "").strip(),
             "treated": _yes_no(data.get("treated")),
             "plate": data.get("plate") or "",
             "page": data.get("page") or 1,
@@ -289,7 +298,10 @@ class NotificationFilterForm(forms.Form):
 
 
 class FineFilterForm(NotificationFilterForm):
-    """The fine list's query string: plate, treated and official-document filters, and page."""
+    """The fine list's query string: search, plate, treated and official-document filters,
+    and page."""
+
+    SEARCH_PLACEHOLDER = _("Notice number or infraction")
 
     DOCUMENT_CHOICES = [
         ("", _("With or without")),

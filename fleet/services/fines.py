@@ -72,49 +72,63 @@ def vehicle_records(plate: str) -> VehicleRecords:
 
 def fine_search(
     *,
+    q: str = "",
     treated: bool | None = None,
     document: bool | None = None,
     plate: str = "",
     page: int = 1,
 ) -> Page[Fine]:
-    """One page of fines; `treated`, `document` (has its official document) and
-    `plate` (the vehicle, in either plate format) filter."""
-    fines = _fines(treated=treated, document=document, plate=plate)
+    """One page of fines; `q` (in the notice number, the infraction or the platform's
+    id), `treated`, `document` (has its official document) and `plate` (the vehicle,
+    in either plate format) filter."""
+    fines = _fines(q=q, treated=treated, document=document, plate=plate)
     return Paginator(fines, PER_PAGE).get_page(page)
 
 
 def fine_export(
-    *, treated: bool | None = None, document: bool | None = None, plate: str = ""
+    *, q: str = "", treated: bool | None = None, document: bool | None = None, plate: str = ""
 ) -> Iterator[Fine]:
     """Every fine `fine_search` would list, in its order, read a chunk at a time."""
-    return _fines(treated=treated, document=document, plate=plate).iterator(EXPORT_CHUNK)
+    return _fines(q=q, treated=treated, document=document, plate=plate).iterator(EXPORT_CHUNK)
 
 
-def _fines(*, treated: bool | None, document: bool | None, plate: str) -> QuerySet[Fine]:
-    fines = _records(Fine, treated=treated, plate=plate)
+def _fines(*, q: str, treated: bool | None, document: bool | None, plate: str) -> QuerySet[Fine]:
+    fines = _records(Fine, q=q, treated=treated, plate=plate)
     if document is not None:
         fines = fines.exclude(link_frame="") if document else fines.filter(link_frame="")
     return fines.order_by(*LIST_ORDER)
 
 
 def notification_search(
-    *, treated: bool | None = None, plate: str = "", page: int = 1
+    *, q: str = "", treated: bool | None = None, plate: str = "", page: int = 1
 ) -> Page[Notification]:
-    """One page of notifications; `treated` and `plate` (the vehicle) filter."""
-    notifications = _records(Notification, treated=treated, plate=plate).order_by(*LIST_ORDER)
-    return Paginator(notifications, PER_PAGE).get_page(page)
+    """One page of notifications; `q` (in the title, the message or the platform's id),
+    `treated` and `plate` (the vehicle) filter."""
+    notifications = _records(Notification, q=q, treated=treated, plate=plate)
+    return Paginator(notifications.order_by(*LIST_ORDER), PER_PAGE).get_page(page)
 
 
-def notification_export(*, treated: bool | None = None, plate: str = "") -> Iterator[Notification]:
+def notification_export(
+    *, q: str = "", treated: bool | None = None, plate: str = ""
+) -> Iterator[Notification]:
     """Every notification `notification_search` would list, in its order."""
-    notifications = _records(Notification, treated=treated, plate=plate).order_by(*LIST_ORDER)
-    return notifications.iterator(EXPORT_CHUNK)
+    notifications = _records(Notification, q=q, treated=treated, plate=plate)
+    return notifications.order_by(*LIST_ORDER).iterator(EXPORT_CHUNK)
+
+
+# Where `q` is looked for: the payload's keys each model shows (`fleet.models`).
+_SEARCHED = {Fine: ("autoInfracao", "description"), Notification: ("title", "message")}
 
 
 def _records[R: (Fine, Notification)](
-    model: type[R], *, treated: bool | None, plate: str
+    model: type[R], *, q: str, treated: bool | None, plate: str
 ) -> QuerySet[R]:
     records = model.objects.all()
+    if q:
+        found = Q(external_id__iexact=q)
+        for key in _SEARCHED[model]:
+            found |= Q(**{f"payload__{key}__icontains": q})
+        records = records.filter(found)
     if plate:
         records = records.filter(registration=plates.registration(plate))
     if treated is not None:

@@ -134,3 +134,25 @@ def test_the_export_downloads_what_the_filters_show(page, manager, live_server, 
     header, *lines = list(csv.reader(io.StringIO(text), delimiter=";"))
     assert header[1] == "Infração"
     assert sorted(line[1] for line in lines) == ["Multa 31", "Multa 33"]
+
+
+def test_a_fine_is_found_by_its_notice_number_as_you_type(
+    page, manager, live_server, fleet_settings
+):
+    webhook = f"{live_server.url}/webhooks/fleet/dev-webhook-token/"
+    for number in (41, 42, 43):
+        event = {"frame": {"id": number, "autoInfracao": f"E0100000{number}", "treated": False}}
+        assert requests.post(webhook, json=event, timeout=10).status_code == 202
+    deliveries_process_received()  # the worker's next run
+    log_in(page, "manager", "manager-demo-password")
+    page.goto("/fines/")
+    page.evaluate("window.sameDocument = true")
+    rows = page.get_by_test_id("fine-table").locator("tbody tr")
+    expect(rows).to_have_count(3)
+
+    page.get_by_label("Buscar").press_sequentially("e010000042", delay=30)
+
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("E010000042")
+    expect(page).to_have_url(re.compile(r"/fines/\?q=e010000042"))
+    assert page.evaluate("window.sameDocument") is True

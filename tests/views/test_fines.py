@@ -222,3 +222,29 @@ def test_plates_are_shown_as_on_the_vehicle_pages_and_link_to_them(manager_clien
     assert '<span class="plate">not a plate</span>' in fines
     notifications = manager_client.get("/notifications/").text
     assert '<a class="plate" href="/vehicles/ABC1D23/">ABC1D23</a>' in notifications
+
+
+def test_fines_are_found_by_notice_number_infraction_or_platform_id(manager_client, client):
+    deliver(client, a_fine(1, autoInfracao="E010000014", description="Avançar o sinal vermelho"))
+    deliver(client, a_fine(2, autoInfracao="E010000003", description="Cinto de segurança"))
+    deliver(client, a_fine(3, treated=True, description="Sinal vermelho, de novo"))
+
+    def found(q: str, **filters: str) -> list[str]:
+        return keys(manager_client.get("/fines/", {"q": q, **filters}))
+
+    assert found("e010000014") == ["1"]  # the notice number, in any case
+    assert found("SINAL VERMELHO") == ["1", "3"]  # untreated first
+    assert found("sinal vermelho", treated="1") == ["3"]  # with the other filters
+    assert found("2") == ["2"]  # the platform's id: whole, not a part of another
+    assert found("multa que não existe") == []
+    page = manager_client.get("/fines/", {"q": "cinto"}, headers=ENGLISH).text
+    assert 'name="q" value="cinto"' in page
+    assert 'href="/fines/export.csv?q=cinto"' in page
+
+
+def test_notifications_are_found_by_title_or_message(manager_client, client):
+    deliver(client, {"notification": {"id": 1, "treated": False, "title": "Licenciamento 2027"}})
+    deliver(client, {"notification": {"id": 2, "treated": False, "message": "Vistoria marcada"}})
+
+    assert keys(manager_client.get("/notifications/", {"q": "licenciamento"})) == ["1"]
+    assert keys(manager_client.get("/notifications/", {"q": "VISTORIA"})) == ["2"]

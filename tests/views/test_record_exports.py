@@ -69,6 +69,8 @@ def test_the_export_keeps_the_filters_of_the_list(manager_client, client):
 
     _header, *rows = read(response)
     assert [row[-1] for row in rows] == ["2"]  # the same vehicle, under its Mercosul plate
+    _header, *rows = read(manager_client.get("/fines/export.csv", {"q": "infração 3"}))
+    assert [row[-1] for row in rows] == ["3"]
 
 
 def test_the_export_uses_commas_and_points_in_english(manager_client, client):

@@ -248,3 +248,36 @@ def test_notifications_are_found_by_title_or_message(manager_client, client):
 
     assert keys(manager_client.get("/notifications/", {"q": "licenciamento"})) == ["1"]
     assert keys(manager_client.get("/notifications/", {"q": "VISTORIA"})) == ["2"]
+
+
+def test_the_dashboard_lists_the_vehicles_with_the_most_untreated_fines(manager_client, client):
+    # ABC-1234 became ABC1C34 with the Mercosul plate: one vehicle, three untreated fines.
+    deliver(client, a_fine(1, carPlate="ABC-1234"))
+    deliver(client, a_fine(2, carPlate="ABC1C34"))
+    deliver(client, a_fine(3, carPlate="abc1234"))
+    deliver(client, a_fine(4, carPlate="XYZ9A87"))
+    deliver(client, a_fine(5, carPlate="XYZ9A87", treated=True))  # handled: not counted
+    deliver(client, a_fine(6, carPlate="DEF5G67", treated=True))
+    deliver(client, a_fine(7))  # no plate
+
+    page = manager_client.get("/", headers=ENGLISH).text
+
+    listed = re.findall(
+        r'<li><a class="plate" href="([^"]+)">([^<]+)</a>\s*<span class="muted">([^<]+)<', page
+    )
+    assert listed == [
+        ("/fines/?plate=ABC1C34&amp;treated=0", "ABC-1234", "3 fines"),
+        ("/fines/?plate=XYZ9A87&amp;treated=0", "XYZ9A87", "1 fine"),
+    ]
+    # The list's link shows exactly those fines.
+    assert keys(manager_client.get("/fines/", {"plate": "ABC1C34", "treated": "0"})) == [
+        "3",
+        "2",
+        "1",
+    ]
+
+
+def test_the_dashboard_lists_no_vehicle_when_every_fine_is_handled(manager_client, client):
+    deliver(client, a_fine(1, carPlate="ABC1234", treated=True))
+
+    assert 'data-testid="most-fined"' not in manager_client.get("/").text

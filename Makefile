@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 # Python 3.13 (.python-version): pyenv's shim when present, else python3.13 on PATH.
 PYTHON313 := $(shell (pyenv which python3.13 2>/dev/null || command -v python3.13) | head -n 1)
 
-.PHONY: help run test lint typecheck pytest browser setup messages clean
+.PHONY: help run test lint typecheck pytest browser idp setup messages clean
 
 help:
 	@echo "make run    set up and start the emulator and the portal at http://127.0.0.1:$(PORT)/"
@@ -45,7 +45,7 @@ setup: $(VENV)/.runtime .env
 	@echo "Demo users:"
 	@$(PY) manage.py demo_users
 
-run: setup
+run: setup idp
 	$(PY) manage.py run_dev --port $(PORT)
 
 # Browser tests drive Debian's Chromium. Installed here when missing and we are
@@ -60,6 +60,20 @@ browser:
 	  fi; \
 	fi
 
+# The organisation's demo identity provider (idp/: Node's oidc-provider, as locked in
+# idp/package-lock.json), for the tests and `make run`. Without npm the identity-provider
+# tests say loudly that they are skipped (and this fails under CI=true), and `make run`
+# goes on with the local demo logins only.
+idp: idp/node_modules/.installed
+
+idp/node_modules/.installed: idp/package.json idp/package-lock.json
+	@if command -v npm >/dev/null; then \
+	  npm ci --prefix idp --no-audit --no-fund --loglevel=error && touch $@; \
+	else \
+	  echo "!!! npm is missing: the identity-provider tests will be skipped"; \
+	  if [ "$$CI" = true ]; then exit 1; fi; \
+	fi
+
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -70,7 +84,7 @@ typecheck: $(VENV)/.dev
 pytest: $(VENV)/.dev
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-test: $(VENV)/.dev browser lint typecheck pytest
+test: $(VENV)/.dev idp browser lint typecheck pytest
 
 # Extract new strings into locale/pt_BR/LC_MESSAGES/django.po; translate them there, then
 # `make messages` again to compile (a test fails while a string is untranslated or stale).
@@ -80,4 +94,4 @@ messages: $(VENV)/.dev
 	DJANGO_SETTINGS_MODULE=tests.settings $(PY) manage.py compilemessages -l pt_BR --ignore=.venv
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache staticfiles
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache staticfiles idp/node_modules

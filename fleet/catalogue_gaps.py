@@ -35,3 +35,31 @@ DJANGO_TASKS_DB = (
     gettext_noop("exception class path"),
     gettext_noop("traceback"),
 )
+
+# django-axes (the local login's lockouts) ships no Portuguese: its admin pages.
+DJANGO_AXES = (
+    gettext_noop("access attempt"),
+    gettext_noop("access attempts"),
+    gettext_noop("access failure"),
+    gettext_noop("access failures"),
+    gettext_noop("access log"),
+    gettext_noop("access logs"),
+    gettext_noop("Access Attempt"),
+    gettext_noop("Access lock out"),
+    gettext_noop("Attempt Time"),
+    gettext_noop("Failed Logins"),
+    gettext_noop("Form Data"),
+    gettext_noop("GET Data"),
+    gettext_noop("HTTP Accept"),
+    gettext_noop("IP Address"),
+    gettext_noop("Locked Out"),
+    gettext_noop("Logout Time"),
+    gettext_noop("Meta Data"),
+    gettext_noop("POST Data"),
+    gettext_noop("Path"),
+    gettext_noop("Session key hash (sha256)"),
+    gettext_noop("User Agent"),
+    gettext_noop("Username"),
+    gettext_noop("Not set"),
+    gettext_noop("Clean up expired attempts"),
+)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -184,6 +185,65 @@ FLEET_COUNTS_POLL_SECONDS = _number(
     "FLEET_COUNTS_POLL_SECONDS", default=10, minimum=1, kind=int, what="a whole number"
 )
 
+# --- Portal sign-in (signin/) -----------------------------------------------------
+# The organisation's identity provider (OpenID Connect), one from the environment;
+# more can be added in the admin (social applications). django-allauth runs the
+# flow, signin/ decides who gets in and as what; django-axes locks local logins.
+
+
+def _names(name: str) -> list[str]:
+    """A comma-separated variable as a list, spaces around the commas allowed."""
+    return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
+
+
+def _oidc_provider() -> dict[str, object] | None:
+    issuer = os.environ.get("OIDC_ISSUER", "").strip()
+    if not issuer:
+        return None
+    issuer = _url("OIDC_ISSUER", default=None)
+    client_id = _credential("OIDC_CLIENT_ID", default=None)
+    client_secret = _credential("OIDC_CLIENT_SECRET", default=None)
+    return {
+        "provider_id": env.str("OIDC_PROVIDER_ID", default="sso"),
+        "name": env.str("OIDC_PROVIDER_NAME", default="") or urlsplit(issuer).hostname,
+        "client_id": client_id,
+        "secret": client_secret,
+        "settings": {
+            "server_url": issuer,
+            "allowed_domains": _names("OIDC_ALLOWED_DOMAINS"),
+            "groups_claim": env.str("OIDC_GROUPS_CLAIM", default="groups") or "groups",
+            "manager_groups": _names("OIDC_MANAGER_GROUPS"),
+            "admin_groups": _names("OIDC_ADMIN_GROUPS"),
+        },
+    }
+
+
+_OIDC_APP = _oidc_provider()
+SOCIALACCOUNT_PROVIDERS = {
+    "openid_connect": {
+        # allauth's provider, with PKCE, a nonce and the ID token's signature always checked.
+        "provider_class": "signin.oidc.provider.OrganisationProvider",
+        "APPS": [_OIDC_APP] if _OIDC_APP else [],
+    }
+}
+SOCIALACCOUNT_ADAPTER = "signin.adapters.SocialAccountAdapter"
+ACCOUNT_ADAPTER = "signin.adapters.AccountAdapter"
+# The provider vouches for the person; nothing to confirm or fill in here.
+SOCIALACCOUNT_AUTO_SIGNUP = True
+SOCIALACCOUNT_EMAIL_VERIFICATION = "none"
+SOCIALACCOUNT_EMAIL_REQUIRED = False
+SOCIALACCOUNT_STORE_TOKENS = False
+ACCOUNT_EMAIL_VERIFICATION = "none"
+ACCOUNT_LOGIN_METHODS = {"username"}
+ACCOUNT_SIGNUP_FIELDS = ["username*", "password1*", "password2*"]
+
+_LOCAL_LOGIN_MODES = ("on", "staff", "off")
+# Unset: "on" without an identity provider, "staff" with one (decided per request,
+# since providers may also come from the admin).
+LOCAL_LOGIN = os.environ.get("LOCAL_LOGIN", "").strip().lower() or None
+if LOCAL_LOGIN is not None and LOCAL_LOGIN not in _LOCAL_LOGIN_MODES:
+    raise ImproperlyConfigured(f"LOCAL_LOGIN must be one of {', '.join(_LOCAL_LOGIN_MODES)}.")
+
 # --- Django -------------------------------------------------------------------
 
 INSTALLED_APPS = [
@@ -195,7 +255,13 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
+    "axes",
     "fleet.tasks_app.BackgroundTasksConfig",  # django_tasks_db, named for the admin
+    "signin",
     "fleet",
 ]
 
@@ -207,10 +273,15 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "signin.middleware.SessionTimeoutMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "signin.middleware.ProviderFormsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, so that a lockout it answers has been through the others.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -266,7 +337,38 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "fleet:dashboard"
-LOGOUT_REDIRECT_URL = "login"
+LOGOUT_REDIRECT_URL = "signed_out"
+
+# The lockout check runs first; allauth signs people in through ModelBackend.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Sessions end after SESSION_IDLE_MINUTES without activity (signin.middleware)
+# and SESSION_MAX_HOURS after sign-in whatever happens.
+SESSION_IDLE_MINUTES = _number(
+    "SESSION_IDLE_MINUTES", default=30, minimum=1, kind=int, what="a whole number of minutes"
+)
+SESSION_MAX_HOURS = _number(
+    "SESSION_MAX_HOURS", default=12, minimum=1, kind=int, what="a whole number of hours"
+)
+SESSION_COOKIE_AGE = SESSION_MAX_HOURS * 3600
+# Local logins: after LOGIN_FAILURE_LIMIT wrong passwords for one username or from one
+# address, that username or address is locked for LOGIN_LOCKOUT_MINUTES (django-axes).
+AXES_FAILURE_LIMIT = _number(
+    "LOGIN_FAILURE_LIMIT", default=10, minimum=1, kind=int, what="a whole number"
+)
+AXES_COOLOFF_TIME = timedelta(
+    minutes=_number(
+        "LOGIN_LOCKOUT_MINUTES", default=15, minimum=1, kind=int, what="a whole number of minutes"
+    )
+)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_ENABLE_ACCESS_FAILURE_LOG = True
+AXES_LOCKOUT_CALLABLE = "signin.views.locked_out"
+AXES_CLIENT_IP_CALLABLE = "signin.addresses.client_address"
+AXES_SENSITIVE_PARAMETERS = ["password", "csrfmiddlewaretoken"]
 
 LANGUAGE_CODE = "pt-br"
 LANGUAGES = [("pt-br", _("Portuguese (Brazil)")), ("en", _("English"))]
@@ -327,6 +429,11 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "server": {
+            "()": "django.utils.log.ServerFormatter",
+            "format": "[{server_time}] {message}",
+            "style": "{",
+        },
     },
     # Second line of defence: scrub credentials from every record, whoever logs it.
     "filters": {"redact": {"()": "fleet.api.redaction.RedactingFilter"}},
@@ -336,10 +443,21 @@ LOGGING = {
             "formatter": "plain",
             "filters": ["redact"],
         },
+        # The development server's request lines carry query strings (an
+        # identity provider's `?code=` among them): Django's own handler has no filter.
+        "server": {
+            "class": "logging.StreamHandler",
+            "formatter": "server",
+            "filters": ["redact"],
+        },
     },
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
         "fleet": {"level": env.str("FLEET_LOG_LEVEL", default="INFO")},
+        "signin": {"level": env.str("FLEET_LOG_LEVEL", default="INFO")},
+        "axes": {"level": "INFO"},  # every local sign-in, failure and lockout
+        "axes.apps": {"level": "WARNING"},
         "django": {"level": "INFO"},
+        "django.server": {"handlers": ["server"], "level": "INFO", "propagate": False},
     },
 }

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.utils.translation import gettext_lazy as _
+
+from signin import views as signin_views
 
 admin.site.site_header = _("Fleet Portal administration")
 admin.site.site_title = _("Fleet Portal")
 
 urlpatterns = [
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/", include("signin.urls")),
+    # The admin's own login and logout would bypass LOCAL_LOGIN and the provider's sign-out.
+    path("admin/login/", signin_views.admin_login),
+    path("admin/logout/", signin_views.logout),
     path("admin/", admin.site.urls),
     path("", include("fleet.urls")),
 ]

@@ -319,3 +319,138 @@ def db_worker(live_server: Any, emulator: Emulator) -> Iterator[subprocess.Popen
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         process.kill()
+
+
+# --- The organisation's identity provider (tests/idp.py: idp/server.mjs, a real OpenID
+# provider on loopback) and the portal configured to sign people in through it. ---------
+
+CLIENT_SECRET = "acme-client-secret-known-only-to-the-tests"
+GROUP_CLIENT_SECRET = "group-client-secret-known-only-to-the-tests"
+SSO_PASSWORDS = {
+    "manager": "manager-sso-password",
+    "admin": "admin-sso-password",
+    "unverified": "unverified-sso-password",
+    "outsider": "outsider-sso-password",
+    "partner": "partner-sso-password",
+}
+
+
+def _sso_user(username: str, email: str, *, verified: bool = True, groups=(), **names: str):
+    return {
+        "username": username,
+        "password": SSO_PASSWORDS[username],
+        "sub": f"sub-{username}-0001",
+        "email": email,
+        "email_verified": verified,
+        "name": " ".join(names.values()),
+        **names,
+        "groups": list(groups),
+    }
+
+
+def identity_provider_config(*origins: str) -> dict[str, Any]:
+    """Two clients (the portal's two providers, RS256 and ES256) and five people."""
+
+    def client(client_id: str, secret: str, provider_id: str, alg: str) -> dict[str, Any]:
+        return {
+            "client_id": client_id,
+            "client_secret": secret,
+            "redirect_uris": [
+                f"{origin}/accounts/oidc/{provider_id}/login/callback/" for origin in origins
+            ],
+            "post_logout_redirect_uris": [f"{origin}/accounts/signed-out/" for origin in origins],
+            "id_token_signed_response_alg": alg,
+        }
+
+    return {
+        "clients": [
+            client("fleet-portal", CLIENT_SECRET, "acme", "RS256"),
+            client("fleet-portal-group", GROUP_CLIENT_SECRET, "group", "ES256"),
+        ],
+        "users": [
+            _sso_user(
+                "manager",
+                "manager@example.com",
+                groups=["fleet-managers"],
+                given_name="Marcos",
+                family_name="Gestor",
+            ),
+            _sso_user(
+                "admin",
+                "admin@example.com",
+                groups=["fleet-managers", "fleet-admins"],
+                given_name="Ana",
+                family_name="Administradora",
+            ),
+            _sso_user("unverified", "unverified@example.com", verified=False, given_name="Vera"),
+            _sso_user("outsider", "outsider@elsewhere.example", given_name="Otto"),
+            _sso_user(
+                "partner", "partner@partner.test", groups=["fleet-managers"], given_name="Paula"
+            ),
+        ],
+    }
+
+
+@pytest.fixture(scope="session")
+def identity_provider_process(live_server: Any) -> Iterator[Any]:
+    """One provider for the run; it knows the test client's and the live server's addresses."""
+    from tests.idp import identity_provider_or_skip
+
+    provider = identity_provider_or_skip(
+        identity_provider_config("http://testserver", live_server.url)
+    )
+    yield provider
+    provider.close()
+
+
+@pytest.fixture
+def identity_provider(identity_provider_process: Any) -> Iterator[Any]:
+    """The session's provider, up, with its people as configured and no pending trick."""
+    identity_provider_process.start()
+    identity_provider_process.reset()
+    yield identity_provider_process
+    identity_provider_process.start()  # a test that stopped it leaves it running again
+
+
+def oidc_app(provider: Any, **settings_: Any) -> dict[str, Any]:
+    """The environment's provider (OIDC_*) as settings.py builds it."""
+    return {
+        "provider_id": "acme",
+        "name": "Acme SSO",
+        "client_id": "fleet-portal",
+        "secret": CLIENT_SECRET,
+        "settings": {
+            "server_url": provider.issuer,
+            "allowed_domains": ["example.com"],
+            "groups_claim": "groups",
+            "manager_groups": [],
+            "admin_groups": ["fleet-admins"],
+        }
+        | settings_,
+    }
+
+
+@pytest.fixture
+def oidc_settings(settings: Any, identity_provider: Any) -> Any:
+    """The portal configured with one identity provider, as OIDC_* variables would."""
+    settings.SOCIALACCOUNT_PROVIDERS = {
+        "openid_connect": settings.SOCIALACCOUNT_PROVIDERS["openid_connect"]
+        | {"APPS": [oidc_app(identity_provider)]}
+    }
+    settings.LOCAL_LOGIN = None
+    return settings
+
+
+@pytest.fixture
+def group_provider(identity_provider: Any) -> Any:
+    """A second provider, added in the admin (a social application): ES256 ID tokens."""
+    from allauth.socialaccount.models import SocialApp
+
+    return SocialApp.objects.create(
+        provider="openid_connect",
+        provider_id="group",
+        name="Grupo Holding",
+        client_id="fleet-portal-group",
+        secret=GROUP_CLIENT_SECRET,
+        settings={"server_url": identity_provider.issuer, "allowed_domains": ["example.com"]},
+    )

@@ -23,8 +23,16 @@ for _name in (
     "FLEET_WEBHOOK_PROXY_COUNT",
     "FLEET_COUNTS_POLL_SECONDS",
     "FLEET_FIELD_KEYS",
+    "LOCAL_LOGIN",
+    "LOGIN_FAILURE_LIMIT",
+    "LOGIN_LOCKOUT_MINUTES",
+    "SESSION_IDLE_MINUTES",
+    "SESSION_MAX_HOURS",
 ):
     os.environ.pop(_name, None)
+# A provider from a developer's shell would change every sign-in test: tests configure their own.
+for _name in [name for name in os.environ if name.startswith("OIDC_")]:
+    os.environ.pop(_name)
 
 from portal.settings import *  # noqa: E402, F403
 

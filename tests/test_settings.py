@@ -18,7 +18,9 @@ def start(*, code: str = _SETUP, **overrides: str) -> subprocess.CompletedProces
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("FLEET_", "DJANGO_", "DATABASE_URL", "CACHE_URL", "DEBUG"))
+        if not key.startswith(
+            ("FLEET_", "DJANGO_", "DATABASE_URL", "CACHE_URL", "DEBUG", "OIDC_", "LOCAL_LOGIN")
+        )
     }
     env |= {
         "DJANGO_SETTINGS_MODULE": "portal.settings",
@@ -79,15 +81,19 @@ def test_production_requires_credentials():
     assert "FLEET_LOGIN_URL is not set" in result.stderr
 
 
+# A production configuration that starts; each test below changes one thing.
+PRODUCTION = {
+    "FLEET_ENVIRONMENT": "production",
+    "FLEET_BASE_URL": "https://api.example.com",
+    "FLEET_LOGIN_URL": "https://app.example.com",
+    "FLEET_ACCESS_TOKEN": "token-for-production",
+    "FLEET_SECRET_KEY": "secret-for-production",
+    "FLEET_FIELD_KEYS": "8kT2J3Yb9pKf7qTg8tq0p8W0B2q1Jd0O5QeR8rWcH2E=",
+}
+
+
 def test_production_refuses_plain_http():
-    result = start(
-        FLEET_ENVIRONMENT="production",
-        FLEET_BASE_URL="http://api.example.com",
-        FLEET_LOGIN_URL="https://app.example.com",
-        FLEET_ACCESS_TOKEN="token-for-production",
-        FLEET_SECRET_KEY="secret-for-production",
-        FLEET_FIELD_KEYS="8kT2J3Yb9pKf7qTg8tq0p8W0B2q1Jd0O5QeR8rWcH2E=",
-    )
+    result = start(**PRODUCTION | {"FLEET_BASE_URL": "http://api.example.com"})
 
     assert result.returncode != 0
     assert "FLEET_BASE_URL must use https" in result.stderr
@@ -100,13 +106,7 @@ def test_unknown_environment_is_refused():
 
 
 def test_production_without_field_keys_is_refused():
-    result = start(
-        FLEET_ENVIRONMENT="production",
-        FLEET_BASE_URL="https://api.example.com",
-        FLEET_LOGIN_URL="https://app.example.com",
-        FLEET_ACCESS_TOKEN="token-for-production",
-        FLEET_SECRET_KEY="secret-for-production",
-    )
+    result = start(**PRODUCTION | {"FLEET_FIELD_KEYS": ""})
 
     assert "FLEET_FIELD_KEYS is not set" in result.stderr
 
@@ -133,3 +133,87 @@ def test_a_webhook_token_with_stray_whitespace_is_refused_without_showing_it():
     assert result.returncode != 0
     assert "FLEET_WEBHOOK_TOKENS has a token that" in result.stderr
     assert "bad-token-654321" not in result.stderr
+
+
+_PROVIDER = (
+    "from django.conf import settings; "
+    "print(settings.SOCIALACCOUNT_PROVIDERS['openid_connect']['APPS']); "
+    "print(settings.LOCAL_LOGIN)"
+)
+
+
+def test_one_identity_provider_comes_from_the_environment():
+    result = start(
+        code=_SETUP.replace("print('started')", _PROVIDER),
+        OIDC_ISSUER="https://login.example.com/tenant/v2.0",
+        OIDC_CLIENT_ID="portal-client",
+        OIDC_CLIENT_SECRET="portal-client-secret-value",
+        OIDC_PROVIDER_NAME="Acme SSO",
+        OIDC_ALLOWED_DOMAINS="acme.com.br, acme.com",
+        OIDC_GROUPS_CLAIM="roles",
+        OIDC_MANAGER_GROUPS="Fleet.Manager",
+        OIDC_ADMIN_GROUPS="Fleet.Admin,Fleet.Owner",
+        LOCAL_LOGIN="Staff",
+    )
+
+    apps, local_login = result.stdout.strip().splitlines()
+    assert "'provider_id': 'sso', 'name': 'Acme SSO', 'client_id': 'portal-client'" in apps
+    assert "'server_url': 'https://login.example.com/tenant/v2.0'" in apps
+    assert "'allowed_domains': ['acme.com.br', 'acme.com']" in apps
+    assert "'groups_claim': 'roles'" in apps
+    assert (
+        "'manager_groups': ['Fleet.Manager'], 'admin_groups': ['Fleet.Admin', 'Fleet.Owner']"
+        in apps
+    )
+    assert local_login == "staff"
+
+
+def test_without_an_issuer_there_is_no_provider_and_local_login_decides_itself():
+    result = start(code=_SETUP.replace("print('started')", _PROVIDER))
+
+    assert result.stdout.strip().splitlines() == ["[]", "None"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message", "secret"),
+    [
+        ({"OIDC_ISSUER": "login.example.com"}, "OIDC_ISSUER must be an absolute http(s) URL", ""),
+        ({"OIDC_CLIENT_SECRET": ""}, "OIDC_CLIENT_SECRET is empty", ""),
+        (
+            {"OIDC_CLIENT_SECRET": "a-pasted-secret-value\n"},
+            "OIDC_CLIENT_SECRET has whitespace or a newline",
+            "a-pasted-secret-value",
+        ),
+        ({"OIDC_CLIENT_ID": None}, "OIDC_CLIENT_ID is not set", ""),
+        ({"LOCAL_LOGIN": "sometimes"}, "LOCAL_LOGIN must be one of on, staff, off", ""),
+        ({"SESSION_IDLE_MINUTES": "0"}, "SESSION_IDLE_MINUTES must be a whole number", ""),
+        ({"LOGIN_FAILURE_LIMIT": "many"}, "LOGIN_FAILURE_LIMIT must be a whole number", ""),
+    ],
+)
+def test_bad_sign_in_settings_stop_start_up_naming_the_variable(overrides, message, secret):
+    provider = {
+        "OIDC_ISSUER": "https://login.example.com",
+        "OIDC_CLIENT_ID": "portal-client",
+        "OIDC_CLIENT_SECRET": "portal-client-secret-value",
+    }
+    environment = {
+        name: value for name, value in (provider | overrides).items() if value is not None
+    }
+
+    result = start(**environment)
+
+    assert result.returncode != 0
+    assert message in result.stderr
+    if secret:
+        assert secret not in result.stderr
+
+
+def test_production_refuses_an_identity_provider_over_plain_http():
+    result = start(
+        **PRODUCTION,
+        OIDC_ISSUER="http://login.example.com",
+        OIDC_CLIENT_ID="portal-client",
+        OIDC_CLIENT_SECRET="portal-client-secret-value",
+    )
+
+    assert "OIDC_ISSUER must use https" in result.stderr

@@ -5,7 +5,8 @@ safety net for everything else that might: a third-party library's debug
 line, a portal log call that prints a header dict or a request body, an
 exception text. `RedactingFilter` scrubs the credential values this process
 knows about (registered by every `FleetClient`) and anything shaped like an
-`Authorization:`/`Key:` header, a password or an accessKey, and masks
+`Authorization:`/`Key:` header, a password, an accessKey or the secrets of an
+OpenID Connect sign-in (client secret, authorization code, tokens), and masks
 anything shaped like a CPF (personal data, LGPD) as lists show it,
 `***.456.789-**`; the token in a webhook URL (`/webhooks/fleet/<token>/`)
 is scrubbed too. The portal installs it on its log handlers.
@@ -42,13 +43,18 @@ _PATTERNS = (
     # The token in the webhook receiver's path (FLEET_WEBHOOK_TOKENS), right or wrong:
     # a wrong one may be a token just rotated out. Django logs the path of every 4xx.
     re.compile(r"(?P<head>/webhooks/fleet/)(?P<value>[^/\s?#\"']+)"),
-    # password=..., "password": "...", accessKey=..., secret_key=...
+    # password=..., "password": "...", accessKey=..., secret_key=..., and the secrets of an
+    # OpenID Connect sign-in (the portal's client secret, tokens, PKCE's verifier).
     re.compile(
-        r"(?P<head>\b(?:password|passwd|access_?key|secret_?key|access_?token)[\"']?\s*[:=]\s*)"
-        + _QUOTED_OR_BARE,
+        r"(?P<head>\b(?:password|passwd|access_?key|secret_?key|access_?token|client_?secret"
+        r"|refresh_?token|id_?token(?:_hint)?|code_?verifier)[\"']?\s*[:=]\s*)" + _QUOTED_OR_BARE,
         re.IGNORECASE,
     ),
+    # An authorization code in a query string (`/login/callback/?code=…&state=…`).
+    re.compile(r"(?P<head>[?&]code=)(?P<value>[^&\s\"'#]+)"),
 )
+# A JSON Web Token (an ID or access token), wherever it stands.
+_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
 
 
 # Eleven digits, with or without the mask, standing alone (not inside a longer
@@ -93,6 +99,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
             text = text.replace(secret, REDACTED)
     for pattern in _PATTERNS:
         text = pattern.sub(_replace_value, text)
+    text = _JWT.sub(REDACTED, text)
     return mask_cpfs(text)
 
 

@@ -32,6 +32,7 @@ def test_manager_logs_out(page, manager):
     log_in(page, "manager", "manager-demo-password")
     page.get_by_role("button", name="Sair").click()
 
-    expect(page).to_have_url(re.compile(r"/accounts/login/"))
+    expect(page).to_have_url(re.compile(r"/accounts/signed-out/$"))
+    expect(page.get_by_role("heading", level=1)).to_have_text("Você saiu")
     page.goto("/")
     expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/$"))

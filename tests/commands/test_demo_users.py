@@ -3,23 +3,25 @@ from __future__ import annotations
 import io
 
 import pytest
-from django.contrib.auth import authenticate
 from django.core.management import CommandError, call_command
 
 pytestmark = pytest.mark.django_db
 
 
-def test_demo_users_can_log_in_and_are_printed():
+def test_demo_users_can_log_in_and_are_printed(client):
     out = io.StringIO()
 
     call_command("demo_users", stdout=out)
 
-    admin = authenticate(username="admin", password="admin-demo-password")
-    assert admin is not None
-    assert admin.is_superuser
-    manager = authenticate(username="manager", password="manager-demo-password")
-    assert manager is not None
-    assert not manager.is_staff
+    logins = (("admin", "admin-demo-password"), ("manager", "manager-demo-password"))
+    for username, password in logins:
+        answer = client.post("/accounts/login/", {"username": username, "password": password})
+        assert answer.status_code == 302, username
+        user = client.get("/").context["user"]
+        assert user.get_username() == username
+        assert user.is_superuser is (username == "admin")
+        assert user.is_staff is (username == "admin")
+        client.post("/accounts/logout/")
     assert "manager / manager-demo-password" in out.getvalue()
 
 
@@ -39,7 +41,7 @@ def test_running_twice_resets_the_demo_passwords(django_user_model):
 
     call_command("demo_users", stdout=io.StringIO())
 
-    assert authenticate(username="manager", password="manager-demo-password") is not None
+    assert django_user_model.objects.get(username="manager").check_password("manager-demo-password")
     assert django_user_model.objects.filter(username="manager").count() == 1
 
 

@@ -15,6 +15,7 @@ import pytest
 import requests
 
 from tests.conftest import ROOT
+from tests.idp import sign_in_at_provider, skip_unless_identity_provider_can_run
 
 
 def free_port() -> int:
@@ -33,10 +34,12 @@ def refused(url: str) -> bool:
 
 @pytest.fixture
 def run_dev(tmp_path):
-    portal_port, emulator_port = free_port(), free_port()
+    skip_unless_identity_provider_can_run()  # make run starts the demo provider too
+    portal_port, emulator_port, idp_port = free_port(), free_port(), free_port()
     env = os.environ | {
         "DJANGO_ENV_FILE": "",
         "DJANGO_SECRET_KEY": "run-dev-test-secret-key",
+        "DEBUG": "True",  # as make run's .env: cookies over plain http
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
         "FLEET_BASE_URL": f"http://127.0.0.1:{emulator_port}",
         "FLEET_LOGIN_URL": f"http://127.0.0.1:{emulator_port}/app",
@@ -51,14 +54,25 @@ def run_dev(tmp_path):
         check=True,
     )
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "run_dev", "--port", str(portal_port), "--vehicles", "50"],
+        [
+            sys.executable,
+            "manage.py",
+            "run_dev",
+            "--port",
+            str(portal_port),
+            "--vehicles",
+            "50",
+            "--idp-port",
+            str(idp_port),
+        ],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
-    yield process, f"http://127.0.0.1:{portal_port}", f"http://127.0.0.1:{emulator_port}", env
+    addresses = (f"http://127.0.0.1:{port}" for port in (portal_port, emulator_port, idp_port))
+    yield process, *addresses, env
     if process.poll() is None:
         process.kill()
 
@@ -80,7 +94,7 @@ print("STATUS", lookup.status)
 
 
 def test_run_dev_serves_both_prints_the_logins_and_stops_both_on_ctrl_c(run_dev):
-    process, portal, emulator, env = run_dev
+    process, portal, emulator, idp, env = run_dev
     lines = []
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -105,9 +119,35 @@ def test_run_dev_serves_both_prints_the_logins_and_stops_both_on_ctrl_c(run_dev)
         check=True,
     )
     assert "STATUS done" in looked_up.stdout
+    # The demo identity provider: its button on the login page, and a sign-in through it.
+    assert f"Demo identity provider at {idp}/" in printed
+    assert "manager / manager-sso-password  (fleet manager)" in printed
+    assert "Olá, Marcos" in sign_in_through_the_demo_provider(portal, "manager")
 
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=20) == 0
     assert refused(f"{portal}/healthz")
     assert refused(f"{emulator}/healthz")
+    assert refused(f"{idp}/.well-known/openid-configuration")
     assert not Path(f"/proc/{worker_pid}").exists()
+
+
+def sign_in_through_the_demo_provider(portal: str, username: str) -> str:
+    """A browser's way through the login page's button and the provider's page; the page
+    the portal shows after."""
+    browser = requests.Session()
+    login = browser.get(f"{portal}/accounts/login/", timeout=10)
+    button = re.search(
+        r'<form method="post" action="([^"]+)"[^>]*>\s*<input[^>]*value="([^"]+)"', login.text
+    )
+    assert "Entrar com Demo SSO" in login.text
+    start = browser.post(
+        f"{portal}{button.group(1)}",
+        data={"csrfmiddlewaretoken": button.group(2)},
+        allow_redirects=False,
+        timeout=10,
+    )
+    callback = sign_in_at_provider(
+        start.headers["Location"], username, f"{username}-sso-password", session=browser
+    )
+    return browser.get(callback, timeout=10).text

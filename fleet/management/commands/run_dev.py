@@ -1,19 +1,26 @@
 """`manage.py run_dev`: the emulator, the portal and its worker together, for `make run`.
 
-Starts `python -m emulator` (when FLEET_ENVIRONMENT is `emulator`), the
-development server and the background worker (`manage.py db_worker`, which
-runs the CNH lookups) as child processes, waits until they are up, prints the
-address and the demo logins, and stops them all on Ctrl-C or when one exits.
+Starts `python -m emulator` (when FLEET_ENVIRONMENT is `emulator`), the demo
+identity provider (`idp/`, when Node.js and its packages are there and no
+OIDC_ISSUER is configured), the development server and the background worker
+(`manage.py db_worker`, which runs the CNH lookups) as child processes, waits
+until they are up, prints the addresses and the demo logins, and stops them all
+on Ctrl-C or when one exits.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -32,6 +39,9 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--vehicles", type=int, default=500)
+        parser.add_argument(
+            "--idp-port", type=int, default=8002, help="the demo identity provider's"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         children: list[subprocess.Popen[bytes]] = []
@@ -41,6 +51,11 @@ class Command(BaseCommand):
             if settings.FLEET_ENVIRONMENT == "emulator":
                 children.append(self._start_emulator(options["vehicles"]))
             portal_url = f"http://{options['host']}:{options['port']}"
+            portal_env = os.environ.copy()
+            demo_idp = self._start_demo_idp(portal_url, options["idp_port"])
+            if demo_idp is not None:
+                children.append(demo_idp.process)
+                portal_env |= demo_idp.portal_env
             children.append(
                 subprocess.Popen(  # noqa: S603 (our own interpreter and arguments)
                     [
@@ -51,6 +66,7 @@ class Command(BaseCommand):
                         f"{options['host']}:{options['port']}",
                     ],
                     cwd=settings.BASE_DIR,
+                    env=portal_env,
                 )
             )
             _wait_for(f"{portal_url}/healthz", children)
@@ -60,7 +76,7 @@ class Command(BaseCommand):
                 cwd=settings.BASE_DIR,
             )
             children.append(worker)
-            self._announce(portal_url, worker)
+            self._announce(portal_url, worker, demo_idp)
             while all(child.poll() is None for child in children):
                 time.sleep(0.5)
             raise CommandError("a process stopped; stopping the others")
@@ -96,7 +112,28 @@ class Command(BaseCommand):
         _wait_for(f"{settings.FLEET_BASE_URL}/healthz", [process])
         return process
 
-    def _announce(self, portal_url: str, worker: subprocess.Popen[bytes]) -> None:
+    def _start_demo_idp(self, portal_url: str, port: int) -> DemoIdentityProvider | None:
+        """The demo identity provider, unless one is configured or Node.js is missing."""
+        if settings.SOCIALACCOUNT_PROVIDERS["openid_connect"]["APPS"]:
+            return None  # OIDC_ISSUER: the operator's own provider
+        node = shutil.which("node")
+        if node is None or not (IDP_DIR / "node_modules" / "oidc-provider").is_dir():
+            self.stdout.write(
+                self.style.WARNING(
+                    "The demo identity provider needs Node.js and npm (`make run` installs its "
+                    "packages when npm is there): not found, so sign-in is with the demo local "
+                    "logins only."
+                )
+            )
+            return None
+        return DemoIdentityProvider.start(node=node, portal_url=portal_url, port=port)
+
+    def _announce(
+        self,
+        portal_url: str,
+        worker: subprocess.Popen[bytes],
+        demo_idp: DemoIdentityProvider | None,
+    ) -> None:
         style = self.style
         self.stdout.write("")
         self.stdout.write(style.SUCCESS(f"Fleet Portal is running at {portal_url}/"))
@@ -106,7 +143,75 @@ class Command(BaseCommand):
             self.stdout.write("Demo logins:")
             for demo in DEMO_USERS:
                 self.stdout.write(f"  {demo.role:<14} {demo.username} / {demo.password}")
+        if demo_idp is not None:
+            self.stdout.write(
+                f"Demo identity provider at {demo_idp.issuer}/ (the login page's "
+                f'"{DEMO_IDP_NAME}" button); its users:'
+            )
+            for username, password, what in demo_idp.users:
+                self.stdout.write(f"  {username} / {password}  ({what})")
         self.stdout.write("Press Ctrl-C to stop.")
+
+
+IDP_DIR = Path(__file__).resolve().parents[3] / "idp"
+DEMO_IDP_NAME = "Demo SSO"
+
+
+class DemoIdentityProvider:
+    """`node idp/server.mjs` with idp/demo.json, its redirect URIs those of this portal."""
+
+    def __init__(self, process: subprocess.Popen[bytes], issuer: str, config: dict[str, Any]):
+        self.process = process
+        self.issuer = issuer
+        client = config["clients"][0]
+        # What the portal's runserver needs to offer it (the environment contract of the README).
+        self.portal_env = {
+            "OIDC_ISSUER": issuer,
+            "OIDC_PROVIDER_ID": "demo",
+            "OIDC_PROVIDER_NAME": DEMO_IDP_NAME,
+            "OIDC_CLIENT_ID": client["client_id"],
+            "OIDC_CLIENT_SECRET": client["client_secret"],
+            "OIDC_ALLOWED_DOMAINS": "example.com",
+            "OIDC_ADMIN_GROUPS": "fleet-admins",
+            "LOCAL_LOGIN": "on",  # the demo local logins stay beside it
+        }
+        self.users = [
+            (user["username"], user["password"], _demo_user_role(user)) for user in config["users"]
+        ]
+
+    @classmethod
+    def start(cls, *, node: str, portal_url: str, port: int) -> DemoIdentityProvider:
+        config = json.loads((IDP_DIR / "demo.json").read_text())
+        portal = urlsplit(portal_url)
+        # The browser may use either name of the loopback address.
+        origins = {portal_url, f"http://localhost:{portal.port}", f"http://127.0.0.1:{portal.port}"}
+        for client in config["clients"]:
+            client["redirect_uris"] = [
+                f"{origin}/accounts/oidc/demo/login/callback/" for origin in sorted(origins)
+            ]
+            client["post_logout_redirect_uris"] = [
+                f"{origin}/accounts/signed-out/" for origin in sorted(origins)
+            ]
+        written = Path(tempfile.gettempdir()) / f"fleet-portal-demo-idp-{os.getpid()}.json"
+        written.write_text(json.dumps(config))
+        issuer = f"http://127.0.0.1:{port}"
+        process = subprocess.Popen(  # noqa: S603 (node and our own script)
+            [node, str(IDP_DIR / "server.mjs"), "--config", str(written), "--port", str(port)],
+            cwd=IDP_DIR,
+            stdout=subprocess.DEVNULL,
+        )
+        _wait_for(f"{issuer}/.well-known/openid-configuration", [process])
+        return cls(process, issuer, config)
+
+
+def _demo_user_role(user: dict[str, Any]) -> str:
+    if "fleet-admins" in user.get("groups", []):
+        return "administrator"
+    if not user.get("email_verified"):
+        return "refused: e-mail not verified"
+    if not str(user.get("email", "")).endswith("@example.com"):
+        return "refused: domain not allowed"
+    return "fleet manager"
 
 
 def _wait_for(url: str, processes: list[subprocess.Popen[bytes]]) -> None:

@@ -1,0 +1,129 @@
+"""The admin of sign-in: identity providers (a client secret is write-only), people's
+linked identities, the audit trail of single sign-ons, and unlocking a local login.
+
+django-axes registers its own pages beside these: access attempts (delete one to
+unlock), access failures and the access log of every sign-in and sign-out.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from allauth.socialaccount.admin import SocialAppAdmin, SocialAppForm
+from allauth.socialaccount.models import SocialAccount, SocialApp, SocialToken
+from axes.utils import reset as axes_reset
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import User
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
+
+from signin.models import SsoAttempt
+
+if TYPE_CHECKING:
+    _SsoAttemptAdmin = admin.ModelAdmin[SsoAttempt]
+    _IdentityInline = admin.TabularInline[SocialAccount, User]
+    _UserAdmin = UserAdmin[User]
+else:
+    _SsoAttemptAdmin = admin.ModelAdmin
+    _IdentityInline = admin.TabularInline
+    _UserAdmin = UserAdmin
+
+
+class ProviderForm(SocialAppForm):
+    """allauth's form, the client secret typed and never shown again."""
+
+    secret = forms.CharField(
+        label=_("client secret"),
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text=_("Leave empty to keep the current one."),
+    )
+
+    def clean_secret(self) -> str:
+        typed: str = self.cleaned_data.get("secret") or ""
+        return typed or (self.instance.secret if self.instance.pk else "")
+
+
+class ProviderAdmin(SocialAppAdmin):
+    form = ProviderForm
+    list_display = ("name", "provider_id", "client_id")
+    fields = ("provider", "provider_id", "name", "client_id", "secret", "settings")
+
+
+@admin.register(SsoAttempt)
+class SsoAttemptAdmin(_SsoAttemptAdmin):
+    list_display = ("created_at", "provider", "email", "address", "outcome", "role", "user")
+    list_filter = ("outcome", "provider")
+    search_fields = ("email", "subject", "user__username")
+    date_hierarchy = "created_at"
+    readonly_fields = [field.name for field in SsoAttempt._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class IdentityInline(_IdentityInline):
+    model = SocialAccount
+    extra = 0
+    fields = ("provider", "uid", "date_joined", "last_login")
+    readonly_fields = fields
+    verbose_name = _("linked identity")
+    verbose_name_plural = _("linked identities (single sign-on)")
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class PortalUserAdmin(_UserAdmin):
+    inlines = [IdentityInline]
+    list_display = (
+        "username",
+        "email",
+        "first_name",
+        "last_name",
+        "is_staff",
+        "is_active",
+        "last_login",
+    )
+    actions = ["deactivate", "unlock_local_login"]
+
+    @admin.action(description=_("Deactivate the selected users (their sessions end at once)"))
+    def deactivate(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        # Not oneself: an administrator locked out of the admin cannot undo it.
+        count = queryset.exclude(pk=request.user.pk or 0).update(is_active=False)
+        self.message_user(
+            request,
+            ngettext("%(count)d user deactivated.", "%(count)d users deactivated.", count)
+            % {"count": count},
+            messages.SUCCESS,
+        )
+
+    @admin.action(description=_("Unlock the local login of the selected users"))
+    def unlock_local_login(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        cleared = sum(axes_reset(username=user.get_username()) for user in queryset)
+        self.message_user(
+            request,
+            ngettext(
+                "%(count)d locked attempt record cleared.",
+                "%(count)d locked attempt records cleared.",
+                cleared,
+            )
+            % {"count": cleared},
+            messages.SUCCESS,
+        )
+
+
+admin.site.unregister(SocialApp)
+admin.site.register(SocialApp, ProviderAdmin)
+# The portal keeps no provider tokens (SOCIALACCOUNT_STORE_TOKENS is off).
+admin.site.unregister(SocialToken)
+admin.site.unregister(User)
+admin.site.register(User, PortalUserAdmin)

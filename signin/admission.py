@@ -1,0 +1,118 @@
+"""Admitting a person an identity provider vouches for: the answer checked, the access
+decided (signin.access), the portal user found, linked or prepared, and the role set.
+
+An existing portal user is found by the provider's subject; the first time, by a
+verified e-mail that no other identity of that provider has claimed; otherwise
+a new user is created (by allauth, after this). Roles are set again at every
+sign-in, so that a change in the provider's groups takes effect at the next one.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from allauth.socialaccount.models import SocialAccount, SocialLogin
+from django.contrib.auth.models import User
+from django.http import HttpRequest
+
+from signin.access import AccessPolicy, Role, access_decide
+from signin.models import SsoOutcome
+
+# SocialLogin.state carries these from here to the end of the sign-in (signin.adapters).
+OUTCOME = "signin_outcome"
+ROLE = "signin_role"
+
+
+class Refused(Exception):
+    """The provider's answer does not let this person in; `outcome` says why."""
+
+    def __init__(self, outcome: SsoOutcome, detail: str = "") -> None:
+        super().__init__(detail or outcome.value)
+        self.outcome = outcome
+        self.detail = detail
+
+
+def sso_login_admit(*, request: HttpRequest, sociallogin: SocialLogin) -> User:
+    """The portal user `sociallogin` signs in as, its role set; `Refused` otherwise.
+
+    The user may be new and unsaved: allauth saves it after this.
+    """
+    claims = _claims(sociallogin)
+    provider = sociallogin.account.get_provider()
+    decision = access_decide(
+        policy=AccessPolicy.from_settings(provider.app.settings), claims=claims
+    )
+    if decision.refusal is not None or decision.role is None:
+        raise Refused(decision.refusal or SsoOutcome.NO_ROLE)
+    _keep_only_verified_email(sociallogin, decision.verified_email)
+
+    user: User
+    if sociallogin.is_existing:
+        user = sociallogin.user
+        outcome = SsoOutcome.SIGNED_IN
+    elif (match := _user_by_email(sociallogin, decision.verified_email)) is not None:
+        user = match
+        outcome = SsoOutcome.LINKED
+    else:
+        user = sociallogin.user
+        outcome = SsoOutcome.PROVISIONED
+    if not user.is_active:
+        raise Refused(SsoOutcome.DEACTIVATED)
+    _set_role(user, decision.role, claims, decision.verified_email)
+    if outcome is SsoOutcome.LINKED:
+        sociallogin.connect(request, user)  # saves the user and the identity
+    elif user.pk:
+        user.save()
+    sociallogin.state[OUTCOME] = outcome.value
+    sociallogin.state[ROLE] = decision.role.value
+    return user
+
+
+def _claims(sociallogin: SocialLogin) -> dict[str, Any]:
+    """The ID token's claims with the userinfo's over them, once the nonce checks out."""
+    extra = sociallogin.account.extra_data
+    id_token: dict[str, Any] = extra.get("id_token") or {}
+    sent = str(sociallogin.state.get("nonce") or "")
+    received = str(id_token.get("nonce") or "")
+    if not sent or not hmac.compare_digest(sent.encode(), received.encode()):
+        raise Refused(SsoOutcome.BAD_ANSWER, "the ID token's nonce is not this sign-in's")
+    return {**id_token, **(extra.get("userinfo") or {})}
+
+
+def _keep_only_verified_email(sociallogin: SocialLogin, verified_email: str) -> None:
+    """An e-mail the provider has not verified is nobody's: not stored, not matched."""
+    sociallogin.email_addresses = [
+        address for address in sociallogin.email_addresses if address.email == verified_email
+    ]
+    if sociallogin.user is not None and not sociallogin.is_existing:
+        sociallogin.user.email = verified_email
+
+
+def _user_by_email(sociallogin: SocialLogin, verified_email: str) -> User | None:
+    """The one user with this verified e-mail, to link once; `Refused` when that is unsafe."""
+    if not verified_email:
+        return None
+    candidates = list(User.objects.filter(email__iexact=verified_email)[:2])
+    if not candidates:
+        return None
+    if len(candidates) > 1:
+        raise Refused(SsoOutcome.CONFLICT, "several portal users have this e-mail")
+    (user,) = candidates
+    already = SocialAccount.objects.filter(user=user, provider=sociallogin.account.provider)
+    if already.exists():
+        raise Refused(
+            SsoOutcome.CONFLICT, "the portal user is linked to another identity of this provider"
+        )
+    return user
+
+
+def _set_role(user: User, role: Role, claims: dict[str, Any], verified_email: str) -> None:
+    administrator = role is Role.ADMINISTRATOR
+    user.is_staff = user.is_superuser = administrator
+    if given := str(claims.get("given_name") or "").strip():
+        user.first_name = given[:150]
+    if family := str(claims.get("family_name") or "").strip():
+        user.last_name = family[:150]
+    if verified_email:
+        user.email = verified_email

@@ -1,0 +1,41 @@
+"""The portal's own username and password form (break-glass administrators, the demo)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.models import User
+from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
+
+from signin.providers import LocalLogin
+
+
+class LocalLoginForm(AuthenticationForm):
+    error_messages = {
+        **AuthenticationForm.error_messages,
+        "staff_only": _(
+            "This form is for administrators. Sign in with your organisation's account "
+            "(the button above)."
+        ),
+        "off": _("Sign-in with a username and password is turned off."),
+    }
+
+    def __init__(
+        self,
+        request: HttpRequest | None = None,
+        *args: Any,
+        local_login: LocalLogin = LocalLogin.ON,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(request, *args, **kwargs)
+        self.local_login = local_login
+
+    def confirm_login_allowed(self, user: User) -> None:
+        super().confirm_login_allowed(user)
+        if self.local_login is LocalLogin.OFF:
+            raise forms.ValidationError(self.error_messages["off"], code="off")
+        if self.local_login is LocalLogin.STAFF and not user.is_staff:
+            raise forms.ValidationError(self.error_messages["staff_only"], code="staff_only")

@@ -171,6 +171,14 @@ function storageSet(key, value, expiresIn) {
   });
 }
 
+// Only these belong to a grant and go with it when it is revoked (as oidc-provider's own
+// memory adapter has it): an interaction carries a grantId too, and must survive the logout
+// that switching accounts at the login prompt performs.
+const GRANTABLE = new Set([
+  'AccessToken', 'AuthorizationCode', 'RefreshToken', 'DeviceCode',
+  'BackchannelAuthenticationRequest',
+]);
+
 class MemoryAdapter {
   constructor(model) {
     this.model = model;
@@ -182,7 +190,7 @@ class MemoryAdapter {
 
   async upsert(id, payload, expiresIn) {
     storageSet(this.key(id), structuredClone(payload), expiresIn);
-    if (payload.grantId) {
+    if (GRANTABLE.has(this.model) && payload.grantId) {
       const grantKey = `grant:${payload.grantId}`;
       const members = storageGet(grantKey) ?? [];
       members.push(this.key(id));

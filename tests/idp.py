@@ -365,6 +365,24 @@ def _follow(
     raise ProviderPageError(f"more than {_MAX_STEPS} redirects within the provider")
 
 
+def _submit_automatic_form(
+    http: requests.Session, response: requests.Response, page: _Page
+) -> requests.Response | None:
+    """Post a page's only form when it is one a script submits by itself (nothing to type)."""
+    forms = [form for form in page.forms if form.method == "post"]
+    if response.status_code != 200 or len(forms) != 1:
+        return None
+    (form,) = forms
+    if form.field_names() - set(form.hidden_values()):
+        return None
+    return http.post(
+        urljoin(response.url, form.action),
+        data=form.hidden_values(),
+        allow_redirects=False,
+        timeout=HTTP_TIMEOUT,
+    )
+
+
 def _unexpected(response: requests.Response, page: _Page) -> ProviderPageError:
     return ProviderPageError(
         f"{response.request.method} {response.url} answered {response.status_code}: {page.text}"
@@ -395,6 +413,9 @@ def sign_in_at_provider(
             return leaving
         page = _Page(response.text)
         form = page.login_form()
+        if form is None and (submitted := _submit_automatic_form(http, response, page)):
+            response = submitted  # what a browser's script does (switching accounts logs out)
+            continue
         if form is None or response.status_code not in {200, 401}:
             raise _unexpected(response, page)
         if posted:

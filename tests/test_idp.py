@@ -441,6 +441,21 @@ def test_it_asks_another_browser_for_the_password(
         sign_in_at_provider(authorization_request(idp, RS_CLIENT).url, "manager", "wrong")
 
 
+def test_it_switches_accounts_when_asked_for_a_new_sign_in(
+    idp: IdentityProvider, browser: requests.Session
+) -> None:
+    sign_in_and_get_tokens(idp, RS_CLIENT, session=browser)
+
+    # prompt=login ("sign in with another account"): the password again, another person.
+    request = authorization_request(idp, RS_CLIENT)
+    url = f"{request.url}&prompt=login"
+    callback = sign_in_at_provider(url, "admin", "admin-sso-password", session=browser)
+
+    params = callback_params(request, callback)
+    response = token_request(idp, request, params["code"])
+    assert decode_jwt(response.json()["id_token"])[1]["sub"] == ADMIN["sub"]
+
+
 # -- RP-initiated logout -----------------------------------------------------------------------
 
 

@@ -70,6 +70,18 @@ def test_people_the_organisation_did_not_admit_get_the_explanation_and_no_sessio
     expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/$"))
 
 
+def test_a_refused_person_signs_in_with_another_account(page, identity_provider, oidc_settings):
+    sign_in_through_the_provider(page, identity_provider, "outsider")
+    expect(page.get_by_test_id("refusal-reason")).to_be_visible()
+
+    page.get_by_role("button", name="Entrar com outra conta").click()
+    page.get_by_label("Username").fill("manager")
+    page.get_by_label("Password").fill(SSO_PASSWORDS["manager"])
+    page.get_by_role("button", name="Sign in").click()
+
+    expect(page.get_by_role("heading", level=1)).to_have_text("Olá, Marcos")
+
+
 def test_sign_out_ends_both_sessions(page, identity_provider, oidc_settings):
     sign_in_through_the_provider(page, identity_provider, "manager")
     expect(page.get_by_role("heading", level=1)).to_have_text("Olá, Marcos")

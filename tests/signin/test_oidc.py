@@ -131,6 +131,23 @@ def test_people_the_organisation_did_not_admit_get_an_explanation_and_no_session
     assert attempt.subject == f"sub-{username}-0001"
 
 
+def test_a_refused_person_may_sign_in_with_another_account(client, oidc_settings):
+    browser = requests.Session()
+    refused = sso(client, "outsider", browser=browser)
+    another = re.search(r'<form method="post" action="([^"]+)">', refused.content.decode())
+
+    # The provider asks again (prompt=login) and the other person gets in.
+    answer = client.post(another.group(1), {"prompt": "login"})
+    query = parse_qs(urlsplit(answer["Location"]).query)
+    assert query["prompt"] == ["login"]
+    callback = sign_in_at_provider(
+        answer["Location"], "manager", SSO_PASSWORDS["manager"], session=browser
+    )
+
+    assert client.get(callback).status_code == 302
+    assert user_of(client).email == "manager@example.com"
+
+
 def test_with_managers_groups_the_group_decides_whatever_the_domain(
     client, oidc_settings, identity_provider
 ):

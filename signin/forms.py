@@ -16,10 +16,6 @@ from signin.providers import LocalLogin
 class LocalLoginForm(AuthenticationForm):
     error_messages = {
         **AuthenticationForm.error_messages,
-        "staff_only": _(
-            "This form is for administrators. Sign in with your organisation's account "
-            "(the button above)."
-        ),
         "off": _("Sign-in with a username and password is turned off."),
     }
 
@@ -38,4 +34,6 @@ class LocalLoginForm(AuthenticationForm):
         if self.local_login is LocalLogin.OFF:
             raise forms.ValidationError(self.error_messages["off"], code="off")
         if self.local_login is LocalLogin.STAFF and not user.is_staff:
-            raise forms.ValidationError(self.error_messages["staff_only"], code="staff_only")
+            # As a wrong password would be: a message of its own would tell a guesser
+            # that they found a manager's password. The page says the form is for staff.
+            raise self.get_invalid_login_error()

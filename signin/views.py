@@ -55,7 +55,7 @@ class LoginView(auth_views.LoginView):
         return super().get_form_kwargs() | {"local_login": self.local_login}
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs) | login_context(
+        context = super().get_context_data(**kwargs) | _login_context(
             self.request, providers=self.providers, local_login=self.local_login
         )
         if self.local_login is LocalLogin.OFF:
@@ -63,7 +63,7 @@ class LoginView(auth_views.LoginView):
         return context
 
 
-def login_context(
+def _login_context(
     request: HttpRequest,
     *,
     providers: list[Any] | None = None,
@@ -85,7 +85,8 @@ def login_context(
 
 def _login_page(request: HttpRequest, *, status: int, **context: Any) -> HttpResponse:
     """The login page with a problem stated at its top, and no form errors."""
-    context = login_context(request) | {"form": None, "next": request.GET.get("next", "")} | context
+    next_url = request.GET.get("next", "")
+    context = _login_context(request) | {"form": None, "next": next_url} | context
     if context["local_login"] != LocalLogin.OFF.value:
         context["form"] = LocalLoginForm(request)
     return render(request, "registration/login.html", context, status=status)

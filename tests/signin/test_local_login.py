@@ -130,7 +130,9 @@ def test_staff_mode_keeps_the_form_for_administrators_only(client, manager, admi
 
     refused = log_in(client)
     assert refused.status_code == 200
-    assert "Este formulário é para administradores" in text(refused)
+    assert "Administradores: com usuário e senha" in text(refused)
+    # The same words as a wrong password: nothing tells the password was right.
+    assert text(refused).count("entre com um usuário e senha corretos") == 1
     assert signed_in_as(client) is None
 
     assert log_in(client, username="admin", password="password").status_code == 302

@@ -74,7 +74,12 @@ def run_dev(tmp_path):
     addresses = (f"http://127.0.0.1:{port}" for port in (portal_port, emulator_port, idp_port))
     yield process, *addresses, env
     if process.poll() is None:
-        process.kill()
+        # As Ctrl-C: run_dev stops its children (a kill would leave them running).
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
 # Run in the portal's own environment: a lookup queued like the form does, then

@@ -126,7 +126,16 @@ class Command(BaseCommand):
                 )
             )
             return None
-        return DemoIdentityProvider.start(node=node, portal_url=portal_url, port=port)
+        try:
+            return DemoIdentityProvider.start(node=node, portal_url=portal_url, port=port)
+        except CommandError as exc:
+            self.stdout.write(
+                self.style.WARNING(
+                    f"The demo identity provider did not start ({exc}; --idp-port chooses "
+                    "another port): sign-in is with the demo local logins only."
+                )
+            )
+            return None
 
     def _announce(
         self,
@@ -200,7 +209,11 @@ class DemoIdentityProvider:
             cwd=IDP_DIR,
             stdout=subprocess.DEVNULL,
         )
-        _wait_for(f"{issuer}/.well-known/openid-configuration", [process])
+        try:
+            _wait_for(f"{issuer}/.well-known/openid-configuration", [process])
+        except CommandError:
+            process.kill()
+            raise
         return cls(process, issuer, config)
 
 

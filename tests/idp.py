@@ -445,17 +445,11 @@ def sign_out_at_provider(end_session_url: str, *, session: requests.Session) -> 
         page = _Page(response.text)
         if response.status_code != 200:
             raise _unexpected(response, page)
-        forms = [form for form in page.forms if form.method == "post"]
-        if not forms:
+        if not any(form.method == "post" for form in page.forms):
             return response.url
-        if submitted:
+        posted = None if submitted else _submit_automatic_form(session, response, page)
+        if posted is None:
             raise _unexpected(response, page)
-        form = forms[0]
-        response = session.post(
-            urljoin(response.url, form.action),
-            data=form.hidden_values(),
-            allow_redirects=False,
-            timeout=HTTP_TIMEOUT,
-        )
+        response = posted
         submitted = True
     raise ProviderPageError(f"more than {_MAX_STEPS} pages at the provider")

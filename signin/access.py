@@ -15,16 +15,10 @@ rules, decided again at every sign-in:
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from signin.models import SsoOutcome
-
-
-class Role(enum.StrEnum):
-    MANAGER = "manager"
-    ADMINISTRATOR = "administrator"
+from signin.models import Role, SsoOutcome
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -16,8 +16,8 @@ from allauth.socialaccount.models import SocialAccount, SocialLogin
 from django.contrib.auth.models import User
 from django.http import HttpRequest
 
-from signin.access import AccessPolicy, Role, access_decide
-from signin.models import SsoOutcome
+from signin.access import AccessPolicy, access_decide
+from signin.models import Role, SsoOutcome
 
 # SocialLogin.state carries these from here to the end of the sign-in (signin.adapters).
 OUTCOME = "signin_outcome"

@@ -33,6 +33,13 @@ class SsoOutcome(models.TextChoices):
         return frozenset({cls.SIGNED_IN, cls.PROVISIONED, cls.LINKED})
 
 
+class Role(models.TextChoices):
+    """What a provider's groups claim makes a person here (signin.access)."""
+
+    MANAGER = "manager", _("fleet manager")
+    ADMINISTRATOR = "administrator", _("administrator (Django admin)")
+
+
 class SsoAttempt(models.Model):
     """One answer of an identity provider and what became of it."""
 
@@ -50,7 +57,7 @@ class SsoAttempt(models.Model):
         verbose_name=_("portal user"),
     )
     outcome = models.CharField(_("outcome"), max_length=30, choices=SsoOutcome.choices)
-    role = models.CharField(_("role"), max_length=30, blank=True)
+    role = models.CharField(_("role"), max_length=30, choices=Role.choices, blank=True)
     detail = models.CharField(_("detail"), max_length=300, blank=True)
 
     class Meta:

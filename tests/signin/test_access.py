@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from signin.access import AccessPolicy, Role, access_decide
+from signin.access import AccessPolicy, access_decide
 from signin.checks import providers_let_someone_in
-from signin.models import SsoOutcome
+from signin.models import Role, SsoOutcome
 
 DOMAIN_ONLY = AccessPolicy.from_settings(
     {"allowed_domains": ["Example.com"], "admin_groups": ["fleet-admins"]}

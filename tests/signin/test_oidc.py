@@ -311,6 +311,21 @@ def test_an_id_token_that_does_not_check_out_gets_a_clear_page_and_no_session(
     assert why in attempt.detail
 
 
+@pytest.mark.parametrize(("behind", "signed_in"), [(30, True), (120, False)])
+def test_the_providers_clock_may_run_a_little_ahead_of_the_portals(
+    client, oidc_settings, behind, signed_in
+):
+    callback = sign_in_at_provider(start(client), "manager", SSO_PASSWORDS["manager"])
+
+    # The ID token was issued "now" by the provider's clock; the portal's is behind.
+    with time_machine.travel(time.time() - behind):
+        answer = client.get(callback)
+
+    assert (answer.status_code == 302) is signed_in
+    if not signed_in:
+        assert "ImmatureSignatureError" in last_attempt().detail
+
+
 def test_a_key_rotated_at_the_provider_is_picked_up(client, oidc_settings, identity_provider):
     assert sso(client, "manager").status_code == 302
     client.post("/accounts/logout/")

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from emulator import auth, webhooks
 from emulator.cnh import DEFAULT_TIMEOUT_WAIT, NO_LICENCE_CPF, TIMEOUT_CPF
 from emulator.fleet import MAX_VEHICLES, generate_vehicles
+from emulator.minimal import random_spelling_seed
 from emulator.server import FleetServer
 from emulator.state import Emulator, Settings
 from emulator.webapp import PASSWORD, USERS
@@ -165,6 +166,20 @@ def _add_serve_arguments(parser: argparse.ArgumentParser, *, defaults: bool) -> 
         ),
     )
     parser.add_argument(
+        "--minimal",
+        action="store_true",
+        default=default(False),
+        help="answer only what the spec promises, with members spelled as --spelling-seed says"
+        " and unknown members added (see emulator/README.md)",
+    )
+    parser.add_argument(
+        "--spelling-seed",
+        type=int,
+        default=default(None),
+        help="seed of the minimal mode's spellings and added members"
+        " (default: a random one, printed at start-up)",
+    )
+    parser.add_argument(
         "--verbose",
         action="store_true",
         default=default(False),
@@ -180,6 +195,10 @@ def serve(args: argparse.Namespace) -> int:
             rate_limit=args.rate_limit,
             rate_window=args.rate_window,
             cnh_timeout_wait=args.cnh_timeout_wait,
+            minimal=args.minimal,
+            spelling_seed=(
+                random_spelling_seed() if args.spelling_seed is None else args.spelling_seed
+            ),
         )
     )
     try:
@@ -211,6 +230,7 @@ def _banner(url: str, emulator: Emulator) -> str:
         (auth.DEMO, "demo company"),
         (auth.OTHER_ENVIRONMENT, "other environment: rejected"),
         (auth.NO_PERMISSION, "no permission for the company: fbk_002"),
+        (auth.BASE64_LOOKING, "a secret key that looks base64: valid"),
     ]
     lines = [
         f"  FLEET_BASE_URL={url}",
@@ -222,6 +242,9 @@ def _banner(url: str, emulator: Emulator) -> str:
         f" Rate limit: {settings.rate_limit or 'off'} per {settings.rate_window:g} s.",
         f"  CNH test CPFs: {_formatted(TIMEOUT_CPF)} times out"
         f" (after {settings.cnh_timeout_wait:g} s), {_formatted(NO_LICENCE_CPF)} has no licence.",
+        f"  Minimal mode: on, spelling seed {settings.spelling_seed}"
+        if settings.minimal
+        else "  Minimal mode: off",
         f"  Control surface: {url}/_emulator/ (see emulator/README.md)",
     ]
     return "\n".join(lines)

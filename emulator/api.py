@@ -3,6 +3,9 @@
 Order for each call: an injected fault, if one is armed, answers first (as
 a failing gateway would); then the rate limit is counted (section 8: all
 routes); then the headers are checked (section 5); then the route answers.
+
+In minimal mode (see minimal.py) the routes answer with what the spec
+promises only, and successes carry no trace id; errors do not change.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import traceback
 import uuid
 from typing import TYPE_CHECKING
 
-from emulator import auth, cnh
+from emulator import auth, cnh, minimal
 from emulator.errors import (
     BAD_REQUEST,
     GATEWAY_TIMEOUT,
@@ -35,6 +38,8 @@ if TYPE_CHECKING:
 
 def list_cars(emulator: Emulator, call: Call) -> Response:
     """GET /key/list-cars (4.1): the whole fleet, serialised once at start-up."""
+    if call.minimal is not None:
+        return Response(200, emulator.fleet.minimal_list_cars_body(call.minimal), JSON)
     return Response(200, emulator.fleet.list_cars_body, JSON)
 
 
@@ -59,6 +64,8 @@ def generate_access_key(emulator: Emulator, call: Call) -> Response:
     if user is None:
         raise ApiError(WRONG_LOGIN)
     key = emulator.webapp.mint_access_key(user, emulator.clock.now())
+    if call.minimal is not None:
+        return json_response(200, minimal.access_key(key, call.minimal))
     return json_response(200, {"accessKey": key, "error": False, "code": "fbk_200"})
 
 
@@ -70,6 +77,8 @@ def crlv_request_status(emulator: Emulator, call: Call) -> Response:
     described = emulator.crlv.describe(
         request, now=emulator.clock.now(), base_url=call.request.base_url
     )
+    if call.minimal is not None:
+        return _v2_success(call, minimal.crlv_request(described, call.minimal))
     return _v2_success(call, described)
 
 
@@ -79,14 +88,21 @@ def crlv_vehicle_view(emulator: Emulator, call: Call) -> Response:
     if vehicle is None:
         raise ApiError(NOT_FOUND, "Veículo não encontrado na frota.")
     now, base_url = emulator.clock.now(), call.request.base_url
-    view: dict[str, object] = {"carPlate": vehicle.car_plate}
-    latest = emulator.crlv.latest_issued(vehicle.car_plate, now)
-    if latest is not None:
-        view["latest"] = emulator.crlv.describe(latest, now=now, base_url=base_url)
-    in_progress = emulator.crlv.in_progress(vehicle.car_plate, now)
-    if in_progress is not None:
-        view["inProgress"] = emulator.crlv.describe(in_progress, now=now, base_url=base_url)
-    return _v2_success(call, view)
+    found = {
+        "latest": emulator.crlv.latest_issued(vehicle.car_plate, now),
+        "inProgress": emulator.crlv.in_progress(vehicle.car_plate, now),
+    }
+    described = {
+        name: emulator.crlv.describe(request, now=now, base_url=base_url)
+        for name, request in found.items()
+        if request is not None
+    }
+    if call.minimal is not None:
+        view = minimal.vehicle_view(
+            described.get("latest"), described.get("inProgress"), call.minimal
+        )
+        return _v2_success(call, view)
+    return _v2_success(call, {"carPlate": vehicle.car_plate, **described})
 
 
 _TIMEOUT_DETAIL = "O serviço de consulta de CNH não respondeu a tempo; a consulta não foi cobrada."
@@ -106,7 +122,10 @@ def cnh_lookup(emulator: Emulator, call: Call) -> Response:
         )
     if cpf == cnh.NO_LICENCE_CPF:
         raise ApiError(NOT_FOUND, "Nenhuma CNH encontrada para este CPF.")
-    return _v2_success(call, emulator.cnh.licence(cpf, emulator.clock.now().date()))
+    licence = emulator.cnh.licence(cpf, emulator.clock.now().date())
+    if call.minimal is not None:
+        return _v2_success(call, minimal.cnh_item(licence, call.minimal))
+    return _v2_success(call, licence)
 
 
 def cnh_lookup_batch(emulator: Emulator, call: Call) -> Response:
@@ -138,6 +157,8 @@ def cnh_lookup_batch(emulator: Emulator, call: Call) -> Response:
             items.append(_item_error(cpf, NOT_FOUND.name, "Nenhuma CNH encontrada para este CPF."))
         else:
             items.append(emulator.cnh.licence(cpf, today))
+    if call.minimal is not None:
+        return _v2_success(call, minimal.cnh_batch(items, call.minimal))
     return _v2_success(call, {"items": items})
 
 
@@ -165,6 +186,7 @@ def handle(emulator: Emulator, request: Request) -> Response:
         request,
         match.params if match else {},
         trace_id=uuid.uuid4().hex if request.is_v2 else None,
+        minimal=emulator.mode.current(),
     )
     entry = emulator.traffic.arrive(request, template)
     fault = emulator.faults.take(template, request.method)
@@ -178,7 +200,8 @@ def handle(emulator: Emulator, request: Request) -> Response:
         except Exception:
             traceback.print_exc()  # a bug of the emulator: show it, answer like the API would
             response = render(INTERNAL_ERROR, call)
-    if call.trace_id is not None:
+    # Minimal mode: a success carries no trace id; an error keeps its (spec 7.2).
+    if call.trace_id is not None and (call.minimal is None or response.status >= 400):
         response.headers.append(("X-Trace-Id", call.trace_id))
     if fault is not None and fault.cut:
         response.cut = True
@@ -223,4 +246,6 @@ def _fault_response(fault: Fault, call: Call) -> Response:
 
 
 def _v2_success(call: Call, payload: dict[str, object]) -> Response:
+    if call.minimal is not None:
+        return json_response(200, payload)
     return json_response(200, {**payload, "traceId": call.trace_id})

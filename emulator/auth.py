@@ -34,11 +34,19 @@ DEMO = Credential("demo-access-token", "demo-secret-key")
 NO_PERMISSION = Credential(
     "no-permission-access-token", "no-permission-secret-key", may_access_company=False
 )
+# A valid pair whose secret key happens to look like base64 (letters, digits, `+`,
+# `/`, `=` padding): the panel may issue such a key, and it signs like any other.
+# The spec forbids a base64 *signature*, not this.
+BASE64_LOOKING = Credential(
+    "base64-looking-access-token", "c2VjcmV0LWtleS1vZi10aGUtcGFuZWwrLzEyMzQ1Ng=="
+)
 # Valid only in the vendor's other environment (sandbox vs production): it is
 # printed at start-up for tests, and unknown here, like any foreign token.
 OTHER_ENVIRONMENT = Credential("other-env-access-token", "other-env-secret-key")
 
-_CREDENTIALS = {credential.access_token: credential for credential in (DEMO, NO_PERMISSION)}
+_CREDENTIALS = {
+    credential.access_token: credential for credential in (DEMO, NO_PERMISSION, BASE64_LOOKING)
+}
 _SCHEME = "basic "
 
 

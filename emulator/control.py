@@ -2,8 +2,9 @@
 
 It resets the emulator, arms faults, moves the clock, reads the traffic,
 sets the rate limit, creates e-CRLV requests, sets how the CNH lookups'
-timeout CPF behaves and sends webhooks. Answers are JSON; a bad body gets 400
-with `{"error": "..."}` saying what to fix.
+timeout CPF behaves, switches minimal mode and sends webhooks. Its own
+answers are the same in minimal mode: tests read them. Answers are JSON; a
+bad body gets 400 with `{"error": "..."}` saying what to fix.
 """
 
 from __future__ import annotations
@@ -144,6 +145,25 @@ def configure_cnh(emulator: Emulator, call: Call) -> Response:
     return read_cnh(emulator, call)
 
 
+def read_mode(emulator: Emulator, call: Call) -> Response:
+    return json_response(200, emulator.mode.as_json())
+
+
+def set_mode(emulator: Emulator, call: Call) -> Response:
+    body = _body(call)
+    unknown = set(body) - {"minimal", "spelling_seed"}
+    if unknown:
+        raise ControlError(f"unknown fields: {sorted(unknown)}")
+    minimal = body.get("minimal")
+    if type(minimal) is not bool:
+        raise ControlError("minimal must be true or false")
+    seed = body.get("spelling_seed")
+    if "spelling_seed" in body and type(seed) is not int:
+        raise ControlError("spelling_seed must be a whole number (left out: the current one)")
+    emulator.mode.set(minimal=minimal, spelling_seed=seed)
+    return read_mode(emulator, call)
+
+
 def list_crlv_requests(emulator: Emulator, call: Call) -> Response:
     now = emulator.clock.now()
     return json_response(
@@ -223,6 +243,8 @@ ROUTES = Router(
         Route("POST", "/_emulator/crlv/requests", create_crlv_request),
         Route("GET", "/_emulator/cnh", read_cnh),
         Route("POST", "/_emulator/cnh", configure_cnh),
+        Route("GET", "/_emulator/mode", read_mode),
+        Route("POST", "/_emulator/mode", set_mode),
         Route("POST", "/_emulator/webhooks", send_webhooks),
     ]
 )

@@ -3,19 +3,25 @@
 The same seed gives the same fleet byte for byte, so a test or a demo can
 name a plate. The `/key/list-cars` answer is serialised once here and served
 as bytes: the portal benchmarks against it and the emulator must not be the
-slow side.
+slow side. So is the minimal mode's, once per spelling seed, when first asked.
 """
 
 from __future__ import annotations
 
 import random
 import string
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from emulator import minimal
 from emulator.messages import encode_json
 
 MAX_VEHICLES = 100_000
+# Minimal-mode list-cars answers kept, by spelling seed (about 13 MB each at
+# 100,000 vehicles); past this many, the least recently used is dropped.
+_MINIMAL_BODIES_KEPT = 2
 
 # Common fleet vehicles in Brazil, weighted roughly as a mixed fleet would be.
 _MODELS: dict[str, int] = {
@@ -111,6 +117,20 @@ class Fleet:
                 "code": "fbk_200",
             }
         )
+        self._minimal_lock = threading.Lock()
+        self._minimal_bodies: OrderedDict[int, bytes] = OrderedDict()
+
+    def minimal_list_cars_body(self, chosen: minimal.Spellings) -> bytes:
+        """The minimal-mode `/key/list-cars` answer for these spellings, serialised once."""
+        with self._minimal_lock:  # held while serialising: concurrent first calls wait for one
+            body = self._minimal_bodies.get(chosen.seed)
+            if body is None:
+                body = minimal.list_cars_body(self.vehicles, chosen)
+                self._minimal_bodies[chosen.seed] = body
+                while len(self._minimal_bodies) > _MINIMAL_BODIES_KEPT:
+                    self._minimal_bodies.popitem(last=False)
+            self._minimal_bodies.move_to_end(chosen.seed)
+            return body
 
     def find(self, plate: str) -> Vehicle | None:
         return self._by_plate.get(normalise_plate(plate))

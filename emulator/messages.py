@@ -12,6 +12,10 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from email.message import Message
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from emulator.minimal import Spellings
 
 JSON = "application/json"
 PROBLEM_JSON = "application/problem+json"
@@ -54,6 +58,8 @@ class Call:
     request: Request
     params: Mapping[str, str] = field(default_factory=dict)
     trace_id: str | None = None  # set on v2 calls: every v2 answer carries one
+    # The spellings of minimal mode, as it was when the call arrived; None: normal mode.
+    minimal: Spellings | None = None
 
 
 @dataclass(slots=True)

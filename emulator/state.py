@@ -7,13 +7,14 @@ at start-up, which the tests do before each test.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from emulator.clock import Clock
 from emulator.cnh import DEFAULT_TIMEOUT_WAIT, CnhService
 from emulator.crlv import CrlvBook
 from emulator.faults import FaultQueue
 from emulator.fleet import Fleet, generate_vehicles
+from emulator.minimal import Mode, random_spelling_seed
 from emulator.ratelimit import RateLimiter
 from emulator.traffic import Traffic
 from emulator.webapp import WebApp
@@ -26,6 +27,8 @@ class Settings:
     rate_limit: int = 600  # calls per window and access token; 0 turns limiting off
     rate_window: float = 60.0  # seconds
     cnh_timeout_wait: float = DEFAULT_TIMEOUT_WAIT  # seconds before the timeout CPF's 504
+    minimal: bool = False  # answer only what the spec promises (minimal.py)
+    spelling_seed: int = field(default_factory=random_spelling_seed)  # minimal mode's names
 
 
 class Emulator:
@@ -39,6 +42,7 @@ class Emulator:
         self.rate_limiter = RateLimiter(settings.rate_limit, settings.rate_window)
         self.traffic = Traffic()
         self.cnh = CnhService(seed=settings.seed, timeout_wait=settings.cnh_timeout_wait)
+        self.mode = Mode(minimal=settings.minimal, spelling_seed=settings.spelling_seed)
         self.reset()
 
     def reset(self) -> None:
@@ -51,3 +55,4 @@ class Emulator:
         )
         self.traffic.clear()
         self.cnh.reset()
+        self.mode.set(minimal=self.settings.minimal, spelling_seed=self.settings.spelling_seed)

@@ -21,7 +21,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
@@ -32,6 +32,7 @@ from django.views.decorators.http import require_POST
 from fleet import plates
 from fleet.models import (
     AccessKeyMint,
+    CnhItemStatus,
     CnhLookup,
     DeliveryStatus,
     Fine,
@@ -349,9 +350,23 @@ class UnknownWebhookKeyAdmin(_ReadOnly, _UnknownKeyModelAdmin):
 
 @admin.register(CnhLookup)
 class CnhLookupAdmin(_CnhLookupModelAdmin):
-    """Who looked up how many licences, and how it went; read-only, CPFs left out."""
+    """Who looked up how many licences, and how it went; read-only, CPFs left out.
 
-    list_display = ["pk", "created_at", "owner", "kind", "status", "attempts", "reason"]
+    The status "Outcome unknown", and the count of CPFs with one, are lookups
+    sent that got no answer: the fleet service may have done them, and
+    charged them, without a result reaching the portal.
+    """
+
+    list_display = [
+        "pk",
+        "created_at",
+        "owner",
+        "kind",
+        "status",
+        "unknown_items",
+        "attempts",
+        "reason",
+    ]
     list_filter = ["status", "kind", "reason", "created_at"]
     list_select_related = ["owner"]
     search_fields = ["owner__username"]
@@ -361,12 +376,23 @@ class CnhLookupAdmin(_CnhLookupModelAdmin):
         "owner",
         "kind",
         "status",
+        "unknown_items",
         "attempts",
         "reason",
         "next_attempt_at",
         "detail",
         "finished_at",
     ]
+    readonly_fields = ["unknown_items"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[CnhLookup]:
+        unknown = Q(items__status=CnhItemStatus.UNKNOWN)
+        return super().get_queryset(request).annotate(unknown_count=Count("items", filter=unknown))
+
+    @admin.display(description=_("CPFs with an unknown outcome"), ordering="unknown_count")
+    def unknown_items(self, lookup: CnhLookup) -> int:
+        count: int = getattr(lookup, "unknown_count", 0)
+        return count
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -126,6 +126,9 @@ class CnhLookupStatus(models.TextChoices):
     WAITING_RETRY = "waiting_retry", pgettext_lazy("CNH lookup status", "Waiting to retry")
     DONE = "done", pgettext_lazy("CNH lookup status", "Done")
     FAILED = "failed", pgettext_lazy("CNH lookup status", "Failed")
+    # Its call got no answer after it was sent: the API may have done the
+    # lookup, and charged it, without the portal learning the result.
+    UNKNOWN = "unknown", pgettext_lazy("CNH lookup status", "Outcome unknown")
 
 
 class CnhReason(models.TextChoices):
@@ -133,7 +136,12 @@ class CnhReason(models.TextChoices):
 
     UPSTREAM_TIMEOUT = "upstream_timeout", _("the licensing service did not answer in time")
     RATE_LIMITED = "rate_limited", _("the fleet service asked us to wait")
-    UNAVAILABLE = "unavailable", _("the fleet service did not answer")
+    # The request never left (a connect error): nothing was done, nor charged.
+    UNAVAILABLE = "unavailable", _("the fleet service could not be reached")
+    # Sent, and no answer came back (closed connection, read timeout).
+    NO_ANSWER = "no_answer", _("the fleet service did not answer")
+    # An answer with a server error (a 5xx other than 504).
+    SERVER_ERROR = "server_error", _("the fleet service had an internal error")
     CREDENTIALS_REJECTED = "credentials_rejected", _("the portal's API credentials were refused")
     PERMISSION_DENIED = "permission_denied", _("no permission for the company")
     REJECTED = "rejected", _("the fleet service refused the request")
@@ -144,6 +152,8 @@ class CnhItemStatus(models.TextChoices):
     PENDING = "pending", pgettext_lazy("CNH lookup item", "Pending")
     OK = "ok", pgettext_lazy("CNH lookup item", "Found")
     ERROR = "error", pgettext_lazy("CNH lookup item", "Error")
+    # Sent, and no answer came back: it may have been looked up, and charged.
+    UNKNOWN = "unknown", pgettext_lazy("CNH lookup item", "Outcome unknown")
 
 
 class CnhLookup(models.Model):
@@ -151,8 +161,8 @@ class CnhLookup(models.Model):
 
     It runs in the background (`fleet.tasks.cnh_lookup_run`): `attempts`
     counts the calls of the current run, `next_attempt_at` says when a
-    lookup waiting to retry will be tried again, `reason` why it waits or
-    failed.
+    lookup waiting to retry will be tried again, `reason` why it waits,
+    failed, or has an unknown outcome.
     """
 
     owner = models.ForeignKey(
@@ -195,7 +205,11 @@ class CnhLookup(models.Model):
 
     @property
     def is_final(self) -> bool:
-        return self.status in (CnhLookupStatus.DONE, CnhLookupStatus.FAILED)
+        return self.status in (
+            CnhLookupStatus.DONE,
+            CnhLookupStatus.FAILED,
+            CnhLookupStatus.UNKNOWN,
+        )
 
 
 class CnhLookupItem(models.Model):

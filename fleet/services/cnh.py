@@ -5,13 +5,24 @@ request waits for it: `cnh_lookup_create` stores it and enqueues
 `fleet.tasks.cnh_lookup_run` once the transaction commits, and the worker
 (`manage.py db_worker`) calls the API through `cnh_lookup_process`.
 
-An attempt that the API asks to repeat (a 504 of the individual lookup, a
-429, or no answer at all) is not retried in the worker's thread: the lookup
-waits (`waiting_retry`, with the time) and a new task is enqueued to run at
-the `Retry-After`, or after a backoff when there is none, up to
-`FLEET_CNH_MAX_ATTEMPTS` calls; then it fails with the reason. A batch call
-answers per item (spec 7.3): its items in error are retried by the user, all
-together (`cnh_lookup_retry_failed`).
+Lookups are charged (spec 4.5), so a call is repeated automatically only
+when it certainly did nothing: a 504 (spec 7.3: not charged) or a 429, each
+at its `Retry-After`, and a connect error (the request never left). That
+retry is not made in the worker's thread: the lookup waits
+(`waiting_retry`, with the time) and a new task is enqueued to run at the
+`Retry-After`, or after a backoff when there is none, up to
+`FLEET_CNH_MAX_ATTEMPTS` calls; then it fails with the reason.
+
+A call sent that got no answer (connection closed, read timeout), a success
+answer whose body cannot be read (the lookup was probably done and charged),
+and a call its worker may have been making when it died (`cnh_lookup_recover`)
+may all have been done and charged: none is sent again by itself. Their
+items, and the lookup, end with an unknown outcome (`unknown`), and the
+manager decides whether to look them up again, accepting a possible second
+charge. Any other failure (a 5xx answer, refused credentials…) ends the
+lookup as failed, with its reason. A batch call answers per item (spec 7.3): its
+items in error are retried by the user, all together
+(`cnh_lookup_retry_failed`).
 
 CPFs are personal data (LGPD): they never reach a log line or a task's
 arguments (tasks carry the lookup's id), and only the lookup's owner and
@@ -58,6 +69,11 @@ _BACKOFF_MAX: Final = 900.0
 RUNNING_LEASE: Final = timedelta(seconds=CNH_READ_TIMEOUT + 50)
 # An item the batch answer left out, or a lookup that failed before its item was asked.
 MISSING: Final = "missing"
+# Items with an unknown outcome, by why (their `error_code`): the call got no
+# answer (CnhReason.NO_ANSWER), its success answer could not be read, or its
+# worker died while the lookup was running, maybe in the middle of the call.
+UNREADABLE: Final = "unreadable_answer"
+INTERRUPTED: Final = "interrupted"
 
 
 class CnhLookupNotFound(Exception):
@@ -104,13 +120,21 @@ def cnh_lookup_create(*, owner: User, cpfs: Sequence[str], batch: bool) -> CnhLo
     return lookup
 
 
-def cnh_lookup_retry_failed(*, lookup: CnhLookup) -> int:
-    """Queue the finished lookup's items that have no result again, together; how many."""
+def cnh_lookup_retry_failed(*, lookup: CnhLookup, include_unknown: bool = False) -> int:
+    """Queue the finished lookup's items that have no result again, together; how many.
+
+    Items whose outcome is unknown may already have been looked up and
+    charged: they are sent again only with `include_unknown`, which the
+    manager gives by accepting a possible second charge.
+    """
+    retried = [CnhItemStatus.ERROR]
+    if include_unknown:
+        retried.append(CnhItemStatus.UNKNOWN)
     with transaction.atomic():
         locked = CnhLookup.objects.select_for_update().get(pk=lookup.pk)
         if not locked.is_final:
             return 0
-        count = locked.items.exclude(status=CnhItemStatus.OK).update(
+        count = locked.items.filter(status__in=retried).update(
             status=CnhItemStatus.PENDING,
             result=None,
             error_code="",
@@ -133,26 +157,56 @@ def _enqueue(lookup_id: int, run_after: datetime | None = None) -> None:
 
 
 def cnh_lookup_recover(*, lookup: CnhLookup) -> bool:
-    """Queue again a lookup whose worker died in the middle of it; whether it was one.
+    """End a lookup whose worker died in the middle of it; whether it was one.
 
-    A worker killed during its call (a deploy, a crash) leaves the lookup
-    `running` with no task to finish it. Once it has run longer than any call
-    can last, it is queued again: its page, which its owner keeps open,
-    calls this while it polls, so nothing stays running for ever.
+    A worker killed during its attempt (a deploy, a crash) leaves the lookup
+    `running` with no task to finish it. Once it has run longer than any
+    attempt can last (`RUNNING_LEASE`), it ends: its call may well have been
+    sent, and done and charged, so it is not queued again. Its items still
+    pending get an unknown outcome (`INTERRUPTED`), the lookup too, and the
+    manager decides whether to look them up again (`cnh_lookup_retry_failed`
+    with `include_unknown`), as after a call that got no answer. Nothing
+    records whether the call had left when the worker died: every pending
+    item is treated as possibly sent.
+
+    Only the lookup's page calls this, when it is opened and while it
+    polls: a lookup whose page nobody opens stays `running` (and is not sent
+    again either).
     """
     now = timezone.now()
     if lookup.status != CnhLookupStatus.RUNNING or lookup.updated_at >= now - RUNNING_LEASE:
         return False  # what nearly every poll finds: no query
     with transaction.atomic():
-        recovered = CnhLookup.objects.filter(
+        # One UPDATE decides, so that two polls cannot both end it.
+        ended = CnhLookup.objects.filter(
             pk=lookup.pk, status=CnhLookupStatus.RUNNING, updated_at__lt=now - RUNNING_LEASE
-        ).update(status=CnhLookupStatus.QUEUED, updated_at=now)
-        if recovered:
-            transaction.on_commit(partial(_enqueue, lookup.pk))
-    if recovered:
-        logger.warning("CNH lookup %s was left running by its worker; queued again", lookup.pk)
+        ).update(
+            status=CnhLookupStatus.UNKNOWN,
+            reason=CnhReason.NO_ANSWER,
+            detail="The worker stopped while the lookup was running: its call may have been sent",
+            next_attempt_at=None,
+            finished_at=now,
+            updated_at=now,
+        )
+        count = 0
+        if ended:
+            count = lookup.items.filter(status=CnhItemStatus.PENDING).update(
+                status=CnhItemStatus.UNKNOWN,
+                result=None,
+                error_code=INTERRUPTED,
+                error_message="",
+                updated_at=now,
+            )
+    if ended:
+        logger.warning(
+            "CNH lookup %s was left running by its worker (attempt %d): %d CPF(s) with an "
+            "unknown outcome (not sent again: it may have been charged)",
+            lookup.pk,
+            lookup.attempts,
+            count,
+        )
         lookup.refresh_from_db()
-    return bool(recovered)
+    return bool(ended)
 
 
 # --- Running (the task's body) ----------------------------------------------------------
@@ -180,12 +234,10 @@ def cnh_lookup_process(*, lookup_id: int) -> str:
         if lookup.kind != CnhLookupKind.SINGLE:
             return _after_failure(lookup, items, error)
         # An individual lookup of a CPF without a licence: an answer, not a failure.
-        _store(lookup, items, [], missing=_short_code(error.code) or "not-found")
-        return CnhLookupStatus.DONE
+        return _store(lookup, items, [], missing=_short_code(error.code) or "not-found")
     except errors.FleetError as error:
         return _after_failure(lookup, items, error)
-    _store(lookup, items, answers, missing=MISSING)
-    return CnhLookupStatus.DONE
+    return _store(lookup, items, answers, missing=MISSING)
 
 
 def _claim(lookup_id: int) -> CnhLookup | None:
@@ -209,8 +261,12 @@ def _store(
     answers: Sequence[CnhLookupResult],
     *,
     missing: str,
-) -> None:
-    """Each item's answer (matched by CPF; an individual lookup has only one), and done."""
+) -> str:
+    """Each item's answer (matched by CPF; an individual lookup has only one); the new status.
+
+    The lookup is done, unless items of an earlier call still have an unknown
+    outcome (the manager retried only those in error).
+    """
     if lookup.kind == CnhLookupKind.SINGLE and answers:
         by_cpf = {items[0].cpf: answers[0]}
     else:
@@ -229,22 +285,36 @@ def _store(
             else:
                 item.status, item.result = CnhItemStatus.OK, dict(answer.members)
             item.save(update_fields=["status", "result", "error_code", "error_message"])
-        _set_status(lookup, CnhLookupStatus.DONE, finished_at=timezone.now())
+        unknown = set(
+            lookup.items.filter(status=CnhItemStatus.UNKNOWN).values_list("error_code", flat=True)
+        )
+        status = CnhLookupStatus.UNKNOWN if unknown else CnhLookupStatus.DONE
+        _set_status(
+            lookup,
+            status,
+            reason=_unknown_reason(unknown) if unknown else "",
+            finished_at=timezone.now(),
+        )
     failed = sum(item.status == CnhItemStatus.ERROR for item in items)
     logger.info(
-        "CNH lookup %s done: %d found, %d in error (attempt %d)",
+        "CNH lookup %s %s: %d found, %d in error (attempt %d)",
         lookup.pk,
+        status,
         len(items) - failed,
         failed,
         lookup.attempts,
     )
+    return status
 
 
 def _after_failure(lookup: CnhLookup, items: list[CnhLookupItem], error: errors.FleetError) -> str:
-    """Wait and retry when the API said so (or said nothing), else fail with the reason."""
+    """Wait and retry when nothing can have been charged; else end, unknown or failed."""
     reason = _reason_of(error)
-    retryable = isinstance(error, errors.RetryLater | errors.UpstreamUnavailable)
-    if retryable and lookup.attempts < settings.FLEET_CNH_MAX_ATTEMPTS:
+    if _outcome_unknown(error):
+        return _end_unknown(lookup, items, error, code=CnhReason.NO_ANSWER.value)
+    if _unreadable_success(error):
+        return _end_unknown(lookup, items, error, code=UNREADABLE)
+    if _retryable(error) and lookup.attempts < settings.FLEET_CNH_MAX_ATTEMPTS:
         retry_after = error.retry_after if isinstance(error, errors.RetryLater) else None
         wait = retry_after if retry_after is not None else _backoff(lookup.attempts)
         when = timezone.now() + timedelta(seconds=wait)
@@ -283,6 +353,67 @@ def _after_failure(lookup: CnhLookup, items: list[CnhLookupItem], error: errors.
     return CnhLookupStatus.FAILED
 
 
+def _retryable(error: errors.FleetError) -> bool:
+    """Whether a call that failed so can be sent again by itself: it cannot have been charged."""
+    # 504 and 429 (or a route paused locally after one): the API said it did
+    # not do the lookup and when to come back (spec 7.3; a 504 is not charged).
+    if isinstance(error, errors.RetryLater):
+        return True
+    # A connect error: the request certainly never left this machine, so the
+    # API did nothing and charged nothing; trying again (with backoff) is safe.
+    # Everything else that is unavailable was sent (see `_outcome_unknown`) or
+    # answered with a 5xx: not repeated without the manager.
+    return isinstance(error, errors.UpstreamUnavailable) and not error.sent
+
+
+def _outcome_unknown(error: errors.FleetError) -> bool:
+    """Sent, and no answer came back: the API may have done (and charged) the lookup."""
+    return isinstance(error, errors.UpstreamUnavailable) and error.sent and error.status is None
+
+
+def _unreadable_success(error: errors.FleetError) -> bool:
+    """A success status whose body cannot be read: the lookup was probably done, and charged."""
+    return (
+        isinstance(error, errors.InvalidResponse)
+        and error.status is not None
+        and 200 <= error.status < 300
+    )
+
+
+def _end_unknown(
+    lookup: CnhLookup, items: list[CnhLookupItem], error: errors.FleetError, *, code: str
+) -> str:
+    """End the lookup without sending it again: its items' outcome is unknown (`code` says why)."""
+    with transaction.atomic():
+        for item in items:
+            item.status, item.error_code = CnhItemStatus.UNKNOWN, code
+            item.save(update_fields=["status", "error_code"])
+        _set_status(
+            lookup,
+            CnhLookupStatus.UNKNOWN,
+            reason=_unknown_reason({code}),
+            detail=str(error),
+            finished_at=timezone.now(),
+        )
+    logger.warning(
+        "CNH lookup %s: %s at attempt %d, %d CPF(s) with an unknown outcome "
+        "(not sent again: it may have been charged): %s",
+        lookup.pk,
+        "unreadable answer" if code == UNREADABLE else "no answer",
+        lookup.attempts,
+        len(items),
+        error,
+    )
+    return CnhLookupStatus.UNKNOWN
+
+
+def _unknown_reason(codes: set[str]) -> CnhReason:
+    """The lookup's reason for its items with an unknown outcome, from their codes."""
+    if codes == {UNREADABLE}:
+        return CnhReason.INVALID_RESPONSE  # answered, but unreadable
+    return CnhReason.NO_ANSWER  # no answer reached the portal (or its worker died waiting)
+
+
 def _set_status(lookup: CnhLookup, status: str, **fields: Any) -> None:
     """Save the lookup's new state; what is not given is cleared (reason, detail, next time)."""
     values: dict[str, Any] = {"reason": "", "detail": "", "next_attempt_at": None} | fields
@@ -308,7 +439,9 @@ def _reason_of(error: errors.FleetError) -> CnhReason:
     if isinstance(error, errors.RateLimited):
         return CnhReason.RATE_LIMITED
     if isinstance(error, errors.UpstreamUnavailable):
-        return CnhReason.UNAVAILABLE
+        if error.status is not None:
+            return CnhReason.SERVER_ERROR
+        return CnhReason.NO_ANSWER if error.sent else CnhReason.UNAVAILABLE
     if isinstance(error, errors.CredentialsRejected):
         return CnhReason.CREDENTIALS_REJECTED
     if isinstance(error, errors.PermissionDenied):
@@ -340,6 +473,7 @@ def cnh_lookup_history(*, user: User, page: int | str | None) -> Page[Any]:
             item_count=Count("items"),
             found_count=Count("items", filter=Q(items__status=CnhItemStatus.OK)),
             error_count=Count("items", filter=Q(items__status=CnhItemStatus.ERROR)),
+            unknown_count=Count("items", filter=Q(items__status=CnhItemStatus.UNKNOWN)),
         )
         .prefetch_related("items")
         .order_by("-created_at", "-pk")
@@ -354,6 +488,18 @@ _PROBLEMS: Final[dict[str, Promise]] = {
     "bad-request": _("The fleet service refused this CPF."),
     MISSING: _("The fleet service's answer did not include this CPF."),
     **{reason.value: reason.label for reason in CnhReason},
+    CnhReason.NO_ANSWER.value: _(
+        "The fleet service did not answer: this CPF may have been looked up, and charged, "
+        "without the result reaching the portal."
+    ),
+    UNREADABLE: _(
+        "The fleet service answered, but its answer could not be read: this CPF was "
+        "probably looked up, and charged, without the result reaching the portal."
+    ),
+    INTERRUPTED: _(
+        "The lookup was interrupted while it was being sent: this CPF may have been "
+        "looked up, and charged, without the result reaching the portal."
+    ),
 }
 # Licence situations as the licensing service writes them (DETRAN's words).
 _SITUATIONS: Final[dict[str, Promise]] = {

@@ -5,6 +5,13 @@ background worker, and its page polls (htmx) until it is done or failed;
 the final fragment has no trigger, so polling stops. A lookup is only ever
 shown to its owner and to staff; anyone else gets the same 404 as for a
 lookup that does not exist.
+
+CPFs whose outcome is unknown (the fleet service got the lookup and never
+answered, its answer could not be read, or the worker died during the call:
+it may have been done and charged) are looked up again only when the manager
+ticks that a second charge is accepted (`accept_charge`). A lookup its worker
+left running is ended so by its own page (`cnh_lookup_recover`), never queued
+again.
 """
 
 from __future__ import annotations
@@ -101,6 +108,7 @@ def cnh_lookup(request: AuthenticatedRequest, lookup_id: int) -> HttpResponse:
         "lookup": lookup,
         "rows": rows,
         "failed_count": sum(row.status == CnhItemStatus.ERROR for row in rows),
+        "unknown_count": sum(row.status == CnhItemStatus.UNKNOWN for row in rows),
         "max_attempts": settings.FLEET_CNH_MAX_ATTEMPTS,
         # The wait before the fragment asks again (None: it does not), and the one after.
         "poll_ms": None if lookup.is_final else delay_ms,
@@ -114,12 +122,17 @@ def cnh_lookup(request: AuthenticatedRequest, lookup_id: int) -> HttpResponse:
 @require_POST
 @login_required
 def cnh_lookup_retry(request: AuthenticatedRequest, lookup_id: int) -> HttpResponse:
-    """Queue the lookup's failed CPFs again, all together."""
+    """Queue the lookup's failed CPFs again, all together.
+
+    Those whose outcome is unknown go too only when the form's `accept_charge`
+    box is ticked: they may already have been charged once.
+    """
     try:
         lookup = cnh_lookup_get(user=request.user, lookup_id=lookup_id)
     except CnhLookupNotFound:
         return _not_found(request)
-    if count := cnh_lookup_retry_failed(lookup=lookup):
+    accepted = request.POST.get("accept_charge") == "on"
+    if count := cnh_lookup_retry_failed(lookup=lookup, include_unknown=accepted):
         messages.success(
             request,
             ngettext(
@@ -128,6 +141,14 @@ def cnh_lookup_retry(request: AuthenticatedRequest, lookup_id: int) -> HttpRespo
                 count,
             )
             % {"count": count},
+        )
+    elif lookup.is_final and lookup.items.filter(status=CnhItemStatus.UNKNOWN).exists():
+        messages.warning(
+            request,
+            _(
+                "Nothing was sent. To look up again a CPF whose outcome is unknown, "
+                "confirm that you accept that it may be charged a second time."
+            ),
         )
     else:
         messages.info(request, _("There is nothing to look up again in this lookup."))

@@ -74,3 +74,53 @@ def test_a_batch_shows_the_timed_out_driver_and_retries_it_in_one_click(
     expect(lookup).to_have_attribute("data-status", "done", timeout=15_000)
     expect(items.nth(1)).to_have_attribute("data-status", "ok")
     expect(page.get_by_test_id("cnh-retry")).to_have_count(0)
+
+
+def test_a_lookup_that_got_no_answer_is_not_sent_again_until_the_manager_accepts_a_charge(
+    page, manager, emulator: Emulator, db_worker
+):
+    # The fleet service takes the lookup and closes the connection without an answer.
+    emulator.fault("/v2/cnh/lookup", drop=True)
+    log_in(page, "manager", "manager-demo-password")
+    page.goto("/drivers/cnh/")
+
+    page.get_by_label("CPF", exact=True).fill(CPF)
+    page.get_by_role("button", name="Consultar", exact=True).click()
+
+    lookup = page.get_by_test_id("cnh-lookup")
+    expect(lookup).to_have_attribute("data-status", "unknown", timeout=15_000)
+    expect(page.get_by_test_id("cnh-unknown")).to_be_visible()
+    expect(page.get_by_test_id("cnh-refresh")).to_have_count(0)  # final: no more polling
+    assert emulator.calls("POST /v2/cnh/lookup") == 1
+
+    # The button alone does not send it: the box that accepts a second charge is required.
+    box = page.get_by_test_id("cnh-accept-charge")
+    page.get_by_test_id("cnh-retry").click()
+    assert box.evaluate("box => box.validity.valueMissing") is True
+    expect(lookup).to_have_attribute("data-status", "unknown")
+
+    box.check()
+    page.get_by_test_id("cnh-retry").click()
+
+    expect(lookup).to_have_attribute("data-status", "done", timeout=15_000)
+    expect(page.get_by_test_id("cnh-unknown")).to_have_count(0)
+    assert emulator.calls("POST /v2/cnh/lookup") == 2  # exactly one more call
+
+
+def test_an_unreadable_answer_is_shown_as_an_unknown_outcome_and_not_sent_again(
+    page, manager, emulator: Emulator, db_worker
+):
+    # The fleet service answers 200 with a body that is not JSON: done, probably charged.
+    emulator.fault("/v2/cnh/lookup", malformed=True)
+    log_in(page, "manager", "manager-demo-password")
+    page.goto("/drivers/cnh/")
+
+    page.get_by_label("CPF", exact=True).fill(CPF)
+    page.get_by_role("button", name="Consultar", exact=True).click()
+
+    lookup = page.get_by_test_id("cnh-lookup")
+    expect(lookup).to_have_attribute("data-status", "unknown", timeout=15_000)
+    expect(page.get_by_test_id("cnh-unknown")).to_have_attribute("data-reason", "invalid_response")
+    expect(page.get_by_test_id("cnh-failure")).to_have_count(0)
+    expect(page.get_by_test_id("cnh-accept-charge")).to_be_visible()
+    assert emulator.calls("POST /v2/cnh/lookup") == 1

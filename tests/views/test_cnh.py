@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import socket
 from datetime import UTC, datetime
 
 import pytest
@@ -314,6 +315,165 @@ def test_a_batch_shows_each_item_with_its_own_status_and_retries_the_failed_toge
     assert "Look up the 1 CPF without result again" in after.text
 
 
+# --- Lookups that may have been charged without a result (spec 4.5) ---------------------
+
+ACCEPT_BOX = re.compile(r'<input type="checkbox" name="accept_charge"[^>]*>')
+
+
+def test_a_lookup_that_got_no_answer_says_it_may_have_been_charged_and_asks_before_a_retry(
+    manager_client, manager, emulator: Emulator
+):
+    emulator.fault("/v2/cnh/lookup", drop=True)
+    lookup = lookup_of(manager, CPF)
+    assert run_tasks() == 1
+
+    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+
+    assert 'data-status="unknown"' in page.text
+    assert 'data-testid="cnh-status-label">Outcome unknown</span>' in page.text
+    assert "hx-trigger" not in page.text  # final: the page stops polling
+    assert 'data-testid="cnh-unknown"' in page.text
+    assert "The fleet service did not answer." in page.text
+    assert "it may have been done, and charged" in page.text
+    assert "it was not sent again by itself" in page.text
+    assert f'action="/drivers/cnh/{lookup.pk}/retry"' in page.text
+    (box,) = ACCEPT_BOX.findall(page.text)
+    assert "required" in box  # the only thing to retry: the box must be ticked
+    assert "I accept that this lookup may be charged a second time." in page.text
+    assert "Try again" in page.text
+    assert emulator.calls("POST /v2/cnh/lookup") == 1
+
+    # Without the box ticked (a browser would not even send it): nothing is sent.
+    refused = post(manager_client, f"/drivers/cnh/{lookup.pk}/retry", {})
+    assert refused.status_code == 302
+    assert run_tasks() == 0
+    after_refusal = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    assert "Nothing was sent." in after_refusal.text
+    assert CnhLookup.objects.get().status == CnhLookupStatus.UNKNOWN
+    assert emulator.calls("POST /v2/cnh/lookup") == 1
+
+    accepted = post(manager_client, f"/drivers/cnh/{lookup.pk}/retry", {"accept_charge": "on"})
+    assert accepted.status_code == 302
+    assert run_tasks() == 1
+
+    done = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    assert "1 CPF is being looked up again." in done.text
+    assert 'data-status="done"' in done.text
+    assert 'data-testid="cnh-unknown"' not in done.text
+    assert emulator.calls("POST /v2/cnh/lookup") == 2  # exactly one more call
+
+
+def test_a_batch_that_got_no_answer_shows_each_cpf_unknown_and_asks_before_a_second_charge(
+    manager_client, manager, emulator: Emulator
+):
+    emulator.fault("/v2/cnh/lookup/batch", drop=True)
+    lookup = lookup_of(manager, CPF, OTHER_CPF, batch=True)
+    assert run_tasks() == 1
+
+    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+
+    assert page.text.count('data-testid="cnh-item" data-status="unknown"') == 2
+    assert page.text.count('<span class="badge badge--unknown">Outcome unknown</span>') == 2
+    assert "this CPF may have been looked up, and charged" in page.text
+    assert "The lookup of 2 CPFs was sent, but no answer came back" in page.text
+    assert "Look up the 2 CPFs without result again" in page.text
+    (box,) = ACCEPT_BOX.findall(page.text)
+    assert "required" in box
+    assert emulator.calls("POST /v2/cnh/lookup/batch") == 1
+
+    post(manager_client, f"/drivers/cnh/{lookup.pk}/retry", {"accept_charge": "on"})
+    assert run_tasks() == 1
+
+    after = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    assert after.text.count('data-testid="cnh-item" data-status="ok"') == 2
+    assert emulator.calls("POST /v2/cnh/lookup/batch") == 2
+
+
+def test_a_batch_with_cpfs_in_error_and_unknown_retries_the_unknown_only_if_ticked(
+    manager_client, manager, emulator: Emulator
+):
+    lookup = lookup_of(manager, CPF, TIMEOUT_CPF, OTHER_CPF, batch=True)
+    CnhLookup.objects.filter(pk=lookup.pk).update(status="unknown", reason="no_answer")
+    lookup.items.filter(cpf=CPF).update(status="unknown", error_code="no_answer")
+    lookup.items.filter(cpf=TIMEOUT_CPF).update(status="error", error_code="gateway-timeout")
+    lookup.items.filter(cpf=OTHER_CPF).update(status="ok", result={"name": "Bia"})
+
+    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    (box,) = ACCEPT_BOX.findall(page.text)
+    assert "required" not in box  # the CPF in error can be looked up again alone
+    assert "Also look up again the 1 CPF whose outcome is unknown." in page.text
+    assert "Look up the 1 CPF without result again" in page.text
+
+    post(manager_client, f"/drivers/cnh/{lookup.pk}/retry", {})
+    run_tasks()
+
+    (sent,) = emulator.requests()
+    assert sent["body"] == f'{{"cpfs": ["{TIMEOUT_CPF}"]}}'
+    lookup.refresh_from_db()
+    assert lookup.status == CnhLookupStatus.UNKNOWN
+    assert lookup.items.get(cpf=CPF).status == "unknown"
+
+
+def test_a_server_error_says_so_and_offers_a_plain_retry(
+    manager_client, manager, emulator: Emulator
+):
+    emulator.fault("/v2/cnh/lookup", status=503)
+    lookup = lookup_of(manager, CPF)
+    assert run_tasks() == 1
+
+    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+
+    assert 'data-status="failed"' in page.text
+    assert (
+        "The lookup failed after 1 attempt: the fleet service had an internal error." in page.text
+    )
+    assert 'data-testid="cnh-unknown"' not in page.text
+    assert not ACCEPT_BOX.search(page.text)
+    assert f'action="/drivers/cnh/{lookup.pk}/retry"' in page.text
+    assert emulator.calls("POST /v2/cnh/lookup") == 1
+
+
+def test_waiting_after_a_refused_connection_says_that_attempt_was_not_charged(
+    manager_client, manager, emulator: Emulator, settings
+):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        settings.FLEET_BASE_URL = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    lookup = lookup_of(manager, CPF)
+    run_tasks()
+
+    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+
+    assert 'data-status="waiting_retry"' in page.text
+    assert "The last attempt got no result: the fleet service could not be reached." in page.text
+    assert "That attempt was not charged." in page.text
+
+
+def test_the_history_and_the_admin_show_an_unknown_outcome(
+    client, manager_client, manager, admin_user, emulator: Emulator
+):
+    emulator.fault("/v2/cnh/lookup/batch", drop=True)
+    lookup = lookup_of(manager, CPF, OTHER_CPF, batch=True)
+    run_tasks()
+
+    history = get(manager_client, "/drivers/cnh/")
+    client.force_login(admin_user)
+    admin_list = get(client, "/admin/fleet/cnhlookup/")
+    filtered = get(client, "/admin/fleet/cnhlookup/?status__exact=unknown")
+    admin_page = get(client, f"/admin/fleet/cnhlookup/{lookup.pk}/change/")
+
+    assert 'cnh-badge--unknown" data-testid="cnh-status-label">Outcome unknown' in history.text
+    assert '<span data-testid="cnh-history-unknown">outcome unknown: 2</span>' in history.text
+    assert "Outcome unknown" in admin_list.text
+    assert "CPFs with an unknown outcome" in admin_list.text
+    assert '<td class="field-unknown_items">2</td>' in admin_list.text
+    assert f"/admin/fleet/cnhlookup/{lookup.pk}/change/" in filtered.text
+    assert admin_page.status_code == 200
+    assert "the fleet service did not answer" in admin_page.text
+    for response in (admin_list, admin_page):
+        assert "982.247" not in response.text  # the admin never shows a CPF
+
+
 # --- Who sees what (LGPD) ---------------------------------------------------------------
 
 
@@ -399,27 +559,103 @@ def test_item_and_lookup_reprs_never_hold_a_full_cpf(manager):
     assert CPF not in str(lookup)
 
 
-def test_a_lookup_its_worker_left_running_is_queued_again_from_its_page(
+def test_a_lookup_its_worker_left_running_ends_unknown_from_its_page_and_is_not_sent_again(
     manager_client, manager, emulator: Emulator
 ):
     start = datetime(2026, 11, 23, 13, 0, tzinfo=UTC)
     with time_machine.travel(start, tick=False) as clock:
         lookup = lookup_of(manager, CPF)
         DBTaskResult.objects.all().delete()  # the worker took the task, then died mid-call
-        CnhLookup.objects.filter(pk=lookup.pk).update(status=CnhLookupStatus.RUNNING)
+        CnhLookup.objects.filter(pk=lookup.pk).update(status=CnhLookupStatus.RUNNING, attempts=1)
 
         clock.shift(110)  # a call may still be under way: its 70 s timeout and more
-        get(manager_client, f"/drivers/cnh/{lookup.pk}/", **HTMX)
+        page = get(manager_client, f"/drivers/cnh/{lookup.pk}/", **HTMX)
         lookup.refresh_from_db()
         assert (lookup.status, DBTaskResult.objects.count()) == (CnhLookupStatus.RUNNING, 0)
+        assert TRIGGER.search(page.text)  # still polling
 
         clock.shift(20)
         page = get(manager_client, f"/drivers/cnh/{lookup.pk}/", **HTMX)
         lookup.refresh_from_db()
-        assert lookup.status == CnhLookupStatus.QUEUED
-        assert TRIGGER.search(page.text)  # still polling
+        assert (lookup.status, lookup.reason) == (CnhLookupStatus.UNKNOWN, "no_answer")
+        assert DBTaskResult.objects.count() == 0  # not queued again
+        assert 'data-status="unknown"' in page.text
+        assert not TRIGGER.search(page.text)  # final: the page stops polling
+        assert 'data-testid="cnh-unknown" data-reason="no_answer"' in page.text
+        assert "it may have been done, and charged" in page.text
+        assert "it was not sent again by itself" in page.text
+        (box,) = ACCEPT_BOX.findall(page.text)
+        assert "required" in box
+        assert run_tasks() == 0
+        assert emulator.calls("POST /v2/cnh/lookup") == 0
 
+        post(manager_client, f"/drivers/cnh/{lookup.pk}/retry", {"accept_charge": "on"})
         assert run_tasks() == 1
         lookup.refresh_from_db()
         assert lookup.status == CnhLookupStatus.DONE
         assert emulator.calls("POST /v2/cnh/lookup") == 1
+
+
+def test_a_batch_its_worker_left_running_shows_each_pending_cpf_interrupted(
+    manager_client, manager, emulator: Emulator
+):
+    start = datetime(2026, 11, 23, 13, 0, tzinfo=UTC)
+    with time_machine.travel(start, tick=False) as clock:
+        lookup = lookup_of(manager, CPF, OTHER_CPF, batch=True)
+        DBTaskResult.objects.all().delete()
+        CnhLookup.objects.filter(pk=lookup.pk).update(status=CnhLookupStatus.RUNNING, attempts=1)
+        clock.shift(130)
+
+        page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+
+    assert page.text.count('data-testid="cnh-item" data-status="unknown"') == 2
+    assert page.text.count("The lookup was interrupted while it was being sent") == 2
+    assert "The lookup of 2 CPFs was sent, but no answer came back" in page.text
+    assert "Look up the 2 CPFs without result again" in page.text
+    assert "required" in ACCEPT_BOX.findall(page.text)[0]
+    assert run_tasks() == 0
+    assert emulator.calls("POST /v2/cnh/lookup/batch") == 0
+
+
+def test_an_unreadable_answer_says_so_and_asks_before_a_second_charge(
+    manager_client, manager, emulator: Emulator
+):
+    emulator.fault("/v2/cnh/lookup", malformed=True)
+    lookup = lookup_of(manager, CPF)
+    assert run_tasks() == 1
+
+    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+
+    assert 'data-status="unknown"' in page.text
+    assert "hx-trigger" not in page.text
+    assert 'data-testid="cnh-failure"' not in page.text
+    assert 'data-testid="cnh-unknown" data-reason="invalid_response"' in page.text
+    assert "The fleet service's answer could not be read." in page.text
+    assert "it was probably done, and charged" in page.text
+    assert "The fleet service did not answer." not in page.text
+    (box,) = ACCEPT_BOX.findall(page.text)
+    assert "required" in box
+    assert emulator.calls("POST /v2/cnh/lookup") == 1
+
+    post(manager_client, f"/drivers/cnh/{lookup.pk}/retry", {})
+    assert run_tasks() == 0  # not without accepting a second charge
+    post(manager_client, f"/drivers/cnh/{lookup.pk}/retry", {"accept_charge": "on"})
+    assert run_tasks() == 1
+    assert 'data-status="done"' in get(manager_client, f"/drivers/cnh/{lookup.pk}/").text
+    assert emulator.calls("POST /v2/cnh/lookup") == 2
+
+
+def test_an_unreadable_batch_answer_shows_each_cpf_unknown(
+    manager_client, manager, emulator: Emulator
+):
+    emulator.fault("/v2/cnh/lookup/batch", body={"unexpected": "shape"})
+    lookup = lookup_of(manager, CPF, OTHER_CPF, batch=True)
+    assert run_tasks() == 1
+
+    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+
+    assert page.text.count('data-testid="cnh-item" data-status="unknown"') == 2
+    assert page.text.count("but its answer could not be read") == 2
+    assert "The lookup of 2 CPFs was answered, but the answer could not be read" in page.text
+    assert "Look up the 2 CPFs without result again" in page.text
+    assert emulator.calls("POST /v2/cnh/lookup/batch") == 1

@@ -1,6 +1,7 @@
 # Fleet Portal: the two commands of the README, and the steps behind them.
 #   make run    set up everything, start the emulator and the portal
-#   make test   install what the tests need, run ruff, mypy and pytest
+#   make test   install what the tests need, run ruff, mypy and pytest (the suites that
+#               use the emulator twice: its normal answers, then only what the spec promises)
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -15,7 +16,7 @@ PYTEST_ARGS ?=
 # Python 3.13 (.python-version): pyenv's shim when present, else python3.13 on PATH.
 PYTHON313 := $(shell (pyenv which python3.13 2>/dev/null || command -v python3.13) | head -n 1)
 
-.PHONY: help run test lint typecheck pytest browser idp setup messages clean
+.PHONY: help run test lint typecheck pytest pytest-minimal browser idp setup messages clean
 
 help:
 	@echo "make run    set up and start the emulator and the portal at http://127.0.0.1:$(PORT)/"
@@ -84,7 +85,14 @@ typecheck: $(VENV)/.dev
 pytest: $(VENV)/.dev
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-test: $(VENV)/.dev idp browser lint typecheck pytest
+# Every suite that talks to the emulator, again with the emulator answering exactly what
+# the spec shows (emulator/README.md, "Minimal mode"): the client must need nothing more.
+MINIMAL_SUITES := tests/api tests/services tests/views tests/browser tests/admin tests/commands tests/webhooks tests/test_afterwards.py
+pytest-minimal: $(VENV)/.dev
+	@echo "=== The suites that use the emulator, the emulator in minimal mode ==="
+	$(BIN)/pytest --emulator-mode=minimal $(MINIMAL_SUITES) $(PYTEST_ARGS)
+
+test: $(VENV)/.dev idp browser lint typecheck pytest pytest-minimal
 
 # Extract new strings into locale/pt_BR/LC_MESSAGES/django.po; translate them there, then
 # `make messages` again to compile (a test fails while a string is untranslated or stale).

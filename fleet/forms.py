@@ -60,6 +60,20 @@ class FleetAccountForm(forms.Form):
                     "Ask your fleet administrator."
                 ),
             )
+        elif failure.code or failure.message:
+            # A refusal the portal does not know: the vendor's own words, not a guess.
+            self.add_error(
+                None,
+                _(
+                    "The fleet application refused this login: “%(message)s” "
+                    "(code %(code)s, trace %(trace)s). Nothing was saved."
+                )
+                % {
+                    "message": failure.message or failure.outcome.label,
+                    "code": failure.code or "—",
+                    "trace": failure.trace_id or "—",
+                },
+            )
         else:
             self.add_error(
                 None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import re
 import subprocess
 import sys
@@ -38,6 +39,11 @@ class Emulator:
 
     def reset(self) -> None:
         self.control("POST", "reset")
+
+    @property
+    def minimal(self) -> bool:
+        """Whether the emulator answers only what the spec promises (its minimal mode)."""
+        return bool(self.control("GET", "mode")["minimal"])
 
     def fault(self, route: str, **fault: Any) -> None:
         self.control("POST", "faults", route=route, **fault)
@@ -101,20 +107,59 @@ def start_emulator(*args: str) -> tuple[subprocess.Popen[str], str]:
     return process, match.group(1)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--emulator-mode",
+        choices=("normal", "minimal"),
+        default="normal",
+        help="how the test emulator answers: 'normal', or 'minimal' (exactly what the spec "
+        "shows: no member it does not promise, unshown names spelled another way, unknown "
+        "members added). `make test` runs the API, view, service and browser suites in both.",
+    )
+    parser.addoption(
+        "--spelling-seed",
+        type=int,
+        default=None,
+        help="the minimal emulator's spelling seed (default: a new one each run, printed above)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "emulator_mode(mode): this test needs the emulator in 'normal' or 'minimal' mode "
+        "whatever --emulator-mode says (a test about a member the spec does not promise)",
+    )
+    if config.getoption("--spelling-seed") is None:
+        config.option.spelling_seed = random.randrange(1_000_000)  # noqa: S311 - not secret
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    mode = config.getoption("--emulator-mode")
+    seed = config.getoption("--spelling-seed")
+    return f"emulator mode: {mode}" + (f" (spelling seed {seed})" if mode == "minimal" else "")
+
+
 @pytest.fixture(scope="session")
-def emulator_process() -> Iterator[str]:
+def emulator_process(pytestconfig: pytest.Config) -> Iterator[str]:
     # The CNH timeout CPF waits 0.2 s here, not the real 60 s, before its 504.
-    process, url = start_emulator("--vehicles", "200", "--seed", "1", "--cnh-timeout-wait", "0.2")
+    args = ["--vehicles", "200", "--seed", "1", "--cnh-timeout-wait", "0.2"]
+    args += ["--spelling-seed", str(pytestconfig.getoption("--spelling-seed"))]
+    if pytestconfig.getoption("--emulator-mode") == "minimal":
+        args.append("--minimal")
+    process, url = start_emulator(*args)
     yield url
     process.terminate()
     process.wait(timeout=10)
 
 
 @pytest.fixture
-def emulator(emulator_process: str) -> Emulator:
-    """The session's emulator, reset to its start state for this test."""
+def emulator(emulator_process: str, request: pytest.FixtureRequest) -> Emulator:
+    """The session's emulator, reset to its start state (and mode) for this test."""
     running = Emulator(emulator_process)
     running.reset()
+    if marker := request.node.get_closest_marker("emulator_mode"):
+        running.control("POST", "mode", minimal=marker.args[0] == "minimal")
     return running
 
 
@@ -161,11 +206,12 @@ def manager(django_user_model: Any, fleet_settings: Any) -> Any:
 def _fresh_fleet_client() -> Iterator[None]:
     """Each test starts cold: its own client, an empty cache (no vehicle list, no
     route cooldown), no vehicle list decoded in this process, no webhook key
-    remembered as already recorded and no processing run remembered as asked for
-    (the database forgets them between tests)."""
+    remembered as already recorded, no processing run remembered as asked for
+    (the database forgets them between tests) and no e-CRLV view reported."""
     from django.core.cache import cache
 
     from fleet.services.connection import _client_for
+    from fleet.services.crlv import _REPORTED
     from fleet.services.vehicles import _memo
     from fleet.services.webhooks import _schedule, _seen_keys
 
@@ -174,12 +220,14 @@ def _fresh_fleet_client() -> Iterator[None]:
     _memo.clear()
     _seen_keys.clear()
     _schedule.reset()
+    _REPORTED.clear()
     yield
     _client_for.cache_clear()
     cache.clear()
     _memo.clear()
     _seen_keys.clear()
     _schedule.reset()
+    _REPORTED.clear()
 
 
 def run_tasks() -> int:

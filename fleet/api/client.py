@@ -32,7 +32,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -281,6 +281,7 @@ class FleetClient:
         cnh_lookup_path: str = CNH_LOOKUP,
         cnh_batch_path: str = CNH_BATCH,
         cnh_read_timeout: float = CNH_READ_TIMEOUT,
+        wrong_login_codes: Iterable[str] = (),
     ) -> None:
         for name, value in (("access_token", access_token), ("secret_key", secret_key)):
             if problems := credential_problems(value):
@@ -296,6 +297,9 @@ class FleetClient:
         self.cnh_lookup_path = api_path(cnh_lookup_path)
         self.cnh_batch_path = api_path(cnh_batch_path)
         self.cnh_read_timeout = cnh_read_timeout
+        # The v1 codes with which `/key/generator` refuses a user's e-mail or
+        # password: the spec documents none (7.1), so a deployment names them.
+        self.wrong_login_codes = frozenset(wrong_login_codes)
 
         # The signature covers neither body, URL nor time (spec 5.3): once per client.
         key = signature(access_token=access_token, secret_key=secret_key)
@@ -362,7 +366,8 @@ class FleetClient:
     ) -> str:
         """A single-use accessKey that logs this web-app user in (spec 4.2).
 
-        `LoginRejected` when the e-mail or password is refused.
+        `LoginRejected` when refused with one of `wrong_login_codes`; any other
+        refusal is an `ApiError` with the vendor's code and message.
         """
         return self._call(
             "POST",
@@ -426,7 +431,7 @@ class FleetClient:
         return self._call(
             "POST",
             self.cnh_batch_path,
-            cnh_batch_from_json,
+            lambda body: cnh_batch_from_json(body, cpfs=cpfs),
             body={"cpfs": list(cpfs)},
             retry_budget=retry_budget,
             timeout=self.cnh_read_timeout,
@@ -594,6 +599,7 @@ class FleetClient:
             route=call.route,
             method=call.method,
             login=login,
+            wrong_login_codes=self.wrong_login_codes,
         )
         trace_id = self._log_answer(call, response.status_code, failure, elapsed_ms, response)
         if failure is not None:

@@ -8,7 +8,7 @@ FleetError
 │   │   ├── Unauthorized            v2 …:error:unauthorized
 │   │   └── AuthenticationFailed    v2 …:error:authentication-failed
 │   ├── PermissionDenied            v1 fbk_002, v2 …:error:forbidden
-│   ├── LoginRejected               POST /key/generator refused the user
+│   ├── LoginRejected               POST /key/generator refused the user (a known code)
 │   ├── NotFound                    404
 │   └── RetryLater                  the server asked to come back later
 │       ├── RateLimited             429
@@ -27,7 +27,7 @@ from __future__ import annotations
 import email.utils
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, Literal
@@ -196,11 +196,13 @@ def parse_v1_error(body: object) -> ErrorBody | None:
     """
     if not isinstance(body, dict) or body.get("error") is not True:
         return None
-    code, message = body.get("code"), body.get("message")
+    code, message, trace_id = body.get("code"), body.get("message"), body.get("traceId")
     return ErrorBody(
         "v1",
         code=code if isinstance(code, str) else None,
         message=message if isinstance(message, str) else "",
+        # Not in v1's envelope (7.1), but kept when a server adds one: support asks for it.
+        trace_id=trace_id if isinstance(trace_id, str) and trace_id else None,
     )
 
 
@@ -240,7 +242,9 @@ _STATUSES: dict[int, type[FleetError]] = {
 }
 
 
-def _error_class(body: ErrorBody | None, status: int, *, login: bool) -> type[FleetError]:
+def _error_class(
+    body: ErrorBody | None, status: int, *, login: bool, wrong_login_codes: Collection[str]
+) -> type[FleetError]:
     if body is not None and body.code:
         if body.format == "v1" and (known := _V1_CODES.get(body.code)):
             return known
@@ -248,16 +252,13 @@ def _error_class(body: ErrorBody | None, status: int, *, login: bool) -> type[Fl
             for suffix, cls in _V2_TYPES:
                 if body.code.endswith(suffix):
                     return cls
-    # The login route answers the user's wrong password with a v1 code the
-    # spec leaves open (the emulator uses fbk_003).
-    if (
-        login
-        and body is not None
-        and body.format == "v1"
-        and status < 500
-        and status not in (404, 429)
-    ):
-        return LoginRejected
+        # The login route's refusal of the user's own password has a v1 code the
+        # spec does not document: only the codes the deployment was told about
+        # (FLEET_WRONG_LOGIN_CODES) mean "wrong password". Any other code is an
+        # error of its own, shown with its code and message, whatever the status
+        # (a 401 here is not the portal's credentials: those are fbk_001).
+        if login and body.format == "v1" and status not in (429,) and status < 500:
+            return LoginRejected if body.code in wrong_login_codes else ApiError
     if known := _STATUSES.get(status):
         return known
     if status >= 500:
@@ -294,12 +295,14 @@ def error_for_response(
     route: str,
     method: str | None = None,
     login: bool = False,
+    wrong_login_codes: Collection[str] = (),
 ) -> FleetError | None:
     """The exception an answer stands for, or None when it is a success.
 
     `body` is the decoded JSON (None when the answer was not JSON); `headers`
-    any case-insensitive mapping. `login` marks `POST /key/generator`, whose
-    refusals of the user's password become `LoginRejected`.
+    any case-insensitive mapping. `login` marks `POST /key/generator`: its
+    v1 codes in `wrong_login_codes` become `LoginRejected`, any other code an
+    `ApiError` that keeps the code and the vendor's message.
     """
     parsed = parse_v1_error(body)
     content_type = headers.get("Content-Type", "")
@@ -309,7 +312,7 @@ def error_for_response(
         parsed = parse_v2_problem(body)
     if parsed is None and 200 <= status < 300:
         return None
-    cls = _error_class(parsed, status, login=login)
+    cls = _error_class(parsed, status, login=login, wrong_login_codes=wrong_login_codes)
     trace_id = (parsed.trace_id if parsed else None) or headers.get("X-Trace-Id")
     if parsed is not None:
         message = parsed.message

@@ -1,16 +1,19 @@
 """What the Fleet API returns, as frozen records, and how its JSON is read.
 
 The readers are tolerant: members they do not know are ignored (spec 6.2:
-additions are additive), members they need must be there with the right type,
-else `ShapeError`, which the client reports as `InvalidResponse`. Where the
-spec does not fix a member's name (inside an e-CRLV request), the names we
-accept are listed once, in `_MEMBERS`.
+additions are additive), and they require only what the spec promises (a
+vehicle's five members, an e-CRLV request's `status`, a document's link);
+a required member missing or of the wrong type is a `ShapeError`, which the
+client reports as `InvalidResponse`. Where the spec does not show a member's
+name (inside an e-CRLV request, the two parts of a vehicle's e-CRLV view),
+the likely names are accepted, listed once in `_MEMBERS`; every other member
+is optional and a page simply does not show it when it is missing.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from enum import StrEnum
@@ -88,29 +91,40 @@ class CrlvStatus(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class CrlvDocument:
-    """The issued PDF: a pre-signed download link, valid for one hour."""
+    """The issued PDF: a pre-signed download link, valid for one hour.
+
+    `download_url` is None when the document came without a link the portal
+    could find (the spec names none of the document's members).
+    """
 
     # The link works without credentials for an hour: keep it out of reprs
     # (and so out of logs and tracebacks).
-    download_url: str = field(repr=False)
+    download_url: str | None = field(repr=False)
     expires_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class CrlvFailure:
-    """Why an issuance failed, in public words that can be shown to a user."""
+    """Why an issuance failed, in public words that can be shown to a user.
 
-    code: str
-    message: str
+    The spec promises "a public code and message" under names it does not
+    show: either may be missing when they came under other names.
+    """
+
+    code: str | None = None
+    message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class CrlvRequest:
-    """An e-CRLV issuance request and, when final, its document or failure."""
+    """An e-CRLV issuance request and, when final, its document or failure.
 
-    request_id: str
-    plate: str
+    Only `status` is promised (spec 2.4); every other member may be missing.
+    """
+
     status: CrlvStatus
+    request_id: str | None = None
+    plate: str | None = None
     document: CrlvDocument | None = None
     failure: CrlvFailure | None = None
     created_at: datetime | None = None
@@ -119,25 +133,56 @@ class CrlvRequest:
 
 @dataclass(frozen=True, slots=True)
 class VehicleCrlv:
-    """A vehicle's latest issued e-CRLV and the request in progress, each if any."""
+    """A vehicle's latest issued e-CRLV and the request in progress, each if any.
+
+    `unrecognised` names the members that looked like e-CRLV information but
+    came under names the portal does not know (spec 2.5 shows none): when
+    nothing was recognised, a page says it has no e-CRLV information rather
+    than "none issued".
+    """
 
     plate: str
     latest: CrlvRequest | None
     in_progress: CrlvRequest | None
+    unrecognised: tuple[str, ...] = ()
+    # The names of every member of the answer (never their values), for the log.
+    members: tuple[str, ...] = ()
+
+    @property
+    def is_unreadable(self) -> bool:
+        return bool(self.unrecognised) and self.latest is None and self.in_progress is None
 
 
-# Accepted names of members the spec leaves open, preferred first.
+# Accepted names of members the spec leaves open, preferred first. The
+# emulator's minimal mode spells them each of these ways (it keeps its own list).
 _MEMBERS: Final[Mapping[str, tuple[str, ...]]] = {
     "request_id": ("requestId", "id", "request_id"),
     "plate": ("carPlate", "plate", "car_plate"),
-    "created_at": ("createdAt", "created_at"),
-    "updated_at": ("updatedAt", "updated_at"),
-    "download_url": ("downloadUrl", "url", "download_url"),
-    "expires_at": ("expiresAt", "expires_at"),
-    "failure_code": ("code",),
-    "failure_message": ("message", "detail"),
-    "in_progress": ("inProgress", "in_progress"),
+    "created_at": ("createdAt", "created_at", "requestedAt", "requested_at"),
+    "updated_at": ("updatedAt", "updated_at", "issuedAt", "issued_at"),
+    "download_url": (
+        "downloadUrl",
+        "url",
+        "download_url",
+        "pdfUrl",
+        "pdf_url",
+        "link",
+        "href",
+    ),
+    "expires_at": ("expiresAt", "expires_at", "validUntil", "valid_until"),
+    "failure_code": ("code", "publicCode", "errorCode", "public_code", "error_code"),
+    "failure_message": (
+        "message",
+        "publicMessage",
+        "description",
+        "public_message",
+        "detail",
+    ),
+    "latest": ("latest", "lastIssued", "latestIssued", "current"),
+    "in_progress": ("inProgress", "in_progress", "pending", "request"),
 }
+# Members of a vehicle's e-CRLV view that are about the answer, not a request.
+_VIEW_ENVELOPE: Final = frozenset({"carPlate", "plate", "car_plate", "traceId", "error", "code"})
 
 
 def _member(data: Mapping[str, Any], name: str) -> Any:
@@ -154,26 +199,40 @@ def _object(value: Any, what: str) -> Mapping[str, Any]:
     return value
 
 
-def _text(data: Mapping[str, Any], name: str, what: str, default: str | None = None) -> str:
-    value = _member(data, name)
-    if value is None and default is not None:
-        return default
-    if not isinstance(value, str) or not value:
-        raise ShapeError(f"{what} has no {name.replace('_', ' ')}")
-    return value
+_BRAZILIAN_MOMENT: Final = ("%d/%m/%Y %H:%M:%S", "%d/%m/%Y %H:%M", "%d/%m/%Y")
 
 
-def _timestamp(data: Mapping[str, Any], name: str, what: str) -> datetime | None:
+def _timestamp(data: Mapping[str, Any], name: str) -> datetime | None:
+    """A moment in any of the usual spellings, or None (then it is not shown).
+
+    The spec shows no dates at all: ISO 8601 (with or without an offset, `Z`
+    included), Unix seconds or milliseconds, and Brazilian `dd/mm/yyyy hh:mm`
+    are read; anything else is left out rather than failing the answer.
+    """
     value = _member(data, name)
-    if value is None:
+    when: datetime | None = None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        seconds = value / 1000 if value > 100_000_000_000 else value
+        try:
+            return datetime.fromtimestamp(seconds, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if not isinstance(value, str):
         return None
     try:
-        when = datetime.fromisoformat(value) if isinstance(value, str) else None
+        when = datetime.fromisoformat(value.strip())
     except ValueError:
-        when = None
+        for pattern in _BRAZILIAN_MOMENT:
+            try:
+                when = datetime.strptime(value.strip(), pattern)  # noqa: DTZ007 - UTC below
+                break
+            except ValueError:
+                continue
     if when is None:
-        raise ShapeError(f"{what} has an unreadable {name.replace('_', ' ')}")
-    # ISO 8601 without an offset: the API speaks UTC.
+        return None
+    # Without an offset: the API speaks UTC.
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
@@ -294,51 +353,122 @@ def access_key_from_json(body: Any) -> str:
     return key
 
 
-def crlv_request_from_json(
-    body: Any, *, request_id: str | None = None, plate: str | None = None
-) -> CrlvRequest:
-    """Read an e-CRLV request (spec 2.4); the ids the caller knows fill gaps."""
-    data = _object(body, "the e-CRLV request")
-    what = "the e-CRLV request"
-    try:
-        status = CrlvStatus(str(data.get("status")))
-    except ValueError:
-        raise ShapeError(f"{what} has an unknown status {data.get('status')!r}") from None
-    document = failure = None
-    if (raw := data.get("document")) is not None:
-        doc = _object(raw, "document")
-        document = CrlvDocument(
-            download_url=_text(doc, "download_url", "document"),
-            expires_at=_timestamp(doc, "expires_at", "document"),
-        )
-    if (raw := data.get("failure")) is not None:
-        fail = _object(raw, "failure")
-        failure = CrlvFailure(
-            code=_text(fail, "failure_code", "failure"),
-            message=_text(fail, "failure_message", "failure", default=""),
-        )
-    return CrlvRequest(
-        request_id=_text(data, "request_id", what, default=request_id),
-        plate=_text(data, "plate", what, default=plate),
-        status=status,
-        document=document,
-        failure=failure,
-        created_at=_timestamp(data, "created_at", what),
-        updated_at=_timestamp(data, "updated_at", what),
+def _optional_text(data: Mapping[str, Any], name: str) -> str | None:
+    """A member the spec does not promise, as text: a string or a number, else None."""
+    value = _member(data, name)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _is_web_link(value: Any) -> bool:
+    return isinstance(value, str) and value.lower().startswith(("https://", "http://"))
+
+
+def _document(raw: Any) -> CrlvDocument:
+    """The document of a completed request (2.4): "contains a download URL of the PDF"."""
+    if _is_web_link(raw):  # the link itself, not an object holding it
+        return CrlvDocument(download_url=raw)
+    doc = _object(raw, "document")
+    url = _member(doc, "download_url")
+    if not _is_web_link(url):
+        # Under a name of its own: the one member that is a web link, if only one is.
+        links = [value for value in doc.values() if _is_web_link(value)]
+        url = links[0] if len(links) == 1 else None
+    return CrlvDocument(download_url=url, expires_at=_timestamp(doc, "expires_at"))
+
+
+def _failure(raw: Any) -> CrlvFailure:
+    """The failure of a request (2.4): "a public code and a public message", each optional."""
+    if isinstance(raw, str):
+        return CrlvFailure(message=raw or None)
+    fail = _object(raw, "failure")
+    return CrlvFailure(
+        code=_optional_text(fail, "failure_code"),
+        message=_optional_text(fail, "failure_message"),
     )
 
 
+def crlv_request_from_json(
+    body: Any,
+    *,
+    request_id: str | None = None,
+    plate: str | None = None,
+    status_when_missing: CrlvStatus | None = None,
+) -> CrlvRequest:
+    """Read an e-CRLV request (spec 2.4): only `status` is required.
+
+    The ids the caller knows fill gaps. Inside a vehicle's view, an entry
+    without a status takes `status_when_missing` (the latest *issued* one is
+    completed).
+    """
+    data = _object(body, "the e-CRLV request")
+    raw_status = data.get("status")
+    if raw_status is None and status_when_missing is not None:
+        status = status_when_missing
+    else:
+        try:
+            status = CrlvStatus(str(raw_status))
+        except ValueError:
+            raise ShapeError(
+                f"the e-CRLV request has an unknown status {str(raw_status)[:40]!r}"
+            ) from None
+    document = failure = None
+    if (raw := data.get("document")) is not None:
+        document = _document(raw)
+    if (raw := data.get("failure")) is not None:
+        failure = _failure(raw)
+    return CrlvRequest(
+        status=status,
+        request_id=_optional_text(data, "request_id") or request_id,
+        plate=_optional_text(data, "plate") or plate,
+        document=document,
+        failure=failure,
+        created_at=_timestamp(data, "created_at"),
+        updated_at=_timestamp(data, "updated_at"),
+    )
+
+
+def _looks_like_crlv(value: Any) -> bool:
+    """Whether an unknown member could hold e-CRLV information (a request, or a view)."""
+    if isinstance(value, list):
+        return any(_looks_like_crlv(item) for item in value)
+    if not isinstance(value, dict):
+        return False
+    names = _MEMBERS["latest"] + _MEMBERS["in_progress"]
+    return any(key in value for key in ("status", "document", "failure", *names))
+
+
 def vehicle_crlv_from_json(body: Any, *, plate: str) -> VehicleCrlv:
-    """Read a vehicle's e-CRLV view (spec 2.5): `latest` and `inProgress`, each optional."""
+    """Read a vehicle's e-CRLV view (spec 2.5): the latest issued and the request in
+    progress, each present only when it exists, under names the spec does not show.
+
+    Members under names that are not known but look like e-CRLV information
+    are listed in `unrecognised` (by name only), never silently dropped.
+    """
     data = _object(body, "the vehicle e-CRLV view")
-    own_plate = _text(data, "plate", "the vehicle e-CRLV view", default=plate)
-    latest, in_progress = data.get("latest"), _member(data, "in_progress")
+    own_plate = _optional_text(data, "plate") or plate
+    latest, in_progress = _member(data, "latest"), _member(data, "in_progress")
+    known = set(_MEMBERS["latest"] + _MEMBERS["in_progress"]) | _VIEW_ENVELOPE
+    unrecognised = tuple(
+        sorted(key for key, value in data.items() if key not in known and _looks_like_crlv(value))
+    )
     return VehicleCrlv(
         plate=own_plate,
-        latest=None if latest is None else crlv_request_from_json(latest, plate=own_plate),
-        in_progress=(
-            None if in_progress is None else crlv_request_from_json(in_progress, plate=own_plate)
+        latest=None
+        if latest is None
+        else crlv_request_from_json(
+            latest, plate=own_plate, status_when_missing=CrlvStatus.COMPLETED
         ),
+        in_progress=None
+        if in_progress is None
+        else crlv_request_from_json(
+            in_progress, plate=own_plate, status_when_missing=CrlvStatus.IN_PROGRESS
+        ),
+        unrecognised=unrecognised,
+        members=tuple(sorted(data)),
     )
 
 
@@ -448,15 +578,22 @@ def cnh_lookup_from_json(body: Any, *, cpf: str) -> CnhLookupResult:
     return _cnh_entry(_object(body, "the CNH lookup"), cpf=cpf, what="the CNH lookup")
 
 
-def cnh_batch_from_json(body: Any) -> CnhBatchResult:
-    """Read a batch lookup's answer: `{"items": [...]}`, one entry per CPF (2.7)."""
+def cnh_batch_from_json(body: Any, *, cpfs: Sequence[str] = ()) -> CnhBatchResult:
+    """Read a batch lookup's answer: `{"items": [...]}`, one entry per CPF (2.7).
+
+    An entry names its CPF when the API says it; otherwise, since the spec
+    promises one entry per item, the entries are matched to `cpfs` (as sent)
+    by position, which needs exactly one entry per CPF sent.
+    """
     items = _object(body, "the CNH batch lookup").get("items")
     if not isinstance(items, list):
         raise ShapeError("the CNH batch lookup has no list of items")
+    by_position = len(items) == len(cpfs)
     entries = []
     for number, item in enumerate(items, start=1):
         what = f"item #{number} of the CNH batch lookup"
-        entries.append(_cnh_entry(_object(item, what), cpf=None, what=what))
+        sent = cpfs[number - 1] if by_position else None
+        entries.append(_cnh_entry(_object(item, what), cpf=sent, what=what))
     return CnhBatchResult(items=tuple(entries))
 
 

@@ -26,6 +26,7 @@ def fleet_client() -> FleetClient:
         settings.FLEET_READ_TIMEOUT,
         settings.FLEET_CNH_LOOKUP_PATH,
         settings.FLEET_CNH_BATCH_PATH,
+        tuple(settings.FLEET_WRONG_LOGIN_CODES),
     )
 
 
@@ -52,6 +53,7 @@ def _client_for(
     read_timeout: float,
     cnh_lookup_path: str,
     cnh_batch_path: str,
+    wrong_login_codes: tuple[str, ...],
 ) -> FleetClient:
     return FleetClient(
         base_url=base_url,
@@ -62,4 +64,5 @@ def _client_for(
         cooldown=CacheCooldown(scope=_scope_for(base_url, access_token)),
         cnh_lookup_path=cnh_lookup_path,
         cnh_batch_path=cnh_batch_path,
+        wrong_login_codes=wrong_login_codes,
     )

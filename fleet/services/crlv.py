@@ -11,10 +11,14 @@ costs no upstream call and no share of the rate limit.
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
 from collections.abc import Callable
 from enum import StrEnum
 from urllib.parse import urlsplit
+
+from django.conf import settings
 
 from fleet import plates
 from fleet.api import errors
@@ -25,9 +29,13 @@ from fleet.api.resources import CrlvRequest as CrlvRequest
 from fleet.api.resources import VehicleCrlv as VehicleCrlv
 from fleet.services.connection import fleet_client
 
-# The spec does not fix the format of a requestId (4.3); the API's ids seen so
-# far (and the emulator's) are UUIDs, so anything else cannot be one of them.
-_REQUEST_ID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+logger = logging.getLogger(__name__)
+
+# The spec does not fix the format of a requestId (4.3): any one path segment of
+# URL-safe characters may be one (the emulator's are UUIDs, the vendor's may be
+# numbers). A UUID is asked for in its canonical lower case; any other id as given.
+_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._~-]{0,99}")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 
 
 class CrlvOutcome(StrEnum):
@@ -36,6 +44,8 @@ class CrlvOutcome(StrEnum):
     INVALID = "invalid"  # not a plate / not a request id: nothing was asked
     NOT_FOUND = "not_found"
     NOT_READY = "not_ready"  # no document (yet): the request is not completed
+    NO_LINK = "no_link"  # completed, but the document came without a link we could read
+    INSECURE_LINK = "insecure_link"  # a plain http:// link outside the emulator: refused
     RATE_LIMITED = "rate_limited"
     UNAVAILABLE = "unavailable"
     CREDENTIALS_REJECTED = "credentials_rejected"
@@ -53,18 +63,27 @@ class CrlvUnavailable(Exception):
 
 
 def vehicle_crlv_get(*, plate: str) -> VehicleCrlv:
-    """The vehicle's latest issued e-CRLV and its request in progress, each if any."""
+    """The vehicle's latest issued e-CRLV and its request in progress, each if any.
+
+    When the answer held neither under a name the portal knows but something
+    that looked like e-CRLV information, the names of its members are logged
+    (once per process for each set of names; never the values): the page says
+    it has no e-CRLV information, and an operator learns what the vendor sent.
+    """
     if not plates.is_valid(plate):
         raise CrlvUnavailable(CrlvOutcome.INVALID)
     canonical = plates.normalize(plate)
-    return _ask(lambda client: client.get_vehicle_crlv(canonical))
+    view = _ask(lambda client: client.get_vehicle_crlv(canonical))
+    if view.is_unreadable:
+        _report_unrecognised(view)
+    return view
 
 
 def crlv_request_get(*, request_id: str) -> CrlvRequest:
     """An e-CRLV request's current status (with a fresh document when completed)."""
-    if not _REQUEST_ID.fullmatch(request_id):
+    if not _REQUEST_ID.fullmatch(request_id) or ".." in request_id:
         raise CrlvUnavailable(CrlvOutcome.INVALID)
-    canonical = request_id.lower()
+    canonical = request_id.lower() if _UUID.fullmatch(request_id) else request_id
     return _ask(lambda client: client.get_crlv_request(canonical))
 
 
@@ -85,11 +104,50 @@ def _download_url(request: CrlvRequest) -> str:
     if request.document is None:
         raise CrlvUnavailable(CrlvOutcome.NOT_READY)
     url = request.document.download_url
+    if url is None:
+        logger.warning("e-CRLV document without a download link the portal could read")
+        raise CrlvUnavailable(CrlvOutcome.NO_LINK)
     # The browser is sent there: only a web address, never `javascript:` or a path of ours.
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http") or not parts.netloc:
         raise CrlvUnavailable(CrlvOutcome.ERROR)
+    # The API is served over HTTPS only (spec 4): a plain-http link to a manager's
+    # document is refused everywhere but on the local emulator.
+    if parts.scheme == "http" and settings.FLEET_ENVIRONMENT != "emulator":
+        # The host only: the link itself opens the document for an hour.
+        logger.warning(
+            "e-CRLV download refused: the fleet service gave a plain http:// link (host %s)",
+            parts.hostname,
+        )
+        raise CrlvUnavailable(CrlvOutcome.INSECURE_LINK)
     return url
+
+
+# The sets of member names already reported, so that each is logged once per process.
+_REPORTED: set[tuple[str, ...]] = set()
+_REPORTED_LOCK = threading.Lock()
+_REPORTED_MAX = 32
+
+
+def _report_unrecognised(view: VehicleCrlv) -> None:
+    with _REPORTED_LOCK:
+        if view.members in _REPORTED or len(_REPORTED) >= _REPORTED_MAX:
+            return
+        _REPORTED.add(view.members)
+    logger.warning(
+        "e-CRLV view of a vehicle without a part the portal recognises: it came with the "
+        "members %s (%s looked like e-CRLV information); the page shows no e-CRLV "
+        "information. The names the portal accepts are in fleet/api/resources.py.",
+        _names(view.members),
+        _names(view.unrecognised),
+    )
+
+
+def _names(names: tuple[str, ...]) -> str:
+    """Member names for a log line: each shortened, at most 30 of them."""
+    shown = [name if len(name) <= 40 else f"{name[:39]}…" for name in names[:30]]
+    more = f" and {len(names) - 30} more" if len(names) > 30 else ""
+    return ", ".join(repr(name) for name in shown) + more
 
 
 def _ask[T](call: Callable[[FleetClient], T]) -> T:

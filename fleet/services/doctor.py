@@ -39,8 +39,8 @@ def configuration_diagnose(*, live: bool = True) -> list[Finding]:
 
 
 def _local_findings() -> Iterator[Finding]:
-    for name, secret in (("FLEET_ACCESS_TOKEN", False), ("FLEET_SECRET_KEY", True)):
-        problems = credential_problems(getattr(settings, name), secret=secret)
+    for name in ("FLEET_ACCESS_TOKEN", "FLEET_SECRET_KEY"):
+        problems = credential_problems(getattr(settings, name))
         yield Finding(
             name,
             not problems,
@@ -96,8 +96,8 @@ def explain(error: errors.FleetError) -> str:
     )
     if isinstance(error, errors.CredentialsRejected):
         text = _(
-            "the signature was rejected: check that the key is hex, not base64, that "
-            "FLEET_SECRET_KEY is the key and FLEET_ACCESS_TOKEN the token (not swapped), "
+            "the signature was rejected: check that FLEET_SECRET_KEY is the key exactly "
+            "as the panel shows it and FLEET_ACCESS_TOKEN the token (not swapped), "
             "and that both belong to the %(environment)s environment at %(url)s; "
             "if they were regenerated in the panel, copy the new pair"
         ) % {"environment": settings.FLEET_ENVIRONMENT, "url": settings.FLEET_BASE_URL}

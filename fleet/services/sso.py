@@ -29,12 +29,28 @@ _DETAIL_LENGTH = AccessKeyMint._meta.get_field("detail").max_length or 500
 
 
 class MintFailed(Exception):
-    """No key was minted; `outcome` says why, `retry_after` when to try again."""
+    """No key was minted; `outcome` says why, `retry_after` when to try again.
 
-    def __init__(self, outcome: MintOutcome, *, retry_after: float | None = None) -> None:
+    When the fleet service refused with an answer of its own, `code`, `message`
+    and `trace_id` are the vendor's words (redacted, safe to show): a refusal
+    the portal does not know is shown as what it is, not guessed at.
+    """
+
+    def __init__(
+        self,
+        outcome: MintOutcome,
+        *,
+        retry_after: float | None = None,
+        code: str = "",
+        message: str = "",
+        trace_id: str = "",
+    ) -> None:
         super().__init__(outcome.value)
         self.outcome = outcome
         self.retry_after = retry_after
+        self.code = code
+        self.message = message
+        self.trace_id = trace_id
 
 
 def access_key_mint(*, user: User, purpose: MintPurpose) -> str:
@@ -110,6 +126,7 @@ def _mint(
             started=started,
             cause=error,
         )
+
     # After the call, never around it: one short transaction, one commit.
     with transaction.atomic():
         _audit(user=user, email=email, purpose=purpose, outcome=MintOutcome.MINTED, started=started)
@@ -145,7 +162,14 @@ def _fail(
             FleetAccount.objects.filter(pk=account.pk).update(
                 last_failure_at=timezone.now(), last_failure_outcome=outcome
             )
-    raise MintFailed(outcome, retry_after=retry_after) from cause
+    said = cause if isinstance(cause, errors.ApiError) else None
+    raise MintFailed(
+        outcome,
+        retry_after=retry_after,
+        code=(said.code or "") if said else "",
+        message=said.message if said and said.message != said.summary else "",
+        trace_id=trace_id,
+    ) from cause
 
 
 def _outcome_of(error: errors.FleetError) -> MintOutcome:

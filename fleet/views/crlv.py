@@ -45,6 +45,8 @@ _FAILURE_STATUS = {
     CrlvOutcome.UNAVAILABLE: 503,
     CrlvOutcome.CREDENTIALS_REJECTED: 502,
     CrlvOutcome.PERMISSION_DENIED: 403,
+    CrlvOutcome.NO_LINK: 502,
+    CrlvOutcome.INSECURE_LINK: 502,
     CrlvOutcome.ERROR: 502,
 }
 
@@ -162,8 +164,8 @@ def _request_page(
         poll_ms = _retry_ms(failure, delay_ms)
     else:
         poll_ms = None if crlv is None or crlv.status.is_final else delay_ms
-    # The plate comes from the API: linked only when it is one.
-    plate = crlv.plate if crlv is not None and plates.is_valid(crlv.plate) else None
+    # The plate is not promised by the spec and comes from the API: linked only when it is one.
+    plate = crlv.plate if crlv is not None and crlv.plate and plates.is_valid(crlv.plate) else None
     context: dict[str, object] = {
         "request_id": request_id,
         "crlv": crlv,

@@ -1,4 +1,8 @@
-"""The client's CNH lookups against the emulator: shapes, 504, batches, their own timeout."""
+"""The client's CNH lookups against the emulator: shapes, 504, 429, batches, their own timeout.
+
+Lookups are charged (spec 4.5): a lookup sent that got no answer is never sent
+again by the client, whatever its budget; it says it was sent (`sent=True`).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from fleet.api.errors import (
     RateLimited,
     UpstreamUnavailable,
 )
+from fleet.api.resources import CnhLookupResult
 from tests.api.conftest import MakeClient, wait_for_calls
 from tests.conftest import Emulator
 
@@ -38,7 +43,9 @@ def test_a_lookup_returns_the_licence_known_members_typed_and_the_others_kept(
     assert isinstance(licence.expires_on, date)
     assert isinstance(licence.first_licence_on, date)
     assert isinstance(licence.points, int)
-    assert set(licence.extra) == {"issuingState", "remarks"}
+    # Members the portal does not know are kept, whatever they are (minimal mode adds more).
+    assert {"issuingState", "remarks"} <= set(licence.extra)
+    assert emulator.minimal or set(licence.extra) == {"issuingState", "remarks"}
     assert "traceId" not in result.members
     sent = emulator.requests()[-1]
     assert sent["headers"]["Content-Type"] == "application/json"
@@ -103,6 +110,84 @@ def test_a_429_on_a_lookup_is_raised_at_once_and_pauses_the_route(
     assert emulator.calls(LOOKUP_CALLS) == 1
 
 
+def look_up(client: FleetClient, route: str, **options: float) -> CnhLookupResult:
+    """The CPF's result, by an individual lookup or in a batch of one, as `route` says."""
+    if route == CNH_LOOKUP:
+        return client.lookup_cnh(CPF, **options)
+    (item,) = client.lookup_cnh_batch([CPF], **options).items
+    return item
+
+
+@pytest.mark.parametrize("route", [CNH_LOOKUP, CNH_BATCH])
+def test_a_429_on_a_lookup_carries_its_retry_after(
+    client: FleetClient, emulator: Emulator, route: str
+) -> None:
+    emulator.fault(route, status=429, retry_after=17)
+
+    with pytest.raises(RateLimited) as raised:
+        look_up(client, route)
+
+    assert raised.value.status == 429
+    assert raised.value.retry_after == 17
+    assert emulator.calls(f"POST {route}") == 1
+
+
+@pytest.mark.parametrize("route", [CNH_LOOKUP, CNH_BATCH])
+def test_a_429_on_a_lookup_is_waited_out_when_the_call_has_the_budget_for_it(
+    client: FleetClient, emulator: Emulator, route: str
+) -> None:
+    emulator.fault(route, status=429, retry_after=1)
+    started = time.monotonic()
+
+    assert look_up(client, route, retry_budget=5).licence is not None
+
+    assert time.monotonic() - started >= 1  # its Retry-After, waited
+    assert emulator.calls(f"POST {route}") == 2  # and retried once
+
+
+@pytest.mark.parametrize("route", [CNH_LOOKUP, CNH_BATCH])
+@pytest.mark.parametrize("fault", [{"drop": True}, {"cut": True}], ids=["dropped", "cut"])
+def test_a_lookup_that_got_no_answer_is_not_sent_again_and_says_it_was_sent(
+    make_client: MakeClient, emulator: Emulator, route: str, fault: dict[str, bool]
+) -> None:
+    client = make_client(retry_budget=60.0)
+    emulator.fault(route, **fault, count=3)
+
+    with pytest.raises(UpstreamUnavailable) as raised:
+        look_up(client, route, retry_budget=60.0)
+
+    assert raised.value.sent is True
+    assert raised.value.status is None
+    assert emulator.calls(f"POST {route}") == 1
+
+
+@pytest.mark.parametrize("route", [CNH_LOOKUP, CNH_BATCH])
+def test_an_unreadable_success_answer_is_not_sent_again_and_keeps_its_status(
+    make_client: MakeClient, emulator: Emulator, route: str
+) -> None:
+    # The service relies on the 2xx status to tell "done, probably charged" from a refusal.
+    client = make_client(retry_budget=60.0)
+    emulator.fault(route, malformed=True, count=3)
+
+    with pytest.raises(InvalidResponse) as raised:
+        look_up(client, route, retry_budget=60.0)
+
+    assert raised.value.status == 200
+    assert emulator.calls(f"POST {route}") == 1
+
+
+def test_a_lookup_that_cannot_connect_says_nothing_was_sent(
+    make_client: MakeClient, closed_port_url: str
+) -> None:
+    client = make_client(base_url=closed_port_url)
+
+    with pytest.raises(UpstreamUnavailable, match="could not connect") as raised:
+        client.lookup_cnh(CPF)
+
+    assert raised.value.sent is False
+    assert raised.value.status is None
+
+
 def test_a_cpf_without_a_licence_is_not_found(client: FleetClient) -> None:
     with pytest.raises(NotFound) as raised:
         client.lookup_cnh(NO_LICENCE_CPF)
@@ -148,6 +233,13 @@ def test_the_lookups_wait_70_s_by_default_and_the_other_calls_their_own_timeout(
     assert client.read_timeout == 10.0
 
 
+def test_the_portals_configured_client_waits_70_s_for_the_lookups(settings) -> None:
+    from fleet.services.connection import fleet_client
+
+    assert fleet_client().cnh_read_timeout == 70.0
+    assert fleet_client().read_timeout == settings.FLEET_READ_TIMEOUT
+
+
 def test_only_the_lookups_use_the_lookup_timeout(
     make_client: MakeClient, emulator: Emulator
 ) -> None:
@@ -179,6 +271,7 @@ def test_a_lookup_that_outlasts_its_timeout_says_so(
 
     assert time.monotonic() - started < 1
     assert "no answer within 0.3 s" in str(raised.value)
+    assert (raised.value.sent, raised.value.status) == (True, None)  # it may have been done
     assert wait_for_calls(emulator, LOOKUP_CALLS, 1) == 1  # a POST is not sent twice
 
 

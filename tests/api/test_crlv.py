@@ -22,6 +22,7 @@ def _seeded(emulator: Emulator) -> dict[str, dict[str, str]]:
     return {r["status"]: r for r in seeded_crlv_requests(emulator)}
 
 
+@pytest.mark.emulator_mode("normal")  # ids, dates and the link's expiry are not promised (2.4)
 def test_a_completed_request_has_a_fresh_downloadable_document(
     emulator: Emulator, client: FleetClient
 ) -> None:
@@ -38,6 +39,7 @@ def test_a_completed_request_has_a_fresh_downloadable_document(
     # A fresh link on every call: one hour from the emulator's now, not from completion.
     now = datetime.fromisoformat(emulator.control("GET", "clock")["now"])
     assert abs(result.document.expires_at - (now + timedelta(hours=1))) < timedelta(seconds=5)
+    assert result.document.download_url is not None
     pdf = requests.get(result.document.download_url, timeout=5)
     assert pdf.status_code == 200
     assert pdf.content.startswith(b"%PDF-")
@@ -55,6 +57,7 @@ def test_every_call_returns_a_new_download_url(emulator: Emulator, client: Fleet
 def test_the_download_url_stays_out_of_the_repr(emulator: Emulator, client: FleetClient) -> None:
     result = client.get_crlv_request(_seeded(emulator)["completed"]["id"])
     assert result.document is not None
+    assert result.document.download_url is not None
     assert result.document.download_url not in repr(result)
 
 
@@ -130,20 +133,16 @@ def test_missing_ids_are_filled_from_the_call(emulator: Emulator, client: FleetC
     [
         {"requestId": "r", "carPlate": "P", "status": "archived"},
         {"requestId": "r", "carPlate": "P"},
-        {"requestId": "r", "carPlate": "P", "status": "completed", "document": {"size": 1}},
         {"requestId": "r", "carPlate": "P", "status": "completed", "document": "x.pdf"},
-        {"requestId": "r", "carPlate": "P", "status": "failed", "failure": {"message": "m"}},
-        {"requestId": "r", "carPlate": "P", "status": "pending", "createdAt": "yesterday"},
-        {"requestId": "r", "status": "pending"},
+        {"status": "failed", "failure": ["DETRAN"]},
+        {"status": "pending", "document": 7},
     ],
     ids=[
         "unknown status",
         "no status",
-        "document without url",
-        "document not an object",
-        "failure without code",
-        "unreadable timestamp",
-        "no plate",
+        "document neither an object nor a link",
+        "failure neither an object nor text",
+        "document a number",
     ],
 )
 def test_a_malformed_crlv_request_is_an_invalid_response(
@@ -190,8 +189,10 @@ def test_vehicle_without_crlv_has_neither(emulator: Emulator, client: FleetClien
 
 def test_plate_is_matched_ignoring_case_and_hyphen(emulator: Emulator, client: FleetClient) -> None:
     plate = emulator.vehicles()[0]["car_plate"]
-    view = client.get_vehicle_crlv(f"{plate[:3].lower()}-{plate[3:]}")
-    assert view.plate == plate
+    asked = f"{plate[:3].lower()}-{plate[3:]}"
+    view = client.get_vehicle_crlv(asked)  # found: not a NotFound
+    # The plate in the answer is not promised (2.5): without it, the one asked for.
+    assert view.plate == (asked if emulator.minimal else plate)
 
 
 def test_plate_not_in_the_fleet_is_not_found(client: FleetClient) -> None:

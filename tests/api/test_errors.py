@@ -133,16 +133,52 @@ def test_account_without_permission_is_permission_denied_on_v2(make_client: Make
     assert raised.value.code.endswith(":error:forbidden")
 
 
-def test_wrong_web_app_password_is_login_rejected(client: FleetClient) -> None:
+def test_wrong_web_app_password_is_login_rejected(make_client: MakeClient) -> None:
+    client = make_client(wrong_login_codes=["fbk_003"])
     with pytest.raises(LoginRejected) as raised:
         client.create_access_key(email=DEMO_USER, password="not-the-password")
     assert raised.value.code == "fbk_003"
     assert raised.value.route == "/key/generator"
 
 
-def test_unknown_web_app_user_is_login_rejected(client: FleetClient) -> None:
+def test_unknown_web_app_user_is_login_rejected(make_client: MakeClient) -> None:
+    client = make_client(wrong_login_codes=["fbk_003"])
     with pytest.raises(LoginRejected):
         client.create_access_key(email="nobody@example.com", password=DEMO_PASSWORD)
+
+
+def test_a_wrong_login_code_nobody_documented_is_not_called_a_wrong_password(
+    client: FleetClient,
+) -> None:
+    # The spec documents no wrong-login code: without one configured, the
+    # refusal is an error of its own, with the vendor's code and message.
+    with pytest.raises(ApiError) as raised:
+        client.create_access_key(email=DEMO_USER, password="not-the-password")
+    assert type(raised.value) is ApiError
+    assert raised.value.code == "fbk_003"
+    assert raised.value.message == "E-mail ou senha inválidos"
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [(401, "fbk_042"), (403, "fbk_043"), (400, "fbk_400"), (200, "fbk_099")],
+)
+def test_any_other_login_refusal_is_shown_as_what_it_is(
+    emulator: Emulator, make_client: MakeClient, status: int, code: str
+) -> None:
+    body = {"error": True, "code": code, "message": "Conta suspensa", "traceId": "tr-1"}
+    # v1 may answer an error envelope with 200 (a fault without a status answers 200).
+    emulator.fault("/key/generator", body=body, **({"status": status} if status != 200 else {}))
+    client = make_client(wrong_login_codes=["fbk_003"])
+
+    with pytest.raises(ApiError) as raised:
+        client.create_access_key(email=DEMO_USER, password=DEMO_PASSWORD)
+
+    assert type(raised.value) is ApiError  # not LoginRejected, not CredentialsRejected
+    assert (raised.value.code, raised.value.message) == (code, "Conta suspensa")
+    assert raised.value.trace_id == "tr-1"
+    assert f"code {code}" in str(raised.value)
+    assert "trace tr-1" in str(raised.value)
 
 
 def test_bad_api_credentials_on_the_login_route_are_not_a_login_problem(

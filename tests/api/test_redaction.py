@@ -31,7 +31,7 @@ WRONG_PASSWORD = "wrong-Passw0rd-!"
 def clients(make_client: MakeClient) -> tuple[FleetClient, FleetClient]:
     """The demo account's client and one with credentials of the other environment."""
     return (
-        make_client(retry_budget=1.5),
+        make_client(retry_budget=1.5, wrong_login_codes=["fbk_003"]),
         make_client(access_token="other-env-access-token", secret_key=DEMO_SECRET),
     )
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import sys
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -10,7 +12,14 @@ import requests
 
 from fleet.api.errors import NotAuthorized, error_for_response
 from fleet.api.signing import signature
-from tests.api.conftest import DEMO_SECRET, DEMO_TOKEN, hmac_vectors
+from tests.api.conftest import (
+    DEMO_PASSWORD,
+    DEMO_SECRET,
+    DEMO_TOKEN,
+    DEMO_USER,
+    MakeClient,
+    hmac_vectors,
+)
 from tests.conftest import Emulator
 
 VECTORS = hmac_vectors()
@@ -98,3 +107,26 @@ def test_uppercase_hex_signature_is_rejected(emulator: Emulator) -> None:
         emulator, signature(access_token=DEMO_TOKEN, secret_key=DEMO_SECRET).upper()
     )
     assert response.status_code == 401
+
+
+def test_the_signature_is_computed_once_per_credential_pair_not_per_request(
+    make_client: MakeClient,
+) -> None:
+    # Spec 5.3, rule 4: constant while the pair exists. Counted with the
+    # interpreter's own profiler: every call of `signature`, wherever it comes from.
+    computed: list[str] = []
+
+    def count(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call" and frame.f_code is signature.__code__:
+            computed.append(frame.f_locals["access_token"])
+
+    sys.setprofile(count)
+    try:
+        client = make_client()
+        for _ in range(3):
+            client.list_vehicles()
+        client.create_access_key(email=DEMO_USER, password=DEMO_PASSWORD)
+    finally:
+        sys.setprofile(None)
+
+    assert computed == [DEMO_TOKEN]

@@ -85,13 +85,20 @@ def test_the_vehicle_page_shows_the_latest_document_and_follows_the_request_in_p
     assert page.url.endswith(f"/vehicles/{plate}/")
     latest = page.get_by_test_id("crlv-latest")
     in_progress = page.get_by_test_id("crlv-in-progress")
-    expect(latest.locator("time")).to_be_visible()
     expect(in_progress.get_by_test_id("crlv-status-label")).to_be_visible()
+    minimal = emulator.minimal
+    # The date of issue and the request's id are not promised (spec 2.4, 2.5): shown
+    # when they come, and the page stands without them.
+    expect(latest.locator("time")).to_have_count(0 if minimal else 1)
 
     pdf = pdf_opened_by(page, latest.get_by_test_id("crlv-latest-download"), emulator)
     assert pdf.startswith(b"%PDF-")
 
     page.go_back()
+    if minimal:
+        expect(in_progress.get_by_test_id("crlv-in-progress-link")).to_have_count(0)
+        expect(in_progress.get_by_test_id("crlv-reload-later")).to_be_visible()
+        return
     in_progress.get_by_test_id("crlv-in-progress-link").click()
     expect(page.get_by_test_id("crlv-status")).to_have_attribute("data-status", "pending")
     assert page.url.endswith(f"/crlv/requests/{new}/")

@@ -43,7 +43,7 @@ def test_a_loosely_typed_plate_is_asked_for_in_its_canonical_form(emulator, seed
     view = vehicle_crlv_get(plate=loosely_typed(plate))
 
     assert view.latest is not None
-    assert view.latest.request_id == seeded["completed"]["requestId"]
+    assert view.latest.status == "completed"
     assert [r["path"] for r in emulator.requests()] == [f"/v2/crlv/vehicles/{plate}"]
 
 
@@ -63,15 +63,17 @@ def test_an_invalid_plate_is_refused_without_an_upstream_call(emulator, fleet_se
     "request_id",
     [
         "",
-        "123",
-        "not-a-uuid",
-        uuid.uuid4().hex,  # no hyphens
         "{" + str(uuid.uuid4()) + "}",
-        str(uuid.uuid4()) + "0",
         "../../key/generator",
+        "..",
+        "a/b",
+        "a b",
+        "-leading-hyphen",
+        "x" * 101,
+        "%2e%2e",
     ],
 )
-def test_a_request_id_that_is_not_a_uuid_is_refused_without_an_upstream_call(
+def test_a_request_id_that_cannot_be_one_is_refused_without_an_upstream_call(
     emulator, fleet_settings, request_id
 ):
     for call in (
@@ -80,6 +82,18 @@ def test_a_request_id_that_is_not_a_uuid_is_refused_without_an_upstream_call(
     ):
         assert outcome_of(call).outcome is CrlvOutcome.INVALID
     assert emulator.requests() == []
+
+
+@pytest.mark.parametrize("request_id", ["123456", "REQ-2026-0001", "a1B2.c3_d4~e5"])
+def test_a_request_id_need_not_be_a_uuid_and_is_asked_for_as_given(
+    emulator, fleet_settings, request_id
+):
+    # The spec does not fix an id's format (4.3): a vendor's numeric or prefixed id is
+    # sent as it is, its case kept (this emulator knows only UUIDs: it answers 404).
+    failure = outcome_of(lambda: crlv_request_get(request_id=request_id))
+
+    assert failure.outcome is CrlvOutcome.NOT_FOUND
+    assert [r["path"] for r in emulator.requests()] == [f"/v2/crlv/requests/{request_id}"]
 
 
 def test_an_upper_case_request_id_is_asked_for_in_lower_case(emulator, seeded):
@@ -156,7 +170,38 @@ def test_a_document_link_that_is_not_a_web_address_is_never_handed_out(emulator,
 
     failure = outcome_of(lambda: crlv_download_url(request_id=seeded["completed"]["requestId"]))
 
-    assert failure.outcome is CrlvOutcome.ERROR
+    assert failure.outcome is CrlvOutcome.NO_LINK  # not a web link: not a link at all
+
+
+@pytest.mark.parametrize("environment", ["production", "sandbox"])
+def test_a_plain_http_pdf_link_is_refused_outside_the_emulator_and_logged(
+    emulator, seeded, settings, log_records, environment
+):
+    settings.FLEET_ENVIRONMENT = environment  # the emulator hands out http:// links
+
+    failure = outcome_of(lambda: crlv_download_url(request_id=seeded["completed"]["requestId"]))
+
+    assert failure.outcome is CrlvOutcome.INSECURE_LINK
+    refused = [r for r in log_records.of("fleet.services.crlv") if "http://" in r.getMessage()]
+    assert len(refused) == 1
+    assert "127.0.0.1" in refused[0].getMessage()
+    assert "/files/crlv/" not in "\n".join(log_records.lines)  # never the link itself
+
+
+def test_a_plain_http_pdf_link_is_handed_out_on_the_emulator(emulator, seeded, settings):
+    settings.FLEET_ENVIRONMENT = "emulator"
+
+    url = crlv_download_url(request_id=seeded["completed"]["requestId"])
+
+    assert url.startswith(f"{emulator.url}/files/crlv/")
+
+
+def test_an_https_pdf_link_is_handed_out_in_production(emulator, seeded, settings):
+    settings.FLEET_ENVIRONMENT = "production"
+    link = "https://docs.example.com/crlv/1.pdf?sig=abc"
+    emulator.fault(REQUEST_ROUTE, body={"status": "completed", "document": {"pdfUrl": link}})
+
+    assert crlv_download_url(request_id=seeded["completed"]["requestId"]) == link
 
 
 @pytest.mark.parametrize(

@@ -60,7 +60,13 @@ def test_each_state_is_shown_in_words(manager_client, seeded, status, words):
     assert response.status_code == 200
     assert f'data-status="{status}"' in response.text
     assert words in response.text
-    assert f'href="/vehicles/{seeded[status]["carPlate"]}/"' in response.text
+
+
+@pytest.mark.emulator_mode("normal")  # the plate is not promised by the spec (2.4)
+def test_the_status_page_links_the_vehicle_when_the_answer_names_it(manager_client, seeded):
+    response = status_page(manager_client, seeded["pending"]["requestId"])
+
+    assert f'href="/vehicles/{seeded["pending"]["carPlate"]}/"' in response.text
 
 
 @pytest.mark.parametrize("status", ["pending", "in_progress"])
@@ -146,6 +152,7 @@ def test_a_failed_request_shows_its_public_code_and_message(manager_client, emul
     assert "/download" not in response.text
 
 
+@pytest.mark.emulator_mode("normal")  # dates are not promised by the spec (2.4)
 def test_dates_are_written_as_a_brazilian_reads_them_in_sao_paulo_time(manager_client, emulator):
     plate = emulator.vehicles()[12]["car_plate"]
     created = emulator.create_crlv_request(plate)
@@ -236,22 +243,27 @@ def test_the_vehicle_page_shows_the_latest_document_and_the_request_in_progress(
 
     assert response.status_code == 200
     assert 'data-testid="crlv-latest"' in response.text
-    assert "Issued on" in response.text
     assert f'href="/vehicles/{plate}/crlv/download"' in response.text
     assert 'data-testid="crlv-in-progress"' in response.text
-    assert f'href="/crlv/requests/{new}/"' in response.text
     assert "Waiting to start" in response.text
     assert 'data-testid="crlv-none"' not in response.text
+    if emulator.minimal:  # no id and no date promised (2.4, 2.5)
+        assert 'data-testid="crlv-in-progress-link"' not in response.text
+        assert "Issued on" not in response.text
+    else:
+        assert f'href="/crlv/requests/{new}/"' in response.text
+        assert "Issued on" in response.text
 
 
-def test_the_vehicle_page_shows_a_request_in_progress_alone(manager_client, seeded):
+def test_the_vehicle_page_shows_a_request_in_progress_alone(manager_client, emulator, seeded):
     in_progress = seeded["in_progress"]
 
     response = manager_client.get(f"/vehicles/{in_progress['carPlate']}/", headers=ENGLISH)
 
     assert 'data-testid="crlv-latest"' not in response.text
-    assert f'href="/crlv/requests/{in_progress["requestId"]}/"' in response.text
     assert "Being issued" in response.text
+    follow = f'href="/crlv/requests/{in_progress["requestId"]}/"'
+    assert (follow in response.text) is not emulator.minimal
 
 
 def test_the_vehicle_page_says_when_there_is_no_document_and_no_request(manager_client, emulator):
@@ -339,9 +351,7 @@ def test_a_plate_outside_the_fleet_is_a_404_page_saying_so(manager_client, emula
     assert "The fleet service has no vehicle with plate ZZZ9Z99 in your fleet." in response.text
 
 
-@pytest.mark.parametrize(
-    "request_id", ["123", "not-a-uuid", uuid.uuid4().hex, str(uuid.uuid4()) + "0", "..", "%2e%2e"]
-)
+@pytest.mark.parametrize("request_id", ["..", "%2e%2e", "a%20b", "-x", "x" * 101, "%7Bid%7D"])
 def test_an_invalid_request_id_is_a_404_page_without_an_upstream_call(
     manager_client, emulator, request_id
 ):
@@ -460,3 +470,95 @@ def test_anonymous_visitors_are_sent_to_log_in_without_an_upstream_call(client, 
         assert response.status_code == 302
         assert response["Location"].startswith("/accounts/login/")
     assert upstream_calls(emulator) == []
+
+
+# --- Answers with only what the spec promises (2.4, 2.5) ------------------------------
+
+
+def test_a_request_in_progress_without_an_id_shows_its_status_without_a_follow_link(
+    manager_client, emulator
+):
+    plate = emulator.vehicles()[21]["car_plate"]
+    emulator.fault(VEHICLE_ROUTE, body={"pending": {"status": "pending"}})
+
+    response = manager_client.get(f"/vehicles/{plate}/", headers=ENGLISH)
+
+    assert response.status_code == 200
+    assert 'data-testid="crlv-in-progress"' in response.text
+    assert "Waiting to start" in response.text
+    assert 'data-testid="crlv-in-progress-link"' not in response.text
+    assert "Reload this page later to see whether it is issued." in response.text
+    assert "requested on" not in response.text  # no date came: none is shown
+
+
+def test_a_latest_document_without_id_or_date_still_offers_the_download(manager_client, emulator):
+    plate = emulator.vehicles()[22]["car_plate"]
+    document = {"href": "http://127.0.0.1:1/x.pdf"}
+    emulator.fault(
+        VEHICLE_ROUTE, body={"lastIssued": {"status": "completed", "document": document}}
+    )
+
+    response = manager_client.get(f"/vehicles/{plate}/", headers=ENGLISH)
+
+    assert 'data-testid="crlv-latest"' in response.text
+    assert f'href="/vehicles/{plate}/crlv/download"' in response.text
+    assert "Issued on" not in response.text
+
+
+def test_an_unrecognised_view_says_there_is_no_information_and_logs_its_names_once(
+    manager_client, emulator, log_records
+):
+    plate = emulator.vehicles()[23]["car_plate"]
+    body = {"ultimoCrlv": {"status": "completed", "numero": "123456"}, "revisao": 2}
+    emulator.fault(VEHICLE_ROUTE, body=body, count=2)
+
+    first = manager_client.get(f"/vehicles/{plate}/", headers=ENGLISH)
+    second = manager_client.get(f"/vehicles/{plate}/", headers=ENGLISH)
+
+    for response in (first, second):
+        assert response.status_code == 200  # not an error: the page still serves the vehicle
+        assert 'data-testid="crlv-unreadable"' in response.text
+        assert "No e-CRLV information" in response.text
+        assert 'data-testid="crlv-none"' not in response.text  # not "none issued": unknown
+    reports = [r.getMessage() for r in log_records.of("fleet.services.crlv")]
+    assert len(reports) == 1  # once per process
+    assert "'revisao', 'ultimoCrlv'" in reports[0]
+    assert "123456" not in "\n".join(log_records.lines)  # names, never values
+
+
+def test_a_failure_without_a_code_shows_its_message_alone(manager_client, emulator, seeded):
+    emulator.fault(
+        REQUEST_ROUTE, body={"status": "failed", "failure": {"description": "DETRAN fora do ar"}}
+    )
+
+    response = status_page(manager_client, seeded["failed"]["requestId"])
+
+    assert "The fleet service could not issue the e-CRLV." in response.text
+    assert 'data-testid="crlv-failure-code"' not in response.text
+    assert '<dd data-testid="crlv-failure-message">DETRAN fora do ar</dd>' in response.text
+
+
+def test_a_request_without_plate_or_dates_shows_its_status_alone(manager_client, emulator, seeded):
+    emulator.fault(REQUEST_ROUTE, body={"status": "in_progress", "etag": "x"})
+
+    response = status_page(manager_client, seeded["pending"]["requestId"])
+
+    assert response.status_code == 200
+    assert "Being issued" in response.text
+    assert 'data-testid="crlv-vehicle"' not in response.text
+    assert "Requested" not in response.text
+    assert "Last change" not in response.text
+
+
+def test_a_plain_http_pdf_link_is_refused_in_production_with_a_clear_message(
+    manager_client, fleet_settings, seeded
+):
+    fleet_settings.FLEET_ENVIRONMENT = "production"
+
+    response = manager_client.get(
+        f"/crlv/requests/{seeded['completed']['requestId']}/download", headers=ENGLISH
+    )
+
+    assert response.status_code == 502
+    assert "not encrypted (http://), so the portal did not open it" in response.text
+    assert "Location" not in response

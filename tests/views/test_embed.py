@@ -250,3 +250,48 @@ def test_a_broken_answer_is_reported_not_a_500(manager_client, emulator):
         "The fleet service answered something unexpected.",
         status=502,
     )
+
+
+def test_an_unknown_refusal_is_shown_as_the_vendor_said_it_and_audited_as_other_error(
+    manager_client, emulator, manager
+):
+    # A v1 code the spec does not document: not "wrong password", not the portal's credentials.
+    body = {"error": True, "code": "fbk_042", "message": "Conta suspensa", "traceId": "tr-42"}
+    emulator.fault("/key/generator", status=401, body=body, count=2)
+
+    framed, opened = assert_failure(
+        manager_client,
+        MintOutcome.ERROR,
+        "The fleet service refused to open the application:",
+        status=502,
+    )
+
+    for page in (framed, opened):
+        assert '<code data-testid="mint-refusal-code">fbk_042</code>' in page.text
+        assert '<dd data-testid="mint-refusal-message">Conta suspensa</dd>' in page.text
+        assert '<code data-testid="mint-refusal-trace">tr-42</code>' in page.text
+        assert "refused your fleet e-mail or password" not in page.text
+        assert "fleet_doctor" not in page.text
+    audit = AccessKeyMint.objects.first()
+    assert audit.get_outcome_display() == "other error"
+    assert "fbk_042" in audit.detail
+    assert "tr-42" in audit.trace_id
+
+
+def test_wrong_password_is_only_the_configured_code(manager_client, manager, fleet_settings):
+    # Against a vendor whose wrong-login code was not configured, the emulator's
+    # fbk_003 is an unknown refusal: shown with its code, not guessed at.
+    fleet_settings.FLEET_WRONG_LOGIN_CODES = []
+    account = manager.fleet_account
+    account.set_password("an-old-password")
+    account.save()
+
+    framed, _ = assert_failure(
+        manager_client,
+        MintOutcome.ERROR,
+        "The fleet service refused to open the application:",
+        status=502,
+    )
+
+    assert '<code data-testid="mint-refusal-code">fbk_003</code>' in framed.text
+    assert "E-mail ou senha inv" in framed.text

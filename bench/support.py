@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import requests
 
@@ -113,7 +113,7 @@ class Load:
 def parse_wrk(output: str, errors: str, returncode: int) -> Load:
     """What `wrk --latency` printed: requests, time, p50/p99, and failures of any kind."""
     done = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m),", output)
-    percentiles = dict(re.findall(r"^\s+(50|99)\.?0*%\s+([\d.]+\w+)$", output, re.MULTILINE))
+    percentiles = dict(re.findall(r"^\s+(50|99)\.?0*%\s+([\d.]+\w+)\s*$", output, re.MULTILINE))
     if returncode != 0 or not done or set(percentiles) != {"50", "99"}:
         raise ServerFailed(f"wrk failed (exit {returncode}):\n{output}{errors}")
     socket_errors = re.search(r"Socket errors: (.*)", output)
@@ -199,8 +199,41 @@ def portal_environment(*, database: Path, emulator_url: str) -> dict[str, str]:
 
 
 def portal_migrate(environment: dict[str, str]) -> None:
-    """Bring the portal's database to the current migrations (a new one: create it)."""
+    """Bring the portal's database to the current migrations (a new one: create it,
+    a PostgreSQL database included)."""
+    url = environment.get("DATABASE_URL", "")
+    if ensure_database(url):
+        print(f"Created the database {urlsplit(url).path.lstrip('/')!r} on {urlsplit(url).netloc}.")
     _run([sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"], environment)
+
+
+def ensure_database(url: str) -> bool:
+    """Create the PostgreSQL database of `url` (a `--database-url`) if it does not exist.
+
+    Connects to the server's `postgres` database as the URL's user; True when it
+    created the database. Other schemes are left as they are.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgres", "postgresql", "pgsql"):
+        return False
+    import psycopg
+    from psycopg import sql
+
+    name = unquote(parts.path.lstrip("/"))
+    if not name:
+        raise ServerFailed(f"{url} names no database")
+    maintenance = urlunsplit(("postgresql", parts.netloc, "/postgres", parts.query, ""))
+    try:
+        with psycopg.connect(maintenance, autocommit=True, connect_timeout=10) as connection:
+            found = connection.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", [name]
+            ).fetchone()
+            if found:
+                return False
+            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    except psycopg.Error as error:
+        raise ServerFailed(f"creating the database {name!r} failed: {error}") from error
+    return True
 
 
 def portal_empty_webhook_tables(environment: dict[str, str]) -> None:

@@ -1,4 +1,4 @@
-"""The portal's URLs plus two that only benchmarks serve (`bench.settings`).
+"""The portal's URLs plus four that only benchmarks serve (`bench.settings`).
 
 - `bench/bare`: the floor of an authenticated page, through the same
   middleware and the same `login_required` session check as `/vehicles/`,
@@ -9,10 +9,11 @@
 - `bench/bare-post`: the floor of a webhook delivery, through the same
   middleware as the receiver, CSRF-exempt like it: reads the body and
   answers a few bytes of JSON, touching no database;
-- `bench/stored-post`: the same, after one INSERT of the body into a table
-  of two columns (`bench_stored`, made by `bench.webhooks`), committed: the
-  floor of any receiver that stores each delivery in the database before it
-  answers, with nothing to process afterwards.
+- `bench/stored-post`: the same, after one ORM INSERT of the body
+  (`StoredPost.objects.create`, autocommitted, in the portal's database and
+  through its connection settings, as the receiver stores): the floor of any
+  receiver that stores each delivery in the database before it answers, with
+  nothing to process afterwards. Its table comes from `bench/migrations/`.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ import os
 
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
-from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from bench.models import StoredPost
 from fleet.services import vehicles
 from portal.urls import urlpatterns as portal_urlpatterns
 
@@ -53,24 +54,11 @@ def bare_post_view(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"received": len(request.read())})
 
 
-STORED_TABLE = "bench_stored"
-_STORED_INSERT = "INSERT INTO bench_stored (body) VALUES (%s)"
-
-
 @csrf_exempt
 @require_POST
 def stored_post_view(request: HttpRequest) -> HttpResponse:
-    body = request.read()
-    if connection.vendor == "postgresql":
-        # As the receiver does: on the connection's own cursor, without Django's
-        # health check (a `SELECT 1` before a request's first statement).
-        connection.ensure_connection()
-        with connection.connection.cursor() as cursor:
-            cursor.execute(_STORED_INSERT, [body])
-    else:
-        with connection.cursor() as cursor:
-            cursor.execute(_STORED_INSERT, [body])
-    return JsonResponse({"received": len(body)})
+    post = StoredPost.objects.create(body=request.read())
+    return JsonResponse({"received": len(post.body)})
 
 
 urlpatterns = [

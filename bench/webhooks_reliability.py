@@ -16,9 +16,13 @@ delivery, it reads the portal's database and checks:
   `received` or `failed`;
 - `manage.py replay_webhooks` then leaves every record as it was.
 
-It prints the counts and exits 1 when any of this fails (2 when a server
-could not start). tests/webhooks/test_reliability.py runs the same check,
-smaller, against Django's live server.
+It prints the counts (lost: sent and not stored) and exits 1 when any of this
+fails (2 when a server could not start). The check knows the receiver only as
+the sender does (HTTP answers) and reads what it left through the models
+(`WebhookDelivery`, `Fine`, `Notification`) and `manage.py replay_webhooks`,
+never the receiver's own code, which may change under it.
+tests/webhooks/test_reliability.py runs the same check, smaller, against
+Django's live server.
 """
 
 from __future__ import annotations
@@ -98,6 +102,7 @@ def check(manifest: dict[str, Any], state: dict[str, Any]) -> Verdict:
         "answered 2xx": sum(n for status, n in answers.items() if 200 <= status < 300),
         "retried by the sender": report.get("retries", 0),
         "stored": stored.total(),
+        "lost (sent, not stored)": (sent - stored).total(),
         **{f"stored as {status}": n for status, n in sorted(statuses.items())},
         "records expected": len(manifest["records"]),
         "records present": len(state["records"]),

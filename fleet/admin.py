@@ -43,8 +43,8 @@ from fleet.models import (
     WebhookDelivery,
 )
 from fleet.services.sso import fleet_account_check
-from fleet.services.webhooks import delivery_replay
-from fleet.webhooks import KNOWN_PATHS
+from fleet.webhooks.payloads import KNOWN_PATHS
+from fleet.webhooks.processing import delivery_replay
 
 if TYPE_CHECKING:
     # Django's classes are not subscriptable at run time; the stubs' are.

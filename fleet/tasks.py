@@ -1,7 +1,9 @@
 """The portal's background tasks (`django.tasks`), run by `manage.py db_worker`.
 
-A task carries ids only, never personal data: its arguments are stored in
-the task table and shown by the admin.
+Tasks call services; services ask for a task by its name through
+`fleet.worker.enqueue` and never import this module. A task carries ids
+only, never personal data: its arguments are stored in the task table and
+shown by the admin.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from django_tasks_db.models import DBTaskResult
 
 from fleet.pace import Pace
 from fleet.services.cnh import cnh_lookup_process
-from fleet.services.webhooks import deliveries_process_received
+from fleet.webhooks.processing import deliveries_process_received
 
 
 @task()

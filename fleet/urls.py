@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from fleet.urls_crlv import urlpatterns_crlv
-from fleet.views import cnh, dashboard, embed, fines, health, vehicles, webhooks
+from fleet.views import cnh, dashboard, embed, fines, health, vehicles, webhook_receiver
 
 app_name = "fleet"
 
@@ -33,5 +33,5 @@ urlpatterns = [
         fines.notification_list_export,
         name="notifications_export",
     ),
-    path("webhooks/fleet/<str:token>/", webhooks.fleet_webhook, name="webhook"),
+    path("webhooks/fleet/<str:token>/", webhook_receiver.fleet_webhook, name="webhook"),
 ]

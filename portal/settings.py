@@ -177,7 +177,7 @@ FLEET_CNH_MAX_ATTEMPTS = _number(
 FLEET_CNH_BATCH_LIMIT = _number(
     "FLEET_CNH_BATCH_LIMIT", default=100, minimum=1, kind=int, what="a whole number"
 )
-# The webhook receiver (fleet/views/webhooks.py): the largest body it stores,
+# The webhook receiver (fleet/views/webhook_receiver.py): the largest body it stores,
 # and how many reverse proxies in front of the portal append to X-Forwarded-For
 # (0: the source address is the connection's own, REMOTE_ADDR).
 FLEET_WEBHOOK_MAX_BYTES = _number(

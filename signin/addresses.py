@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 
-from fleet.services.webhooks import webhook_source_address
+from fleet.webhooks.receive import webhook_source_address
 
 
 def client_address(request: HttpRequest) -> str | None:

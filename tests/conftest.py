@@ -213,7 +213,8 @@ def _fresh_fleet_client() -> Iterator[None]:
     from fleet.services.connection import _client_for
     from fleet.services.crlv import _REPORTED
     from fleet.services.vehicles import _memo
-    from fleet.services.webhooks import _schedule, _seen_keys
+    from fleet.webhooks.receive import _schedule
+    from fleet.webhooks.unknown_keys import _seen_keys
 
     _client_for.cache_clear()
     cache.clear()

@@ -1,4 +1,4 @@
-"""The tolerant reader of webhook payloads (fleet/webhooks.py): what it accepts and refuses."""
+"""The tolerant reader of webhook payloads (fleet/webhooks/payloads.py): what it takes, refuses."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from fleet.webhooks import (
+from fleet.webhooks.payloads import (
     InvalidPayload,
     event_from,
     is_json_content_type,

@@ -49,7 +49,7 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from fleet import cpf
+from fleet import cpf, worker
 from fleet.api import errors
 from fleet.api.client import CNH_READ_TIMEOUT
 from fleet.api.resources import CnhLicence as CnhLicence
@@ -150,10 +150,7 @@ def cnh_lookup_retry_failed(*, lookup: CnhLookup, include_unknown: bool = False)
 
 
 def _enqueue(lookup_id: int, run_after: datetime | None = None) -> None:
-    from fleet.tasks import cnh_lookup_run  # the task module imports this one
-
-    task = cnh_lookup_run if run_after is None else cnh_lookup_run.using(run_after=run_after)
-    task.enqueue(lookup_id)
+    worker.enqueue("cnh_lookup_run", lookup_id, run_after=run_after)
 
 
 def cnh_lookup_recover(*, lookup: CnhLookup) -> bool:

@@ -1,6 +1,6 @@
 """Fines and notifications as the pages show them: lists, filters and the dashboard's counts.
 
-Records come only from webhooks (`fleet.services.webhooks`); these are reads.
+Records come only from webhooks (`fleet.webhooks.processing`); these are reads.
 Untreated records come first, then the most recently changed.
 """
 

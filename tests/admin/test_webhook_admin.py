@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from fleet.models import Fine, UnknownWebhookKey, WebhookDelivery
-from fleet.services.webhooks import deliveries_process_received
+from fleet.webhooks.processing import deliveries_process_received
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 from playwright.sync_api import expect
 
 from fleet.models import Fine
-from fleet.services.webhooks import deliveries_process_received
+from fleet.webhooks.processing import deliveries_process_received
 from tests.browser.conftest import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -12,7 +12,8 @@ from django.db import connection
 from django.utils import timezone
 
 from fleet.models import Fine, WebhookDelivery
-from fleet.services.webhooks import delivery_process, delivery_store
+from fleet.webhooks.processing import delivery_process
+from fleet.webhooks.receive import delivery_receive
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +23,7 @@ FINE = {"frame": {"id": 1, "treated": False}, "linkFrame": None}
 def stored(payload, *, received_ago: float = 0) -> WebhookDelivery:
     """A delivery stored as the receiver stores it, not processed (a worker died after storing)."""
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    delivery = delivery_store(
+    delivery = delivery_receive(
         body=body, content_type="application/json", headers={}, source_address="127.0.0.1"
     )
     if received_ago:

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from fleet.services.webhooks import deliveries_process_received
+from fleet.webhooks.processing import deliveries_process_received
 
 pytestmark = pytest.mark.django_db
 

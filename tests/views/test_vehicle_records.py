@@ -12,7 +12,7 @@ from django.apps import apps
 
 from fleet import plates
 from fleet.models import Fine, Notification
-from fleet.services.webhooks import deliveries_process_received
+from fleet.webhooks.processing import deliveries_process_received
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from fleet.models import REPLAYABLE_STATUSES, DeliveryStatus, WebhookDelivery
-from fleet.services.webhooks import delivery_replay
+from fleet.webhooks.processing import delivery_replay
 
 _BATCH = 500
 

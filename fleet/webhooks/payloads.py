@@ -11,7 +11,8 @@ that is not a JSON object, a `treated` that is missing, null or not a
 boolean (never coerced), an id or a link of the wrong type. The delivery is
 kept with that message and can be replayed.
 
-Pure functions: no database, no settings. The services store and apply.
+Pure functions: no database, no settings. `fleet.webhooks.receive` stores
+deliveries, `fleet.webhooks.records` applies what this reads.
 """
 
 from __future__ import annotations
@@ -79,11 +80,16 @@ def is_json_content_type(content_type: str) -> bool:
     )
 
 
-def parse_body(body: bytes, content_type: str) -> dict[str, Any]:
-    """The body as a JSON object, or `InvalidPayload` saying what is wrong with it."""
+def check_content_type(content_type: str) -> None:
+    """`InvalidPayload` unless `content_type` is JSON's (`is_json_content_type`)."""
     if not is_json_content_type(content_type):
         shown = content_type.partition(";")[0].strip()[:100] or "none"
         raise InvalidPayload(f"the Content-Type is {shown!r}, not application/json")
+
+
+def parse_body(body: bytes, content_type: str) -> dict[str, Any]:
+    """The body as a JSON object, or `InvalidPayload` saying what is wrong with it."""
+    check_content_type(content_type)
     if not body.strip():
         raise InvalidPayload("the body is empty")
     try:

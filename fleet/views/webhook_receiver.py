@@ -4,7 +4,7 @@ The fleet platform's registration, headers, signing and retries are not
 specified, so the secret is the token in the path (FLEET_WEBHOOK_TOKENS,
 several at once for rotation) and the answer is quick: the delivery is
 stored as received and answered 202; the background worker processes it
-moments later, with others (`fleet.services.webhooks`). Whatever comes of
+moments later, with others (`fleet.webhooks`). Whatever comes of
 that, it must not be sent again: a delivery that cannot become a record is
 kept for replay. Only what was not stored, or cannot ever be processed (a
 body that is not JSON, stored all the same), is answered 4xx or 5xx: the
@@ -22,13 +22,13 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from fleet.services.webhooks import (
+from fleet.webhooks.payloads import is_json_content_type
+from fleet.webhooks.receive import (
     delivery_receive,
-    delivery_store,
+    delivery_refuse,
     webhook_source_address,
     webhook_token_valid,
 )
-from fleet.webhooks import is_json_content_type
 
 # How long a sender should wait before sending again what could not be stored.
 RETRY_AFTER_S = 30
@@ -63,12 +63,11 @@ def fleet_webhook(request: HttpRequest, token: str) -> HttpResponse:
     try:
         if size > limit:
             # Not read: recorded without its body, so that an operator sees it.
-            delivery_store(
-                body=b"",
+            delivery_refuse(
+                declared_size=size,
                 content_type=content_type,
                 headers=request.headers,
                 source_address=source,
-                declared_size=size,
             )
             return _answer({"error": f"the body is over the limit of {limit} bytes"}, status=413)
         delivery = delivery_receive(

@@ -1,0 +1,13 @@
+"""Webhooks from the fleet platform (spec 2.6 and 6): fines and notifications.
+
+- `receive`: the receiver's rules: the token, the headers kept, storing each
+  delivery as received before anything else, asking the worker to process;
+- `payloads`: the tolerant reader of a delivery's JSON;
+- `processing`: the worker's runs over the stored deliveries, a batch at a
+  time, once in effect whatever the order or repetition; replaying those kept;
+- `records`: a fine's or a notification's state and how an event changes it
+  (the history of `treated` included);
+- `unknown_keys`: the report of payload keys the portal does not know.
+
+The view is `fleet.views.webhook_receiver`; the worker's task is in `fleet.tasks`.
+"""

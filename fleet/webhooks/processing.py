@@ -1,0 +1,285 @@
+"""Processing stored deliveries into fines and notifications, in the background worker.
+
+The receiver asks for the task `webhook_deliveries_process`, which runs
+`deliveries_process_received`: it takes the deliveries still `received`, in
+arrival order, a batch at a time, and gives each its outcome with the rules
+of `fleet.webhooks.records`. A batch is read (its payloads parsed) before its
+transaction, then written in a few statements: the records it touches are
+read in one query per model, those it creates inserted in one, those it
+changes updated in one, and its deliveries marked in one. If the database
+refuses any of it, the batch is undone and its deliveries are processed one
+at a time (`delivery_process`, with the same effect), so that only the one at
+fault is kept as `failed`.
+
+Exactly once in effect: the same body twice (`body_sha256`) is a duplicate of
+the one processed first and changes nothing; a record's key is unique. A
+delivery that cannot become a record keeps its status and reason (`invalid`:
+the payload is at fault; `failed`: the portal is) and can be replayed
+(`delivery_replay`, the admin action, `manage.py replay_webhooks`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from django.db import transaction
+from django.db.models import F, Min
+from django.utils import timezone
+
+from fleet import worker
+from fleet.models import DeliveryStatus, EventKind, Fine, WebhookDelivery, WebhookRecord
+from fleet.webhooks import payloads
+from fleet.webhooks.records import RecordModel, record_model, record_new, record_update
+from fleet.webhooks.unknown_keys import unknown_keys_record
+
+logger = logging.getLogger(__name__)
+
+_KEPT_STATUSES: Final = frozenset(
+    {DeliveryStatus.INVALID, DeliveryStatus.FAILED, DeliveryStatus.UNKNOWN_KIND}
+)
+# What processing reads of a delivery (the rest stays deferred), and what it writes
+# (with `processed_at` and `attempts`).
+_TO_PROCESS: Final = ("id", "received_at", "content_type", "body", "body_sha256", "attempts")
+_OUTCOME: Final = ("status", "kind", "error", "duplicate_of_id", "fine_id", "notification_id")
+
+
+def deliveries_process_received(*, batch: int = 64, budget_s: float = 30.0) -> Counter[str]:
+    """Process the deliveries still `received`, in arrival order, `batch` to a transaction.
+
+    Stops when none is left or after `budget_s` seconds, and then asks for a
+    run that goes on. Two runs at once take different deliveries (PostgreSQL
+    skips the rows another run holds; SQLite has one writer at a time).
+    Returns how many ended in each status.
+    """
+    outcomes: Counter[str] = Counter()
+    deadline = time.monotonic() + budget_s
+    last = 0
+    while time.monotonic() < deadline:
+        candidates = list(
+            WebhookDelivery.objects.filter(status=DeliveryStatus.RECEIVED, pk__gt=last)
+            .order_by("pk")
+            .only(*_TO_PROCESS)[:batch]
+        )
+        if not candidates:
+            break
+        for read in _batch_apply([_read(delivery) for delivery in candidates]):
+            _finish(read)
+            outcomes[read.delivery.status] += 1
+        if len(candidates) < batch:
+            break
+        last = candidates[-1].pk
+    else:  # out of time with some left: the next run goes on
+        try:
+            worker.enqueue("webhook_deliveries_process")
+        except Exception:
+            logger.exception("could not ask the worker to go on processing webhook deliveries")
+    return outcomes
+
+
+def delivery_process(*, delivery: WebhookDelivery) -> DeliveryStatus:
+    """Process one stored delivery (again), in its own transaction; its new status."""
+    read = _read(WebhookDelivery.objects.only(*_TO_PROCESS).get(pk=delivery.pk))
+    attempts = read.delivery.attempts
+    try:
+        with transaction.atomic():
+            _write([read])
+    except Exception as error:  # the database refused a write: kept for replay
+        logger.exception("webhook delivery %s could not be processed; kept for replay", delivery.pk)
+        read.delivery.attempts = attempts  # as before the writes that were undone
+        _mark(read.delivery, DeliveryStatus.FAILED, kind=read.kind, error=_described(error))
+        try:
+            _marks_write([read.delivery])
+        except Exception:  # the database is gone: it stays `received`, for the next run
+            logger.exception("webhook delivery %s stays received", delivery.pk)
+    _finish(read)
+    delivery.refresh_from_db()
+    return DeliveryStatus(delivery.status)
+
+
+def delivery_replay(*, ids: Iterable[int]) -> Counter[str]:
+    """Process these deliveries again (refused ones have no body: skipped).
+
+    Returns how many ended in each status. Safe to repeat: processing is idempotent.
+    """
+    outcomes: Counter[str] = Counter()
+    for delivery in WebhookDelivery.objects.filter(pk__in=list(ids)).order_by("received_at", "pk"):
+        if delivery.status == DeliveryStatus.REFUSED:
+            outcomes[DeliveryStatus.REFUSED] += 1
+            continue
+        outcomes[delivery_process(delivery=delivery)] += 1
+    return outcomes
+
+
+@dataclass(slots=True)
+class _Read:
+    """A delivery read: its event, or the status it is kept with; its unknown keys."""
+
+    delivery: WebhookDelivery
+    kind: str = ""
+    event: payloads.Event | None = None
+    unknown_keys: dict[str, str] = field(default_factory=dict)
+    finished: bool = False  # by `delivery_process`, after a batch that failed
+
+
+def _read(delivery: WebhookDelivery) -> _Read:
+    """Parse `delivery` (no database): an event to apply, or its outcome marked already."""
+    read = _Read(delivery)
+    try:
+        payload = payloads.parse_body(bytes(delivery.body), delivery.content_type)
+        read.unknown_keys = payloads.unknown_keys(payload)
+        read.kind = payloads.kind_of(payload) or EventKind.UNKNOWN
+        read.event = payloads.event_from(payload)
+    except payloads.InvalidPayload as invalid:
+        _mark(delivery, DeliveryStatus.INVALID, kind=read.kind, error=str(invalid))
+    except Exception as error:  # a fault of the portal's, kept for replay once fixed
+        logger.exception("webhook delivery %s could not be read; kept for replay", delivery.pk)
+        _mark(delivery, DeliveryStatus.FAILED, kind=read.kind, error=_described(error))
+    else:
+        if read.event is None:
+            _mark(delivery, DeliveryStatus.UNKNOWN_KIND, kind=read.kind)
+    return read
+
+
+def _batch_apply(reads: list[_Read]) -> list[_Read]:
+    """Write `reads` in one transaction; those written (another run may have taken some).
+
+    If the database refuses a write, the whole batch is undone and each delivery
+    still waiting is processed on its own.
+    """
+    pks = [read.delivery.pk for read in reads]
+    try:
+        with transaction.atomic():
+            waiting = set(
+                WebhookDelivery.objects.select_for_update(skip_locked=True)
+                .filter(pk__in=pks, status=DeliveryStatus.RECEIVED)
+                .values_list("pk", flat=True)
+            )
+            chosen = [read for read in reads if read.delivery.pk in waiting]
+            _write(chosen)
+    except Exception:
+        logger.warning("a batch of webhook deliveries failed; processing them one at a time")
+        again = WebhookDelivery.objects.filter(pk__in=pks, status=DeliveryStatus.RECEIVED)
+        chosen = []
+        for delivery in again.order_by("pk"):
+            delivery_process(delivery=delivery)
+            chosen.append(_Read(delivery, finished=True))
+    return chosen
+
+
+def _write(reads: Sequence[_Read]) -> None:
+    """Apply `reads`, in their order, inside the caller's transaction: a few statements
+    for all of them, with the effect each would have had alone, in turn."""
+    applied = [read for read in reads if read.event is not None]
+    twins = _processed_twins(applied, exclude=[read.delivery.pk for read in reads])
+    records = _records(applied)
+    # A Fine or a Notification, as its model says (`Any`: one dict for both models).
+    created: dict[tuple[RecordModel, str], Any] = {}
+    changed: dict[tuple[RecordModel, str], set[str]] = {}  # existing records: fields changed
+    links: dict[int, WebhookRecord] = {}
+    for read in applied:
+        delivery, event = read.delivery, read.event
+        assert event is not None
+        if (original := twins.get(delivery.body_sha256)) is not None:
+            _mark(delivery, DeliveryStatus.DUPLICATE, kind=read.kind, duplicate_of_id=original)
+            continue
+        key = (record_model(event), event.key)
+        record = records.get(key)
+        if record is None:
+            record = records[key] = created[key] = record_new(event, delivery)
+        elif (names := record_update(record, event, delivery)) and key not in created:
+            changed.setdefault(key, set()).update(names)
+        _mark(delivery, DeliveryStatus.PROCESSED, kind=read.kind)
+        links[delivery.pk] = record  # linked below, once a new record has its id
+        twins[delivery.body_sha256] = delivery.pk  # processed: the twin of a later same body
+    for model in {model for model, _ in created}:
+        model.objects.bulk_create([record for (m, _), record in created.items() if m is model])
+    # Each changed record once, with what changed (Django's bulk_update builds a
+    # CASE per field and row: for a batch, more time than the database takes).
+    for key, fields in changed.items():
+        records[key].save(update_fields=sorted(fields))
+    for read in applied:
+        if (record := links.get(read.delivery.pk)) is not None:
+            link = "fine_id" if isinstance(record, Fine) else "notification_id"
+            setattr(read.delivery, link, record.pk)
+    _marks_write([read.delivery for read in reads])
+
+
+def _marks_write(deliveries: Sequence[WebhookDelivery]) -> None:
+    """Write how processing went on `deliveries`' rows: one UPDATE for the deliveries
+    that ended alike (same status, reason and record)."""
+    alike: dict[tuple[Any, ...], list[int]] = {}
+    for delivery in deliveries:
+        outcome = tuple(getattr(delivery, name) for name in _OUTCOME)
+        alike.setdefault(outcome, []).append(delivery.pk)
+    now = timezone.now()
+    for outcome, pks in alike.items():
+        WebhookDelivery.objects.filter(pk__in=pks).update(
+            **dict(zip(_OUTCOME, outcome, strict=True)),
+            processed_at=now,
+            attempts=F("attempts") + 1,
+        )
+
+
+def _processed_twins(reads: Sequence[_Read], *, exclude: list[int]) -> dict[str, int]:
+    """For each body of `reads`, the first other delivery with that body that was processed."""
+    shas = {read.delivery.body_sha256 for read in reads}
+    if not shas:
+        return {}
+    return dict(
+        WebhookDelivery.objects.filter(body_sha256__in=shas, status=DeliveryStatus.PROCESSED)
+        .exclude(pk__in=exclude)
+        .values("body_sha256")
+        .annotate(first=Min("pk"))
+        .values_list("body_sha256", "first")
+    )
+
+
+def _records(reads: Sequence[_Read]) -> dict[tuple[RecordModel, str], Any]:
+    """The records of `reads`' keys, locked until the transaction ends (in key order)."""
+    keys: dict[RecordModel, set[str]] = {}
+    for read in reads:
+        assert read.event is not None
+        keys.setdefault(record_model(read.event), set()).add(read.event.key)
+    found: dict[tuple[RecordModel, str], Any] = {}
+    for model, wanted in keys.items():
+        for record in model.objects.select_for_update().filter(key__in=wanted).order_by("key"):
+            found[model, record.key] = record
+    return found
+
+
+def _mark(delivery: WebhookDelivery, status: DeliveryStatus, **fields: Any) -> None:
+    """How processing went, on `delivery` (its row is written by `_marks_write`)."""
+    values = {
+        "status": status,
+        "kind": "",
+        "error": "",
+        "processed_at": timezone.now(),
+        "duplicate_of_id": None,
+        "fine_id": None,
+        "notification_id": None,
+        "attempts": delivery.attempts + 1,
+    } | fields
+    for name, value in values.items():
+        setattr(delivery, name, value)
+
+
+def _described(error: Exception) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _finish(read: _Read) -> None:
+    """After the commit: say what was kept, and report keys never seen before."""
+    delivery = read.delivery
+    if read.finished:
+        return
+    if delivery.status in _KEPT_STATUSES:
+        logger.warning(
+            "webhook delivery %s kept as %s: %s", delivery.pk, delivery.status, delivery.error
+        )
+    if read.unknown_keys:
+        unknown_keys_record(read.unknown_keys, delivery)

@@ -1,7 +1,7 @@
 """Sustained webhook deliveries per second, against the floor of storing (issue 19).
 
 `python -m bench.webhooks [--duration 18] [--rounds 3] [--connections 8]
-[--workers 4 --threads 1] [--database-url URL]` starts one portal under
+[--workers 4 --threads 1] [--worker during|after] [--database-url URL]` starts one portal under
 gunicorn as the README's production line runs it (4 sync workers: a
 connection per request, as behind a proxy such as nginx; `--workers 2
 --threads 4` runs 2 gthread workers with keep-alive instead; each worker

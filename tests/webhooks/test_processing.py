@@ -176,6 +176,7 @@ def test_when_the_database_refuses_one_delivery_of_a_batch_only_that_one_is_kept
     failed = WebhookDelivery.objects.get(status="failed")
     assert failed.kind == "notification"
     assert table in failed.error
+    assert "processing them one at a time" in caplog.text
     assert caplog.text.count(f"webhook delivery {failed.pk} kept as failed") == 1
 
 

@@ -216,7 +216,7 @@ class CnhLookupItem(models.Model):
     """One CPF of a lookup and what the API answered for it.
 
     `result` holds the API's members as received (known and unknown), read
-    again for display by `fleet.api.resources.cnh_licence_from_json`.
+    again for display by `fleet.api.licences.cnh_licence_from_json`.
     """
 
     lookup = models.ForeignKey(

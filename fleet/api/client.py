@@ -67,18 +67,20 @@ from fleet.api.errors import (
     UpstreamUnavailable,
     error_for_response,
 )
-from fleet.api.redaction import protect_library_loggers, register_secret
-from fleet.api.resources import (
+from fleet.api.licences import (
     CnhBatchResult,
     CnhLookupResult,
+    cnh_batch_from_json,
+    cnh_lookup_from_json,
+)
+from fleet.api.redaction import protect_library_loggers, register_secret
+from fleet.api.resources import (
     CrlvRequest,
     ShapeError,
     VehicleColumns,
     VehicleCrlv,
     VehicleList,
     access_key_from_json,
-    cnh_batch_from_json,
-    cnh_lookup_from_json,
     crlv_request_from_json,
     vehicle_columns_from_bytes,
     vehicle_columns_from_json,

@@ -52,8 +52,8 @@ from django.utils.translation import pgettext_lazy
 from fleet import cpf, worker
 from fleet.api import errors
 from fleet.api.client import CNH_READ_TIMEOUT
-from fleet.api.resources import CnhLicence as CnhLicence
-from fleet.api.resources import CnhLookupResult, cnh_licence_from_json
+from fleet.api.licences import CnhLicence as CnhLicence
+from fleet.api.licences import CnhLookupResult, cnh_licence_from_json
 from fleet.models import CnhItemStatus, CnhLookup, CnhLookupItem, CnhLookupKind, CnhLookupStatus
 from fleet.models import CnhReason as CnhReason
 from fleet.services.connection import fleet_client

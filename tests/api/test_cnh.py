@@ -20,7 +20,7 @@ from fleet.api.errors import (
     RateLimited,
     UpstreamUnavailable,
 )
-from fleet.api.resources import CnhLookupResult
+from fleet.api.licences import CnhLookupResult
 from tests.api.conftest import MakeClient, wait_for_calls
 from tests.conftest import Emulator
 

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 import pytest
 import requests
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, start_emulator
 from tests.emulator.support import auth_headers
 
 VEHICLE = {"id", "car_plate", "model", "active", "driver_id"}
@@ -20,18 +20,13 @@ VEHICLE = {"id", "car_plate", "model", "active", "driver_id"}
 @contextmanager
 def started(*args: str) -> Iterator[tuple[str, list[str]]]:
     """An emulator started with `args`: its URL and its start banner's lines."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "emulator", *args, "--host", "127.0.0.1", "--port", "0"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    process, url = start_emulator(*args)
     try:
         assert process.stdout is not None
-        banner = [process.stdout.readline()]
+        banner = [f"Fleet API emulator listening on {url}\n"]
         while "Control surface" not in banner[-1] and banner[-1]:
             banner.append(process.stdout.readline())
-        yield banner[0].split("listening on ")[1].strip(), banner
+        yield url, banner
     finally:
         process.terminate()
         process.wait(timeout=10)

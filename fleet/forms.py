@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from fleet import cpf, plates
-from fleet.models import MintOutcome
+from fleet.models import CnhPurpose, MintOutcome
 from fleet.services.sso import MintFailed
 
 
@@ -127,8 +127,38 @@ class VehicleFilterForm(forms.Form):
         }
 
 
-class CnhLookupForm(forms.Form):
+class _CnhPurposeForm(forms.Form):
+    """What every lookup states (LGPD): its purpose, from a short list, and in words."""
+
+    purpose = forms.ChoiceField(
+        label=_("Purpose of the lookup"),
+        choices=[("", _("Choose one…")), *CnhPurpose.choices],
+    )
+    purpose_detail = forms.CharField(
+        label=_("Details of the purpose"),
+        required=False,
+        max_length=200,
+        help_text=_("For example the fine's number or the driver's hiring process."),
+        widget=forms.TextInput(attrs={"autocomplete": "off"}),
+    )
+
+    def __init__(self, *args: Any, prefix_ids: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if prefix_ids:  # both forms share a page: their purpose fields need their own ids
+            for name in ("purpose", "purpose_detail"):
+                self.fields[name].widget.attrs["id"] = f"id_{prefix_ids}_{name}"
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("purpose") == CnhPurpose.OTHER and not data.get("purpose_detail", "").strip():
+            self.add_error("purpose_detail", _("Say in a few words what this lookup is for."))
+        return data
+
+
+class CnhLookupForm(_CnhPurposeForm):
     """One CPF, with or without its mask, for an individual licence lookup."""
+
+    field_order = ["cpf", "purpose", "purpose_detail"]
 
     cpf = forms.CharField(
         label=_("CPF"),
@@ -157,7 +187,7 @@ _MAX_UPLOAD_BYTES = 1024 * 1024
 _DELIMITERS = (";", ",", "\t")
 
 
-class CnhBatchForm(forms.Form):
+class CnhBatchForm(_CnhPurposeForm):
     """A list of CPFs, pasted (one per line) or in a CSV file, for a batch lookup.
 
     Invalid lines are reported and never sent; the person may fix them or
@@ -185,7 +215,7 @@ class CnhBatchForm(forms.Form):
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, prefix_ids="batch", **kwargs)
         self.read = cpf.CpfList()
 
     def clean(self) -> dict[str, Any]:

@@ -4,11 +4,13 @@ notifications built from them, and the payload keys the portal does not know yet
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext, ngettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from fleet import cpf, display, encryption, plates
@@ -156,6 +158,16 @@ class CnhItemStatus(models.TextChoices):
     UNKNOWN = "unknown", pgettext_lazy("CNH lookup item", "Outcome unknown")
 
 
+class CnhPurpose(models.TextChoices):
+    """Why a lookup was made (LGPD: personal data is processed for a stated purpose)."""
+
+    HIRING = "hiring", _("Hiring or taking on a driver")
+    PERIODIC = "periodic", _("Periodic check of a driver's licence")
+    FINE = "fine", _("Naming the driver of a traffic fine")
+    INCIDENT = "incident", _("An accident or incident")
+    OTHER = "other", _("Another purpose (say which)")
+
+
 class CnhLookup(models.Model):
     """A driver licence lookup a user asked for: one CPF, or a batch of them.
 
@@ -171,7 +183,11 @@ class CnhLookup(models.Model):
         related_name="cnh_lookups",
         verbose_name=_("requested by"),
     )
+    # What its URL shows: a sequential id would tell how many lookups exist.
+    public_id = models.UUIDField(_("public id"), default=uuid.uuid4, unique=True, editable=False)
     kind = models.CharField(_("kind"), max_length=10, choices=CnhLookupKind.choices)
+    purpose = models.CharField(_("purpose"), max_length=20, choices=CnhPurpose.choices)
+    purpose_detail = models.CharField(_("purpose, in the user's words"), max_length=200, blank=True)
     status = models.CharField(
         _("status"),
         max_length=20,
@@ -191,7 +207,12 @@ class CnhLookup(models.Model):
         verbose_name = _("CNH lookup")
         verbose_name_plural = _("CNH lookups")
         ordering = ["-created_at", "-pk"]
-        indexes = [models.Index(fields=["owner", "-created_at"], name="fleet_cnh_owner_created")]
+        indexes = [
+            models.Index(fields=["owner", "-created_at"], name="fleet_cnh_owner_created"),
+            # The retention purge's range.
+            models.Index(fields=["created_at"], name="fleet_cnh_created"),
+        ]
+        permissions = [("view_full_cpf", _("Can see full CPFs"))]
 
     def __str__(self) -> str:
         return gettext("CNH lookup %(number)s (%(kind)s, %(status)s)") % {
@@ -201,7 +222,7 @@ class CnhLookup(models.Model):
         }
 
     def get_absolute_url(self) -> str:
-        return reverse("fleet:cnh_lookup", args=[self.pk])
+        return reverse("fleet:cnh_lookup", args=[self.public_id])
 
     @property
     def is_final(self) -> bool:
@@ -246,6 +267,55 @@ class CnhLookupItem(models.Model):
 
     def __repr__(self) -> str:
         return f"<CnhLookupItem {self.pk} {cpf.mask(self.cpf)} {self.status}>"
+
+
+class CpfDisclosurePlace(models.TextChoices):
+    PAGE = "page", _("the lookup's page")
+    ADMIN = "admin", _("the administration")
+
+
+class CpfDisclosure(models.Model):
+    """One display of full CPFs to a user: who, when, which lookup, where (LGPD).
+
+    Kept when the user or the lookup is deleted (retention): the names and the
+    lookup's public id are copied, so that the record still says who saw what.
+    """
+
+    shown_at = models.DateTimeField(_("shown"), default=timezone.now, db_index=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        related_name="+",
+        verbose_name=_("user"),
+    )
+    username = models.CharField(_("username"), max_length=150)
+    lookup = models.ForeignKey(
+        CnhLookup,
+        on_delete=models.SET_NULL,
+        null=True,
+        related_name="disclosures",
+        verbose_name=_("lookup"),
+    )
+    lookup_public_id = models.UUIDField(_("lookup's public id"))
+    place = models.CharField(_("where"), max_length=10, choices=CpfDisclosurePlace.choices)
+    cpf_count = models.PositiveIntegerField(_("CPFs shown"))
+
+    class Meta:
+        verbose_name = _("full CPF display")
+        verbose_name_plural = _("full CPF displays")
+        ordering = ["-shown_at", "-pk"]
+
+    def __str__(self) -> str:
+        return ngettext(
+            "%(user)s saw %(count)d full CPF on %(moment)s",
+            "%(user)s saw %(count)d full CPFs on %(moment)s",
+            self.cpf_count,
+        ) % {
+            "user": self.username,
+            "count": self.cpf_count,
+            "moment": display.moment(self.shown_at),
+        }
 
 
 # --- Webhooks (spec 2.6 and 6) ---------------------------------------------------

@@ -15,8 +15,11 @@ from django.tasks import TaskResultStatus, task
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
+from fleet import worker
 from fleet.pace import Pace
 from fleet.services.cnh import cnh_lookup_process
+from fleet.services.cnh_privacy import cnh_lookups_purge as purge_old_lookups
+from fleet.services.cnh_privacy import cnh_purge_next_run
 from fleet.webhooks.processing import deliveries_process_received
 
 
@@ -27,6 +30,18 @@ def cnh_lookup_run(lookup_id: int) -> str:
 
 
 logger = logging.getLogger(__name__)
+
+
+@task()
+def cnh_lookups_purge() -> int:
+    """Purge the lookups past their retention; the next run is the next night.
+
+    The next run is asked for first, so that a purge that fails is tried
+    again the next night.
+    """
+    worker.enqueue_unless_waiting("cnh_lookups_purge", run_after=cnh_purge_next_run())
+    return purge_old_lookups()
+
 
 # Under steady deliveries each portal process asks for a processing run every
 # second: their results are of no use once a run has succeeded, so the runs

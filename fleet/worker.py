@@ -10,7 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.tasks import TaskResultStatus
 from django.utils.module_loading import import_string
+from django_tasks_db.models import DBTaskResult
 
 
 def enqueue(task: str, *args: Any, run_after: datetime | None = None, **kwargs: Any) -> None:
@@ -22,3 +24,17 @@ def enqueue(task: str, *args: Any, run_after: datetime | None = None, **kwargs: 
     if run_after is not None:
         found = found.using(run_after=run_after)
     found.enqueue(*args, **kwargs)
+
+
+def enqueue_unless_waiting(task: str, *, run_after: datetime | None = None) -> bool:
+    """`enqueue` the argument-less `task`, unless a run of it is already waiting; whether it did.
+
+    For a task that asks for its own next run (a daily purge): however many
+    callers start it, one run waits at a time. Two callers at once may both
+    enqueue one; the task's next run then finds the other waiting.
+    """
+    path = f"fleet.tasks.{task}"
+    if DBTaskResult.objects.filter(task_path=path, status=TaskResultStatus.READY).exists():
+        return False
+    enqueue(task, run_after=run_after)
+    return True

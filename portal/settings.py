@@ -177,6 +177,14 @@ FLEET_CNH_MAX_ATTEMPTS = _number(
 FLEET_CNH_BATCH_LIMIT = _number(
     "FLEET_CNH_BATCH_LIMIT", default=100, minimum=1, kind=int, what="a whole number"
 )
+# CPFs one user may look up in a day (the portal's time zone's day), and how many
+# days lookups (CPFs and licences: personal data) are kept before the worker purges them.
+FLEET_CNH_DAILY_LIMIT = _number(
+    "FLEET_CNH_DAILY_LIMIT", default=300, minimum=1, kind=int, what="a whole number"
+)
+FLEET_CNH_RETENTION_DAYS = _number(
+    "FLEET_CNH_RETENTION_DAYS", default=180, minimum=1, kind=int, what="a whole number"
+)
 # The webhook receiver (fleet/views/webhook_receiver.py): the largest body it stores,
 # and how many reverse proxies in front of the portal append to X-Forwarded-For
 # (0: the source address is the connection's own, REMOTE_ADDR).

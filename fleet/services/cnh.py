@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Final
+from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -54,8 +55,16 @@ from fleet.api import errors
 from fleet.api.client import CNH_READ_TIMEOUT
 from fleet.api.licences import CnhLicence as CnhLicence
 from fleet.api.licences import CnhLookupResult, cnh_licence_from_json
-from fleet.models import CnhItemStatus, CnhLookup, CnhLookupItem, CnhLookupKind, CnhLookupStatus
+from fleet.models import (
+    CnhItemStatus,
+    CnhLookup,
+    CnhLookupItem,
+    CnhLookupKind,
+    CnhLookupStatus,
+    CnhPurpose,
+)
 from fleet.models import CnhReason as CnhReason
+from fleet.services.cnh_privacy import cnh_daily_limit_check, cnh_retention_schedule
 from fleet.services.connection import fleet_client
 
 logger = logging.getLogger("fleet.cnh")
@@ -87,10 +96,18 @@ class InvalidCpfs(ValueError):
 # --- Asking -------------------------------------------------------------------------
 
 
-def cnh_lookup_create(*, owner: User, cpfs: Sequence[str], batch: bool) -> CnhLookup:
-    """A new lookup of `cpfs` (one, unless `batch`), queued for the worker.
+def cnh_lookup_create(
+    *,
+    owner: User,
+    cpfs: Sequence[str],
+    batch: bool,
+    purpose: str,
+    purpose_detail: str = "",
+) -> CnhLookup:
+    """A new lookup of `cpfs` (one, unless `batch`) for `purpose`, queued for the worker.
 
     Each CPF is checked again here: an invalid one is never stored nor sent.
+    `CnhDailyLimitReached` when they would take `owner` over today's limit.
     """
     digits = [cpf.normalize(value) for value in cpfs]
     if not digits or not all(cpf.is_valid(value) for value in digits):
@@ -101,15 +118,23 @@ def cnh_lookup_create(*, owner: User, cpfs: Sequence[str], batch: bool) -> CnhLo
         raise InvalidCpfs("an individual lookup is of one CPF")
     if len(digits) > settings.FLEET_CNH_BATCH_LIMIT:
         raise InvalidCpfs("too many CPFs for one batch")
+    if purpose not in CnhPurpose.values:
+        raise InvalidCpfs("a lookup states its purpose")
     with transaction.atomic():
+        # Two requests at once may both pass: the limit is a brake, not a quota to the unit.
+        cnh_daily_limit_check(user=owner, asked=len(digits))
         lookup = CnhLookup.objects.create(
-            owner=owner, kind=CnhLookupKind.BATCH if batch else CnhLookupKind.SINGLE
+            owner=owner,
+            kind=CnhLookupKind.BATCH if batch else CnhLookupKind.SINGLE,
+            purpose=purpose,
+            purpose_detail=purpose_detail.strip()[:200],
         )
         CnhLookupItem.objects.bulk_create(
             CnhLookupItem(lookup=lookup, position=position, cpf=value)
             for position, value in enumerate(digits, start=1)
         )
         transaction.on_commit(partial(_enqueue, lookup.pk))
+        transaction.on_commit(cnh_retention_schedule)
     logger.info(
         "CNH lookup %s (%s, %d CPF(s)) queued for user %s",
         lookup.pk,
@@ -451,15 +476,15 @@ def _reason_of(error: errors.FleetError) -> CnhReason:
 # --- Reading ----------------------------------------------------------------------------
 
 
-def cnh_lookup_get(*, user: User, lookup_id: int) -> CnhLookup:
+def cnh_lookup_get(*, user: User, public_id: UUID) -> CnhLookup:
     """The lookup, if `user` owns it or is staff; `CnhLookupNotFound` otherwise."""
     lookups = CnhLookup.objects.select_related("owner")
     if not user.is_staff:
         lookups = lookups.filter(owner=user)
     try:
-        return lookups.get(pk=lookup_id)
+        return lookups.get(public_id=public_id)
     except CnhLookup.DoesNotExist:
-        raise CnhLookupNotFound(lookup_id) from None
+        raise CnhLookupNotFound(public_id) from None
 
 
 def cnh_lookup_history(*, user: User, page: int | str | None) -> Page[Any]:

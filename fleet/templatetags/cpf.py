@@ -1,4 +1,4 @@
-"""Template filters for CPFs: masked everywhere, in full only where its owner reads it."""
+"""Template filters for CPFs: masked everywhere, in full only for users allowed to see them."""
 
 from __future__ import annotations
 
@@ -17,5 +17,5 @@ def cpf_masked(value: str) -> str:
 
 @register.filter
 def cpf_full(value: str) -> str:
-    """`123.456.789-09`: only on a lookup's own page, for its owner or staff."""
+    """`123.456.789-09`: only for users with `fleet.view_full_cpf`, and recorded."""
     return cpf.display(str(value))

@@ -16,18 +16,21 @@ again.
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from fleet.forms import CnhBatchForm, CnhLookupForm
-from fleet.models import CnhItemStatus
+from fleet.models import CnhItemStatus, CpfDisclosurePlace
 from fleet.services.cnh import (
     CnhLookupNotFound,
     cnh_lookup_create,
@@ -36,6 +39,12 @@ from fleet.services.cnh import (
     cnh_lookup_recover,
     cnh_lookup_retry_failed,
     cnh_lookup_rows,
+)
+from fleet.services.cnh_privacy import (
+    CnhDailyLimitReached,
+    cnh_daily_allowance,
+    cpf_disclosure_record,
+    cpf_full_allowed,
 )
 from fleet.views import AuthenticatedRequest, Polling, is_fragment_request
 
@@ -56,7 +65,17 @@ def cnh_lookup_single(request: AuthenticatedRequest) -> HttpResponse:
     form = CnhLookupForm(request.POST)
     if not form.is_valid():
         return _index(request, single=form, batch=CnhBatchForm(), status=400)
-    lookup = cnh_lookup_create(owner=request.user, cpfs=[form.cleaned_data["cpf"]], batch=False)
+    try:
+        lookup = cnh_lookup_create(
+            owner=request.user,
+            cpfs=[form.cleaned_data["cpf"]],
+            batch=False,
+            purpose=form.cleaned_data["purpose"],
+            purpose_detail=form.cleaned_data["purpose_detail"],
+        )
+    except CnhDailyLimitReached as reached:
+        form.add_error(None, _limit_message(reached))
+        return _index(request, single=form, batch=CnhBatchForm(), status=429)
     return redirect(lookup)
 
 
@@ -67,7 +86,17 @@ def cnh_lookup_batch(request: AuthenticatedRequest) -> HttpResponse:
     if not form.is_valid():
         return _index(request, single=CnhLookupForm(), batch=form, status=400)
     read = form.read
-    lookup = cnh_lookup_create(owner=request.user, cpfs=read.cpfs, batch=True)
+    try:
+        lookup = cnh_lookup_create(
+            owner=request.user,
+            cpfs=read.cpfs,
+            batch=True,
+            purpose=form.cleaned_data["purpose"],
+            purpose_detail=form.cleaned_data["purpose_detail"],
+        )
+    except CnhDailyLimitReached as reached:
+        form.add_error(None, _limit_message(reached))
+        return _index(request, single=CnhLookupForm(), batch=form, status=429)
     if read.invalid:
         messages.warning(
             request,
@@ -94,16 +123,26 @@ def cnh_lookup_batch(request: AuthenticatedRequest) -> HttpResponse:
 @require_GET
 @login_required
 @never_cache
-def cnh_lookup(request: AuthenticatedRequest, lookup_id: int) -> HttpResponse:
-    """A lookup's progress and results; htmx polls its `lookup` fragment until it is final."""
+def cnh_lookup(request: AuthenticatedRequest, lookup_id: UUID) -> HttpResponse:
+    """A lookup's progress and results; htmx polls its `lookup` fragment until it is final.
+
+    CPFs are shown in full only to users allowed to see them, and each such
+    page or fragment is recorded (`CpfDisclosure`); everyone else sees them masked.
+    """
     try:
-        lookup = cnh_lookup_get(user=request.user, lookup_id=lookup_id)
+        lookup = cnh_lookup_get(user=request.user, public_id=lookup_id)
     except CnhLookupNotFound:
         return _not_found(request)
     cnh_lookup_recover(lookup=lookup)
     delay_ms = POLLING.delay(request.GET.get("poll"))
     rows = cnh_lookup_rows(lookup=lookup)
+    show_full = cpf_full_allowed(user=request.user)
+    if show_full:
+        cpf_disclosure_record(
+            user=request.user, lookup=lookup, place=CpfDisclosurePlace.PAGE, count=len(rows)
+        )
     context = {
+        "show_full_cpfs": show_full,
         "not_found": False,
         "lookup": lookup,
         "rows": rows,
@@ -121,14 +160,14 @@ def cnh_lookup(request: AuthenticatedRequest, lookup_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def cnh_lookup_retry(request: AuthenticatedRequest, lookup_id: int) -> HttpResponse:
+def cnh_lookup_retry(request: AuthenticatedRequest, lookup_id: UUID) -> HttpResponse:
     """Queue the lookup's failed CPFs again, all together.
 
     Those whose outcome is unknown go too only when the form's `accept_charge`
     box is ticked: they may already have been charged once.
     """
     try:
-        lookup = cnh_lookup_get(user=request.user, lookup_id=lookup_id)
+        lookup = cnh_lookup_get(user=request.user, public_id=lookup_id)
     except CnhLookupNotFound:
         return _not_found(request)
     accepted = request.POST.get("accept_charge") == "on"
@@ -167,8 +206,35 @@ def _index(
         "batch_form": batch,
         "history": cnh_lookup_history(user=request.user, page=request.GET.get("page")),
         "batch_limit": settings.FLEET_CNH_BATCH_LIMIT,
+        "allowance": cnh_daily_allowance(user=request.user),
+        "retention_days": settings.FLEET_CNH_RETENTION_DAYS,
     }
     return render(request, "fleet/cnh.html", context, status=status)
+
+
+def _limit_message(reached: CnhDailyLimitReached) -> str:
+    """What the user is told when a lookup would pass the daily limit, and when it renews."""
+    allowance = reached.allowance
+    renews = formats.date_format(timezone.localtime(allowance.renews_at), "DATETIME_FORMAT")
+    if not allowance.remaining:
+        return _(
+            "You have looked up %(limit)d CPFs today, the daily limit. Nothing was sent. "
+            "You can look up more from %(renews)s."
+        ) % {"limit": allowance.limit, "renews": renews}
+    return ngettext(
+        "This lookup has %(asked)d CPFs, but you can look up only %(remaining)d more CPF "
+        "today (the daily limit is %(limit)d). Nothing was sent. The limit renews at "
+        "%(renews)s.",
+        "This lookup has %(asked)d CPFs, but you can look up only %(remaining)d more CPFs "
+        "today (the daily limit is %(limit)d). Nothing was sent. The limit renews at "
+        "%(renews)s.",
+        allowance.remaining,
+    ) % {
+        "asked": reached.asked,
+        "remaining": allowance.remaining,
+        "limit": allowance.limit,
+        "renews": renews,
+    }
 
 
 def _not_found(request: AuthenticatedRequest) -> HttpResponse:

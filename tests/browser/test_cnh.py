@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.contrib.auth.models import Permission
 from playwright.sync_api import expect
 
 from tests.browser.conftest import log_in
@@ -28,10 +29,16 @@ def test_a_manager_submits_a_lookup_and_sees_it_move_to_its_result_without_reloa
     licence = emulator.cnh_licence(CPF.replace(".", "").replace("-", ""))
     # The licensing service takes 3 s to answer: long enough to see the lookup under way.
     emulator.fault("/v2/cnh/lookup", delay=3)
+    # Given the permission to see full CPFs (without it, the CPF is masked here too).
+    manager.user_permissions.add(
+        Permission.objects.get(content_type__app_label="fleet", codename="view_full_cpf")
+    )
     log_in(page, "manager", "manager-demo-password")
     page.get_by_role("link", name="CNH dos motoristas").click()
 
     page.get_by_label("CPF", exact=True).fill(CPF)
+    single = page.get_by_test_id("cnh-single-form")
+    single.get_by_label("Finalidade da consulta").select_option("periodic")
     page.get_by_role("button", name="Consultar", exact=True).click()
 
     lookup = page.get_by_test_id("cnh-lookup")
@@ -56,6 +63,8 @@ def test_a_batch_shows_the_timed_out_driver_and_retries_it_in_one_click(
     page.goto("/drivers/cnh/")
 
     page.get_by_label("CPFs, um por linha").fill(f"{CPF}\n{TIMEOUT_CPF}\n{OTHER_CPF}")
+    batch = page.get_by_test_id("cnh-batch-form")
+    batch.get_by_label("Finalidade da consulta").select_option("hiring")
     page.get_by_role("button", name="Consultar todos").click()
 
     lookup = page.get_by_test_id("cnh-lookup")
@@ -85,6 +94,8 @@ def test_a_lookup_that_got_no_answer_is_not_sent_again_until_the_manager_accepts
     page.goto("/drivers/cnh/")
 
     page.get_by_label("CPF", exact=True).fill(CPF)
+    single = page.get_by_test_id("cnh-single-form")
+    single.get_by_label("Finalidade da consulta").select_option("periodic")
     page.get_by_role("button", name="Consultar", exact=True).click()
 
     lookup = page.get_by_test_id("cnh-lookup")
@@ -116,6 +127,8 @@ def test_an_unreadable_answer_is_shown_as_an_unknown_outcome_and_not_sent_again(
     page.goto("/drivers/cnh/")
 
     page.get_by_label("CPF", exact=True).fill(CPF)
+    single = page.get_by_test_id("cnh-single-form")
+    single.get_by_label("Finalidade da consulta").select_option("periodic")
     page.get_by_role("button", name="Consultar", exact=True).click()
 
     lookup = page.get_by_test_id("cnh-lookup")

@@ -89,7 +89,7 @@ import time
 from django.contrib.auth.models import User
 from fleet.services.cnh import cnh_lookup_create
 user = User.objects.create_user("run-dev-test")
-lookup = cnh_lookup_create(owner=user, cpfs=["52998224725"], batch=False)
+lookup = cnh_lookup_create(owner=user, cpfs=["52998224725"], batch=False, purpose="periodic")
 deadline = time.monotonic() + 30
 while not lookup.is_final and time.monotonic() < deadline:
     time.sleep(0.2)

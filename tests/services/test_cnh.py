@@ -61,7 +61,7 @@ def clock():
 
 
 def single(owner, cpf: str) -> CnhLookup:
-    return cnh_lookup_create(owner=owner, cpfs=[cpf], batch=False)
+    return cnh_lookup_create(owner=owner, cpfs=[cpf], batch=False, purpose="periodic")
 
 
 def fresh(lookup: CnhLookup) -> CnhLookup:
@@ -73,9 +73,12 @@ def item_statuses(lookup: CnhLookup) -> list[str]:
     return list(lookup.items.order_by("position").values_list("status", flat=True))
 
 
+LOOKUP_TASK = "fleet.tasks.cnh_lookup_run"
+
+
 def tasks_waiting() -> int:
-    """Tasks enqueued and not run yet, whenever they are due."""
-    return DBTaskResult.objects.filter(status=TaskResultStatus.READY).count()
+    """Lookup tasks enqueued and not run yet, whenever they are due."""
+    return DBTaskResult.objects.filter(task_path=LOOKUP_TASK, status=TaskResultStatus.READY).count()
 
 
 def closed_port_url() -> str:
@@ -170,7 +173,7 @@ def test_a_rate_limit_is_waited_out_for_its_retry_after(
     owner, emulator: Emulator, clock, route, calls, batch
 ):
     emulator.fault(route, status=429, retry_after=7)
-    lookup = cnh_lookup_create(owner=owner, cpfs=[CPF], batch=batch)
+    lookup = cnh_lookup_create(owner=owner, cpfs=[CPF], batch=batch, purpose="periodic")
 
     run_tasks()
     assert fresh(lookup).status == CnhLookupStatus.WAITING_RETRY
@@ -292,7 +295,7 @@ def test_a_batch_that_got_no_answer_leaves_all_its_cpfs_unknown_and_is_not_sent_
     owner, emulator: Emulator, clock, fault
 ):
     emulator.fault(BATCH, **fault, count=5)
-    lookup = cnh_lookup_create(owner=owner, cpfs=[CPF, OTHER_CPF], batch=True)
+    lookup = cnh_lookup_create(owner=owner, cpfs=[CPF, OTHER_CPF], batch=True, purpose="periodic")
 
     assert run_tasks() == 1
 
@@ -316,7 +319,9 @@ def test_a_batch_that_got_no_answer_leaves_all_its_cpfs_unknown_and_is_not_sent_
 def test_a_batch_retry_without_accepting_a_second_charge_leaves_the_unknown_cpfs_alone(
     owner, emulator: Emulator, clock
 ):
-    lookup = cnh_lookup_create(owner=owner, cpfs=[CPF, TIMEOUT_CPF, OTHER_CPF], batch=True)
+    lookup = cnh_lookup_create(
+        owner=owner, cpfs=[CPF, TIMEOUT_CPF, OTHER_CPF], batch=True, purpose="periodic"
+    )
     run_tasks()  # the timeout CPF in error, the others found
     emulator.fault(BATCH, drop=True)
     cnh_lookup_retry_failed(lookup=lookup)
@@ -425,7 +430,7 @@ def test_an_unreadable_success_answer_ends_with_an_unknown_outcome_unsent_again(
 
 def test_an_unreadable_batch_answer_leaves_all_its_cpfs_unknown(owner, emulator: Emulator, clock):
     emulator.fault(BATCH, malformed=True, count=5)
-    lookup = cnh_lookup_create(owner=owner, cpfs=[CPF, OTHER_CPF], batch=True)
+    lookup = cnh_lookup_create(owner=owner, cpfs=[CPF, OTHER_CPF], batch=True, purpose="periodic")
 
     assert run_tasks() == 1
 
@@ -441,7 +446,9 @@ def test_an_unreadable_batch_answer_leaves_all_its_cpfs_unknown(owner, emulator:
 def test_a_lookup_with_cpfs_left_unreadable_keeps_that_reason_after_retrying_the_others(
     owner, emulator: Emulator, clock
 ):
-    lookup = cnh_lookup_create(owner=owner, cpfs=[CPF, TIMEOUT_CPF, OTHER_CPF], batch=True)
+    lookup = cnh_lookup_create(
+        owner=owner, cpfs=[CPF, TIMEOUT_CPF, OTHER_CPF], batch=True, purpose="periodic"
+    )
     run_tasks()  # the timeout CPF in error, the others found
     emulator.fault(BATCH, malformed=True)
     cnh_lookup_retry_failed(lookup=lookup)
@@ -516,7 +523,9 @@ def test_a_lookup_left_running_past_its_lease_ends_unknown_and_is_not_sent_again
 def test_a_batch_retry_left_running_marks_only_its_pending_cpfs_unknown(
     owner, emulator: Emulator, clock
 ):
-    lookup = cnh_lookup_create(owner=owner, cpfs=[CPF, TIMEOUT_CPF, OTHER_CPF], batch=True)
+    lookup = cnh_lookup_create(
+        owner=owner, cpfs=[CPF, TIMEOUT_CPF, OTHER_CPF], batch=True, purpose="periodic"
+    )
     run_tasks()  # the timeout CPF in error, the others found
     found = dict(lookup.items.filter(status="ok").values_list("cpf", "result"))
     assert cnh_lookup_retry_failed(lookup=lookup) == 1
@@ -560,7 +569,9 @@ def test_the_portals_client_waits_70_s_for_a_lookup_and_the_lease_outlasts_it(fl
 def test_a_batch_with_the_timeout_cpf_marks_that_item_error_and_the_others_found(
     owner, emulator: Emulator, clock
 ):
-    lookup = cnh_lookup_create(owner=owner, cpfs=[CPF, TIMEOUT_CPF, OTHER_CPF], batch=True)
+    lookup = cnh_lookup_create(
+        owner=owner, cpfs=[CPF, TIMEOUT_CPF, OTHER_CPF], batch=True, purpose="periodic"
+    )
 
     assert run_tasks() == 1
 
@@ -576,7 +587,7 @@ def test_a_batch_with_the_timeout_cpf_marks_that_item_error_and_the_others_found
 
 def test_retrying_a_batch_sends_only_its_failed_cpfs_together(owner, emulator: Emulator, clock):
     lookup = cnh_lookup_create(
-        owner=owner, cpfs=[CPF, TIMEOUT_CPF, NO_LICENCE_CPF, OTHER_CPF], batch=True
+        owner=owner, cpfs=[CPF, TIMEOUT_CPF, NO_LICENCE_CPF, OTHER_CPF], batch=True, purpose="fine"
     )
     run_tasks()
     found_before = dict(lookup.items.filter(status="ok").values_list("cpf", "result"))
@@ -628,9 +639,11 @@ def test_the_task_is_enqueued_when_the_transaction_commits_and_carries_no_cpf(ow
         lookup = single(owner, CPF)
         assert DBTaskResult.objects.count() == 0
 
-    (task,) = DBTaskResult.objects.all()
-    assert task.task_path == "fleet.tasks.cnh_lookup_run"
+    (task,) = DBTaskResult.objects.filter(task_path=LOOKUP_TASK)
     assert task.args_kwargs == {"args": [lookup.pk], "kwargs": {}}
+    # The daily purge it starts carries nothing either.
+    others = DBTaskResult.objects.exclude(task_path=LOOKUP_TASK)
+    assert [task.args_kwargs for task in others] == [{"args": [], "kwargs": {}}]
 
 
 def test_a_lookup_rolled_back_enqueues_nothing(owner, emulator):
@@ -661,7 +674,7 @@ def test_a_task_for_a_lookup_that_is_not_due_does_nothing(owner, emulator: Emula
 )
 def test_invalid_cpfs_never_make_a_lookup(owner, emulator: Emulator, cpfs, batch):
     with pytest.raises(InvalidCpfs):
-        cnh_lookup_create(owner=owner, cpfs=cpfs, batch=batch)
+        cnh_lookup_create(owner=owner, cpfs=cpfs, batch=batch, purpose="periodic")
 
     assert CnhLookup.objects.count() == 0
     assert DBTaskResult.objects.count() == 0
@@ -673,4 +686,4 @@ def test_a_batch_larger_than_the_limit_is_refused(owner, settings):
     settings.FLEET_CNH_BATCH_LIMIT = 1
 
     with pytest.raises(InvalidCpfs):
-        cnh_lookup_create(owner=owner, cpfs=[CPF, OTHER_CPF], batch=True)
+        cnh_lookup_create(owner=owner, cpfs=[CPF, OTHER_CPF], batch=True, purpose="periodic")

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 ENGLISH = {"Accept-Language": "en"}
 HTMX = {"HX-Request": "true"}
 TRIGGER = re.compile(r'hx-trigger="load delay:(\d+)ms"')
-POLL_URL = re.compile(r'hx-get="/drivers/cnh/\d+/\?poll=(\d+)"')
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+POLL_URL = re.compile(rf'hx-get="/drivers/cnh/{UUID}/\?poll=(\d+)"')
 TIMEOUT_CPF, NO_LICENCE_CPF = "50450450406", "00000040495"
 CPF, OTHER_CPF = "52998224725", "11144477735"
 CPF_SHOWN, CPF_MASKED = "529.982.247-25", "***.982.247-**"
@@ -36,11 +37,13 @@ def get(client, path, **headers):
 
 
 def post(client, path, data, **headers):
+    if path in ("/drivers/cnh/lookup", "/drivers/cnh/batch"):
+        data = {"purpose": "periodic", **data}  # every lookup states its purpose
     return client.post(path, data, headers=ENGLISH | headers)
 
 
 def lookup_of(user, *cpfs, batch=False) -> CnhLookup:
-    return cnh_lookup_create(owner=user, cpfs=list(cpfs), batch=batch)
+    return cnh_lookup_create(owner=user, cpfs=list(cpfs), batch=batch, purpose="periodic")
 
 
 # --- The form ------------------------------------------------------------------------
@@ -72,10 +75,10 @@ def test_one_cpf_with_or_without_mask_makes_a_queued_lookup_and_opens_it(
 
     lookup = CnhLookup.objects.get()
     assert response.status_code == 302
-    assert response["Location"] == f"/drivers/cnh/{lookup.pk}/"
+    assert response["Location"] == f"/drivers/cnh/{lookup.public_id}/"
     assert (lookup.owner, lookup.kind, lookup.status) == (manager, "single", "queued")
     assert list(lookup.items.values_list("cpf", flat=True)) == [CPF]
-    assert DBTaskResult.objects.count() == 1
+    assert DBTaskResult.objects.filter(task_path="fleet.tasks.cnh_lookup_run").count() == 1
     assert emulator.requests() == []  # the web request never calls the API itself
 
 
@@ -142,7 +145,7 @@ def test_leaving_out_the_invalid_lines_sends_only_the_valid_cpfs(
     assert response.status_code == 302
     (sent,) = emulator.requests()
     assert sent["body"] == f'{{"cpfs": ["{CPF}", "{OTHER_CPF}"]}}'
-    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    page = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
     assert "1 invalid line was left out." in page.text
     assert "1 repeated CPF is looked up once." in page.text
 
@@ -200,7 +203,7 @@ def test_a_list_longer_than_a_batch_is_refused_with_the_limit(manager_client, se
 def test_a_queued_lookup_polls_from_1_s_and_offers_a_refresh_link(manager_client, manager):
     lookup = lookup_of(manager, CPF)
 
-    response = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    response = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
 
     assert response.status_code == 200
     assert 'data-status="queued"' in response.text
@@ -214,7 +217,7 @@ def test_a_poll_gets_the_fragment_only_and_each_waits_longer_up_to_10_s(manager_
     lookup = lookup_of(manager, CPF)
     waits, asked = [], 1000
     for _ in range(7):
-        fragment = get(manager_client, f"/drivers/cnh/{lookup.pk}/?poll={asked}", **HTMX)
+        fragment = get(manager_client, f"/drivers/cnh/{lookup.public_id}/?poll={asked}", **HTMX)
         assert fragment.text.lstrip().startswith('<section id="cnh-lookup"')
         waits.append(int(TRIGGER.search(fragment.text).group(1)))
         asked = int(POLL_URL.search(fragment.text).group(1))
@@ -228,8 +231,8 @@ def test_a_done_lookup_shows_the_licence_and_stops_polling(
     lookup = lookup_of(manager, CPF)
     run_tasks()
 
-    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
-    fragment = get(manager_client, f"/drivers/cnh/{lookup.pk}/?poll=3000", **HTMX)
+    page = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
+    fragment = get(manager_client, f"/drivers/cnh/{lookup.public_id}/?poll=3000", **HTMX)
 
     for response in (page, fragment):
         assert 'data-status="done"' in response.text
@@ -237,7 +240,8 @@ def test_a_done_lookup_shows_the_licence_and_stops_polling(
         assert "hx-get" not in response.text
     licence = emulator.cnh_licence(CPF)
     assert f'data-testid="cnh-name">{licence["name"]}</dd>' in page.text
-    assert f'data-testid="cnh-cpf">{CPF_SHOWN}</dd>' in page.text
+    # Its owner without the permission to see full CPFs: masked (tests/views/test_cnh_lgpd.py).
+    assert f'data-testid="cnh-cpf">{CPF_MASKED}</dd>' in page.text
     assert licence["cnhNumber"] in page.text
     # Unknown members are listed by name, not dropped.
     assert "<code>issuingState</code>" in page.text
@@ -250,7 +254,7 @@ def test_dates_of_the_licence_are_written_as_a_brazilian_reads_them(manager_clie
     CnhLookup.objects.filter(pk=lookup.pk).update(status="done")
     lookup.items.update(status="ok", result={"name": "Ana", "expiresAt": "2031-03-07", "points": 4})
 
-    response = manager_client.get(f"/drivers/cnh/{lookup.pk}/")
+    response = manager_client.get(f"/drivers/cnh/{lookup.public_id}/")
 
     assert '<time datetime="2031-03-07">7 de março de 2031</time>' in response.text
 
@@ -261,7 +265,7 @@ def test_waiting_to_retry_shows_the_time_and_that_the_timeout_was_not_charged(
     with time_machine.travel(datetime(2026, 11, 23, 13, 0, tzinfo=UTC), tick=False):
         lookup = lookup_of(manager, TIMEOUT_CPF)
         run_tasks()
-        response = manager_client.get(f"/drivers/cnh/{lookup.pk}/")
+        response = manager_client.get(f"/drivers/cnh/{lookup.public_id}/")
 
     assert 'data-status="waiting_retry"' in response.text
     # 13:00:30 UTC is 10:00:30 in São Paulo.
@@ -278,7 +282,7 @@ def test_a_failed_lookup_says_why_that_timeouts_are_not_charged_and_offers_a_ret
     lookup = lookup_of(manager, TIMEOUT_CPF)
     run_tasks()
 
-    response = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    response = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
 
     assert 'data-status="failed"' in response.text
     assert (
@@ -286,7 +290,7 @@ def test_a_failed_lookup_says_why_that_timeouts_are_not_charged_and_offers_a_ret
         in response.text
     )
     assert "Lookups that time out are not charged." in response.text
-    assert f'action="/drivers/cnh/{lookup.pk}/retry"' in response.text
+    assert f'action="/drivers/cnh/{lookup.public_id}/retry"' in response.text
     assert "hx-trigger" not in response.text
 
 
@@ -296,7 +300,7 @@ def test_a_batch_shows_each_item_with_its_own_status_and_retries_the_failed_toge
     lookup = lookup_of(manager, CPF, TIMEOUT_CPF, NO_LICENCE_CPF, batch=True)
     run_tasks()
 
-    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    page = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
     assert page.text.count('data-testid="cnh-item" data-status="ok"') == 1
     assert page.text.count('data-testid="cnh-item" data-status="error"') == 2
     assert "The licensing service did not answer in time." in page.text
@@ -304,12 +308,12 @@ def test_a_batch_shows_each_item_with_its_own_status_and_retries_the_failed_toge
     assert "Look up the 2 CPFs without result again" in page.text
 
     emulator.control("POST", "cnh", recover_after=0)
-    retried = post(manager_client, f"/drivers/cnh/{lookup.pk}/retry", {})
+    retried = post(manager_client, f"/drivers/cnh/{lookup.public_id}/retry", {})
     assert retried.status_code == 302
     assert CnhLookup.objects.get().status == CnhLookupStatus.QUEUED
     run_tasks()
 
-    after = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    after = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
     assert "2 CPFs are being looked up again." in after.text
     assert after.text.count('data-testid="cnh-item" data-status="ok"') == 2
     assert "Look up the 1 CPF without result again" in after.text
@@ -327,7 +331,7 @@ def test_a_lookup_that_got_no_answer_says_it_may_have_been_charged_and_asks_befo
     lookup = lookup_of(manager, CPF)
     assert run_tasks() == 1
 
-    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    page = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
 
     assert 'data-status="unknown"' in page.text
     assert 'data-testid="cnh-status-label">Outcome unknown</span>' in page.text
@@ -336,7 +340,7 @@ def test_a_lookup_that_got_no_answer_says_it_may_have_been_charged_and_asks_befo
     assert "The fleet service did not answer." in page.text
     assert "it may have been done, and charged" in page.text
     assert "it was not sent again by itself" in page.text
-    assert f'action="/drivers/cnh/{lookup.pk}/retry"' in page.text
+    assert f'action="/drivers/cnh/{lookup.public_id}/retry"' in page.text
     (box,) = ACCEPT_BOX.findall(page.text)
     assert "required" in box  # the only thing to retry: the box must be ticked
     assert "I accept that this lookup may be charged a second time." in page.text
@@ -344,19 +348,21 @@ def test_a_lookup_that_got_no_answer_says_it_may_have_been_charged_and_asks_befo
     assert emulator.calls("POST /v2/cnh/lookup") == 1
 
     # Without the box ticked (a browser would not even send it): nothing is sent.
-    refused = post(manager_client, f"/drivers/cnh/{lookup.pk}/retry", {})
+    refused = post(manager_client, f"/drivers/cnh/{lookup.public_id}/retry", {})
     assert refused.status_code == 302
     assert run_tasks() == 0
-    after_refusal = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    after_refusal = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
     assert "Nothing was sent." in after_refusal.text
     assert CnhLookup.objects.get().status == CnhLookupStatus.UNKNOWN
     assert emulator.calls("POST /v2/cnh/lookup") == 1
 
-    accepted = post(manager_client, f"/drivers/cnh/{lookup.pk}/retry", {"accept_charge": "on"})
+    accepted = post(
+        manager_client, f"/drivers/cnh/{lookup.public_id}/retry", {"accept_charge": "on"}
+    )
     assert accepted.status_code == 302
     assert run_tasks() == 1
 
-    done = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    done = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
     assert "1 CPF is being looked up again." in done.text
     assert 'data-status="done"' in done.text
     assert 'data-testid="cnh-unknown"' not in done.text
@@ -370,7 +376,7 @@ def test_a_batch_that_got_no_answer_shows_each_cpf_unknown_and_asks_before_a_sec
     lookup = lookup_of(manager, CPF, OTHER_CPF, batch=True)
     assert run_tasks() == 1
 
-    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    page = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
 
     assert page.text.count('data-testid="cnh-item" data-status="unknown"') == 2
     assert page.text.count('<span class="badge badge--unknown">Outcome unknown</span>') == 2
@@ -381,10 +387,10 @@ def test_a_batch_that_got_no_answer_shows_each_cpf_unknown_and_asks_before_a_sec
     assert "required" in box
     assert emulator.calls("POST /v2/cnh/lookup/batch") == 1
 
-    post(manager_client, f"/drivers/cnh/{lookup.pk}/retry", {"accept_charge": "on"})
+    post(manager_client, f"/drivers/cnh/{lookup.public_id}/retry", {"accept_charge": "on"})
     assert run_tasks() == 1
 
-    after = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    after = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
     assert after.text.count('data-testid="cnh-item" data-status="ok"') == 2
     assert emulator.calls("POST /v2/cnh/lookup/batch") == 2
 
@@ -398,13 +404,13 @@ def test_a_batch_with_cpfs_in_error_and_unknown_retries_the_unknown_only_if_tick
     lookup.items.filter(cpf=TIMEOUT_CPF).update(status="error", error_code="gateway-timeout")
     lookup.items.filter(cpf=OTHER_CPF).update(status="ok", result={"name": "Bia"})
 
-    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    page = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
     (box,) = ACCEPT_BOX.findall(page.text)
     assert "required" not in box  # the CPF in error can be looked up again alone
     assert "Also look up again the 1 CPF whose outcome is unknown." in page.text
     assert "Look up the 1 CPF without result again" in page.text
 
-    post(manager_client, f"/drivers/cnh/{lookup.pk}/retry", {})
+    post(manager_client, f"/drivers/cnh/{lookup.public_id}/retry", {})
     run_tasks()
 
     (sent,) = emulator.requests()
@@ -421,7 +427,7 @@ def test_a_server_error_says_so_and_offers_a_plain_retry(
     lookup = lookup_of(manager, CPF)
     assert run_tasks() == 1
 
-    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    page = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
 
     assert 'data-status="failed"' in page.text
     assert (
@@ -429,7 +435,7 @@ def test_a_server_error_says_so_and_offers_a_plain_retry(
     )
     assert 'data-testid="cnh-unknown"' not in page.text
     assert not ACCEPT_BOX.search(page.text)
-    assert f'action="/drivers/cnh/{lookup.pk}/retry"' in page.text
+    assert f'action="/drivers/cnh/{lookup.public_id}/retry"' in page.text
     assert emulator.calls("POST /v2/cnh/lookup") == 1
 
 
@@ -442,7 +448,7 @@ def test_waiting_after_a_refused_connection_says_that_attempt_was_not_charged(
     lookup = lookup_of(manager, CPF)
     run_tasks()
 
-    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    page = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
 
     assert 'data-status="waiting_retry"' in page.text
     assert "The last attempt got no result: the fleet service could not be reached." in page.text
@@ -470,8 +476,9 @@ def test_the_history_and_the_admin_show_an_unknown_outcome(
     assert f"/admin/fleet/cnhlookup/{lookup.pk}/change/" in filtered.text
     assert admin_page.status_code == 200
     assert "the fleet service did not answer" in admin_page.text
-    for response in (admin_list, admin_page):
-        assert "982.247" not in response.text  # the admin never shows a CPF
+    assert "***.982.247-**" in admin_page.text  # masked: a superuser is not given full CPFs
+    assert "529.982.247-25" not in admin_page.text
+    assert "982.247" not in admin_list.text
 
 
 # --- Who sees what (LGPD) ---------------------------------------------------------------
@@ -489,11 +496,11 @@ def test_a_manager_cannot_open_or_retry_another_managers_lookup(
     run_tasks()
     client.force_login(other_manager)
 
-    page = get(client, f"/drivers/cnh/{lookup.pk}/")
-    fragment = get(client, f"/drivers/cnh/{lookup.pk}/?poll=1000", **HTMX)
-    retry = post(client, f"/drivers/cnh/{lookup.pk}/retry", {})
+    page = get(client, f"/drivers/cnh/{lookup.public_id}/")
+    fragment = get(client, f"/drivers/cnh/{lookup.public_id}/?poll=1000", **HTMX)
+    retry = post(client, f"/drivers/cnh/{lookup.public_id}/retry", {})
     history = get(client, "/drivers/cnh/")
-    missing = get(client, "/drivers/cnh/999999/")
+    missing = get(client, "/drivers/cnh/00000000-0000-4000-8000-000000000000/")
 
     for response in (page, fragment, retry):
         assert response.status_code == 404
@@ -505,15 +512,16 @@ def test_a_manager_cannot_open_or_retry_another_managers_lookup(
         assert "982.247" not in response.text
 
 
-def test_staff_can_open_any_lookup_with_the_full_cpf(client, manager, admin_user):
+def test_staff_can_open_any_lookup_with_the_cpf_masked(client, manager, admin_user):
     lookup = lookup_of(manager, CPF)
     client.force_login(admin_user)
 
-    response = get(client, f"/drivers/cnh/{lookup.pk}/")
+    response = get(client, f"/drivers/cnh/{lookup.public_id}/")
     admin_list = get(client, "/admin/fleet/cnhlookup/")
 
     assert response.status_code == 200
-    assert CPF_SHOWN in response.text
+    assert CPF_MASKED in response.text
+    assert CPF_SHOWN not in response.text
     assert "by manager" in response.text
     assert admin_list.status_code == 200
     assert "982.247" not in admin_list.text
@@ -528,8 +536,8 @@ def test_the_history_is_the_users_own_newest_first_with_cpfs_masked(
 
     response = get(manager_client, "/drivers/cnh/")
 
-    rows = re.findall(r'href="/drivers/cnh/(\d+)/"', response.text)
-    assert rows == [str(second.pk), str(first.pk)]
+    rows = re.findall(rf'href="/drivers/cnh/({UUID})/"', response.text)
+    assert rows == [str(second.public_id), str(first.public_id)]
     assert CPF_MASKED in response.text
     assert "Batch of 2 CPFs" in response.text
     for full in (CPF, CPF_SHOWN, OTHER_CPF, "111.444.777-35", TIMEOUT_CPF, "504.504.504-06"):
@@ -569,13 +577,13 @@ def test_a_lookup_its_worker_left_running_ends_unknown_from_its_page_and_is_not_
         CnhLookup.objects.filter(pk=lookup.pk).update(status=CnhLookupStatus.RUNNING, attempts=1)
 
         clock.shift(110)  # a call may still be under way: its 70 s timeout and more
-        page = get(manager_client, f"/drivers/cnh/{lookup.pk}/", **HTMX)
+        page = get(manager_client, f"/drivers/cnh/{lookup.public_id}/", **HTMX)
         lookup.refresh_from_db()
         assert (lookup.status, DBTaskResult.objects.count()) == (CnhLookupStatus.RUNNING, 0)
         assert TRIGGER.search(page.text)  # still polling
 
         clock.shift(20)
-        page = get(manager_client, f"/drivers/cnh/{lookup.pk}/", **HTMX)
+        page = get(manager_client, f"/drivers/cnh/{lookup.public_id}/", **HTMX)
         lookup.refresh_from_db()
         assert (lookup.status, lookup.reason) == (CnhLookupStatus.UNKNOWN, "no_answer")
         assert DBTaskResult.objects.count() == 0  # not queued again
@@ -589,7 +597,7 @@ def test_a_lookup_its_worker_left_running_ends_unknown_from_its_page_and_is_not_
         assert run_tasks() == 0
         assert emulator.calls("POST /v2/cnh/lookup") == 0
 
-        post(manager_client, f"/drivers/cnh/{lookup.pk}/retry", {"accept_charge": "on"})
+        post(manager_client, f"/drivers/cnh/{lookup.public_id}/retry", {"accept_charge": "on"})
         assert run_tasks() == 1
         lookup.refresh_from_db()
         assert lookup.status == CnhLookupStatus.DONE
@@ -606,7 +614,7 @@ def test_a_batch_its_worker_left_running_shows_each_pending_cpf_interrupted(
         CnhLookup.objects.filter(pk=lookup.pk).update(status=CnhLookupStatus.RUNNING, attempts=1)
         clock.shift(130)
 
-        page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+        page = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
 
     assert page.text.count('data-testid="cnh-item" data-status="unknown"') == 2
     assert page.text.count("The lookup was interrupted while it was being sent") == 2
@@ -624,7 +632,7 @@ def test_an_unreadable_answer_says_so_and_asks_before_a_second_charge(
     lookup = lookup_of(manager, CPF)
     assert run_tasks() == 1
 
-    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    page = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
 
     assert 'data-status="unknown"' in page.text
     assert "hx-trigger" not in page.text
@@ -637,11 +645,11 @@ def test_an_unreadable_answer_says_so_and_asks_before_a_second_charge(
     assert "required" in box
     assert emulator.calls("POST /v2/cnh/lookup") == 1
 
-    post(manager_client, f"/drivers/cnh/{lookup.pk}/retry", {})
+    post(manager_client, f"/drivers/cnh/{lookup.public_id}/retry", {})
     assert run_tasks() == 0  # not without accepting a second charge
-    post(manager_client, f"/drivers/cnh/{lookup.pk}/retry", {"accept_charge": "on"})
+    post(manager_client, f"/drivers/cnh/{lookup.public_id}/retry", {"accept_charge": "on"})
     assert run_tasks() == 1
-    assert 'data-status="done"' in get(manager_client, f"/drivers/cnh/{lookup.pk}/").text
+    assert 'data-status="done"' in get(manager_client, f"/drivers/cnh/{lookup.public_id}/").text
     assert emulator.calls("POST /v2/cnh/lookup") == 2
 
 
@@ -652,7 +660,7 @@ def test_an_unreadable_batch_answer_shows_each_cpf_unknown(
     lookup = lookup_of(manager, CPF, OTHER_CPF, batch=True)
     assert run_tasks() == 1
 
-    page = get(manager_client, f"/drivers/cnh/{lookup.pk}/")
+    page = get(manager_client, f"/drivers/cnh/{lookup.public_id}/")
 
     assert page.text.count('data-testid="cnh-item" data-status="unknown"') == 2
     assert page.text.count("but its answer could not be read") == 2

@@ -49,33 +49,37 @@ def test_no_log_record_of_any_logger_holds_a_full_cpf(
     settings.FLEET_CNH_MAX_ATTEMPTS = 2
     client.force_login(manager)
     with time_machine.travel("2026-11-23 13:00Z", tick=False) as clock:
-        client.post("/drivers/cnh/lookup", {"cpf": cpf.display(CPFS[2])})
-        client.post("/drivers/cnh/lookup", {"cpf": TIMEOUT_CPF})
-        client.post("/drivers/cnh/lookup", {"cpf": NO_LICENCE_CPF})
-        client.post("/drivers/cnh/lookup", {"cpf": cpf.display(INVALID)})
-        client.post("/drivers/cnh/batch", {"cpfs": "\n".join([*CPFS, INVALID])})
+        client.post("/drivers/cnh/lookup", {"purpose": "hiring", "cpf": cpf.display(CPFS[2])})
+        client.post("/drivers/cnh/lookup", {"purpose": "hiring", "cpf": TIMEOUT_CPF})
+        client.post("/drivers/cnh/lookup", {"purpose": "hiring", "cpf": NO_LICENCE_CPF})
+        client.post("/drivers/cnh/lookup", {"purpose": "hiring", "cpf": cpf.display(INVALID)})
+        client.post(
+            "/drivers/cnh/batch", {"purpose": "hiring", "cpfs": "\n".join([*CPFS, INVALID])}
+        )
         client.post(
             "/drivers/cnh/batch", {"cpfs": "\n".join([*CPFS, INVALID]), "skip_invalid": "on"}
         )
         emulator.fault("/v2/cnh/lookup/batch", status=500)  # a batch that is retried
-        client.post("/drivers/cnh/batch", {"cpfs": "\n".join(CPFS[2:])})
+        client.post("/drivers/cnh/batch", {"purpose": "hiring", "cpfs": "\n".join(CPFS[2:])})
         run_tasks()
         clock.shift(60)
         run_tasks()
         lookups = list(CnhLookup.objects.order_by("pk"))
         statuses = {lookup.status for lookup in lookups}
         for lookup in lookups:
-            client.get(f"/drivers/cnh/{lookup.pk}/")
-            client.get(f"/drivers/cnh/{lookup.pk}/?poll=1000", headers={"HX-Request": "true"})
-            client.post(f"/drivers/cnh/{lookup.pk}/retry")
+            client.get(f"/drivers/cnh/{lookup.public_id}/")
+            client.get(
+                f"/drivers/cnh/{lookup.public_id}/?poll=1000", headers={"HX-Request": "true"}
+            )
+            client.post(f"/drivers/cnh/{lookup.public_id}/retry")
         run_tasks()
         client.get("/drivers/cnh/")
         client.force_login(django_user_model.objects.create_user(username="outra"))
         for lookup in lookups:
-            client.get(f"/drivers/cnh/{lookup.pk}/")
+            client.get(f"/drivers/cnh/{lookup.public_id}/")
         client.force_login(admin_user)
         client.get("/admin/fleet/cnhlookup/")
-        client.get(f"/drivers/cnh/{lookups[0].pk}/")
+        client.get(f"/drivers/cnh/{lookups[0].public_id}/")
 
     assert statuses == {"done", "failed"}  # the scenario went where it should
     assert len(log_records.records) > 50

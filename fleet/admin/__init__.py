@@ -8,8 +8,8 @@ fleet platform sent. A delivery kept as invalid or failed can be replayed
 once its cause is fixed; the unknown keys report lists what the platform
 sends that the portal does not know yet.
 
-CNH lookups are listed without their CPFs (personal data): "view on site"
-opens the lookup's own page, where staff see them in full.
+CNH lookups (`fleet.admin.cnh`) show CPFs masked, in full only to users
+allowed to see them, and each such display is recorded.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Q, QuerySet
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
@@ -32,8 +32,6 @@ from django.views.decorators.http import require_POST
 from fleet import plates
 from fleet.models import (
     AccessKeyMint,
-    CnhItemStatus,
-    CnhLookup,
     DeliveryStatus,
     Fine,
     FleetAccount,
@@ -55,12 +53,11 @@ if TYPE_CHECKING:
     _FineModelAdmin = admin.ModelAdmin[Fine]
     _NotificationModelAdmin = admin.ModelAdmin[Notification]
     _UnknownKeyModelAdmin = admin.ModelAdmin[UnknownWebhookKey]
-    _CnhLookupModelAdmin = admin.ModelAdmin[CnhLookup]
 else:
     _FleetAccountModelForm = forms.ModelForm
     _FleetAccountModelAdmin = _AccessKeyMintModelAdmin = admin.ModelAdmin
     _DeliveryModelAdmin = _FineModelAdmin = _NotificationModelAdmin = admin.ModelAdmin
-    _UnknownKeyModelAdmin = _CnhLookupModelAdmin = admin.ModelAdmin
+    _UnknownKeyModelAdmin = admin.ModelAdmin
 
 
 # What an administrator can do about each failed test.
@@ -348,54 +345,5 @@ class UnknownWebhookKeyAdmin(_ReadOnly, _UnknownKeyModelAdmin):
         return super().get_queryset(request).exclude(path__in=KNOWN_PATHS)
 
 
-@admin.register(CnhLookup)
-class CnhLookupAdmin(_CnhLookupModelAdmin):
-    """Who looked up how many licences, and how it went; read-only, CPFs left out.
-
-    The status "Outcome unknown", and the count of CPFs with one, are lookups
-    sent that got no answer: the fleet service may have done them, and
-    charged them, without a result reaching the portal.
-    """
-
-    list_display = [
-        "pk",
-        "created_at",
-        "owner",
-        "kind",
-        "status",
-        "unknown_items",
-        "attempts",
-        "reason",
-    ]
-    list_filter = ["status", "kind", "reason", "created_at"]
-    list_select_related = ["owner"]
-    search_fields = ["owner__username"]
-    date_hierarchy = "created_at"
-    fields = [
-        "created_at",
-        "owner",
-        "kind",
-        "status",
-        "unknown_items",
-        "attempts",
-        "reason",
-        "next_attempt_at",
-        "detail",
-        "finished_at",
-    ]
-    readonly_fields = ["unknown_items"]
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[CnhLookup]:
-        unknown = Q(items__status=CnhItemStatus.UNKNOWN)
-        return super().get_queryset(request).annotate(unknown_count=Count("items", filter=unknown))
-
-    @admin.display(description=_("CPFs with an unknown outcome"), ordering="unknown_count")
-    def unknown_items(self, lookup: CnhLookup) -> int:
-        count: int = getattr(lookup, "unknown_count", 0)
-        return count
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: CnhLookup | None = None) -> bool:
-        return False
+# CNH lookups and the record of full CPFs shown: fleet/admin/cnh.py
+from fleet.admin import cnh as cnh  # noqa: E402

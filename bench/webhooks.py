@@ -18,9 +18,12 @@ the same bodies and the same load:
   bytes of JSON, with nothing processed afterwards (the bench-only app
   `bench`, installed by `bench.settings` alone, migrated by `bench/migrations/`);
 - `/webhooks/fleet/<token>/`: the receiver, which stores each delivery
-  (committed) and answers; the background worker (`manage.py db_worker`,
-  running all along as in production, on the same CPUs) processes them
-  meanwhile;
+  (committed) and answers; the background worker (`manage.py db_worker`)
+  processes them once the round ends (`--worker after`, the default: paused
+  with SIGSTOP during the round, so that the receiver is measured on the
+  same terms as the floor, which has nothing to process) or meanwhile, on
+  the same CPUs, as in production (`--worker during`: the round then pays
+  for the processing too);
 - `bench/bare-post`: the same view without the INSERT (it stores nothing),
   for information.
 
@@ -404,10 +407,11 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--worker",
         choices=("during", "after"),
-        default="during",
-        help="when the background worker processes a receiver round's deliveries: 'during' "
-        "the round, on the same CPUs, as in production (the default), or 'after' it (paused "
-        "with SIGSTOP meanwhile): the receiver's own throughput, the catch-up reported apart",
+        default="after",
+        help="when the background worker processes a receiver round's deliveries: 'after' "
+        "it (paused with SIGSTOP meanwhile, the default): the receiver's own throughput "
+        "against the floor's on the same terms, the catch-up reported apart; or 'during' the "
+        "round, on the same CPUs, as in production: the receiver pays for the processing too",
     )
     parser.add_argument(
         "--threads", type=int, default=1, help="threads per worker; 1: the sync worker (default 1)"

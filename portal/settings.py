@@ -188,6 +188,12 @@ FLEET_WEBHOOK_PROXY_COUNT = _number(
 )
 # Seconds a stored webhook delivery may wait for the worker to process it with others.
 FLEET_WEBHOOK_BATCH_SECONDS = _seconds("FLEET_WEBHOOK_BATCH_SECONDS", default=1.0)
+# Payload keys never seen before that one delivery may add to the admin's report of
+# unknown keys; beyond that they are counted on the delivery (a payload of thousands
+# of made-up keys must not become thousands of rows).
+FLEET_WEBHOOK_UNKNOWN_KEYS_MAX = _number(
+    "FLEET_WEBHOOK_UNKNOWN_KEYS_MAX", default=100, minimum=0, kind=int, what="a whole number"
+)
 # Seconds between two refreshes of the dashboard's counts of fines and notifications.
 FLEET_COUNTS_POLL_SECONDS = _number(
     "FLEET_COUNTS_POLL_SECONDS", default=10, minimum=1, kind=int, what="a whole number"

@@ -133,6 +133,8 @@ def test_production_without_field_keys_is_refused():
         ("FLEET_WEBHOOK_MAX_BYTES", "lots", "must be a whole number."),
         ("FLEET_WEBHOOK_MAX_BYTES", "100", "must be a whole number, at least 1024."),
         ("FLEET_WEBHOOK_PROXY_COUNT", "-1", "must be a whole number, at least 0."),
+        ("FLEET_WEBHOOK_UNKNOWN_KEYS_MAX", "-1", "must be a whole number, at least 0."),
+        ("FLEET_WEBHOOK_UNKNOWN_KEYS_MAX", "many", "must be a whole number."),
         ("FLEET_COUNTS_POLL_SECONDS", "0", "must be a whole number, at least 1."),
     ],
 )

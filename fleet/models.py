@@ -369,6 +369,14 @@ class WebhookDelivery(models.Model):
     error = models.TextField(_("error"), blank=True)
     attempts = models.PositiveSmallIntegerField(_("processing attempts"), default=0)
     processed_at = models.DateTimeField(_("last processed"), null=True, blank=True)
+    unknown_keys_unrecorded = models.PositiveIntegerField(
+        _("unknown keys not recorded"),
+        default=0,
+        help_text=_(
+            "New unknown keys of this delivery beyond FLEET_WEBHOOK_UNKNOWN_KEYS_MAX when it "
+            "was last processed: counted here, not listed one by one."
+        ),
+    )
     duplicate_of = models.ForeignKey(
         "self",
         on_delete=models.SET_NULL,

@@ -21,6 +21,7 @@ from django.utils.translation import gettext_lazy as _
 
 from fleet.api.client import CNH_BATCH, CNH_LOOKUP, api_path
 from fleet.api.credentials import credential_problems
+from fleet.webhooks.tokens import webhook_token_problems
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -82,12 +83,28 @@ FLEET_ACCESS_TOKEN = _credential(
 FLEET_SECRET_KEY = _credential(
     "FLEET_SECRET_KEY", default="demo-secret-key" if _ON_EMULATOR else None
 )
-FLEET_WEBHOOK_TOKENS = env.list(
-    "FLEET_WEBHOOK_TOKENS", default=["dev-webhook-token"] if _ON_EMULATOR else []
-)
-for _token in FLEET_WEBHOOK_TOKENS:
-    if _problems := credential_problems(_token):
-        raise ImproperlyConfigured(f"FLEET_WEBHOOK_TOKENS has a token that {_problems[0]}.")
+
+
+def _webhook_tokens() -> list[str]:
+    """FLEET_WEBHOOK_TOKENS; outside the emulator each must look random (anyone who
+    guesses one can post fines), see fleet/webhooks/tokens.py."""
+    tokens: list[str] = env.list(
+        "FLEET_WEBHOOK_TOKENS", default=["dev-webhook-token"] if _ON_EMULATOR else []
+    )
+    for position, token in enumerate(tokens, start=1):
+        hint = ""
+        problems = credential_problems(token)
+        if not problems and not _ON_EMULATOR:
+            problems = webhook_token_problems(token)
+            hint = ' (make one with `python -c "import secrets; print(secrets.token_urlsafe(32))"`)'
+        if problems:
+            raise ImproperlyConfigured(
+                f"FLEET_WEBHOOK_TOKENS: token number {position} {'; '.join(problems)}{hint}."
+            )
+    return tokens
+
+
+FLEET_WEBHOOK_TOKENS = _webhook_tokens()
 
 
 def _dev_field_key() -> str:
@@ -196,6 +213,12 @@ FLEET_WEBHOOK_PROXY_COUNT = _number(
 )
 # Seconds a stored webhook delivery may wait for the worker to process it with others.
 FLEET_WEBHOOK_BATCH_SECONDS = _seconds("FLEET_WEBHOOK_BATCH_SECONDS", default=1.0)
+# Payload keys never seen before that one delivery may add to the admin's report of
+# unknown keys; beyond that they are counted on the delivery (a payload of thousands
+# of made-up keys must not become thousands of rows).
+FLEET_WEBHOOK_UNKNOWN_KEYS_MAX = _number(
+    "FLEET_WEBHOOK_UNKNOWN_KEYS_MAX", default=100, minimum=0, kind=int, what="a whole number"
+)
 # Seconds between two refreshes of the dashboard's counts of fines and notifications.
 FLEET_COUNTS_POLL_SECONDS = _number(
     "FLEET_COUNTS_POLL_SECONDS", default=10, minimum=1, kind=int, what="a whole number"

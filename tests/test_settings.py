@@ -133,6 +133,8 @@ def test_production_without_field_keys_is_refused():
         ("FLEET_WEBHOOK_MAX_BYTES", "lots", "must be a whole number."),
         ("FLEET_WEBHOOK_MAX_BYTES", "100", "must be a whole number, at least 1024."),
         ("FLEET_WEBHOOK_PROXY_COUNT", "-1", "must be a whole number, at least 0."),
+        ("FLEET_WEBHOOK_UNKNOWN_KEYS_MAX", "-1", "must be a whole number, at least 0."),
+        ("FLEET_WEBHOOK_UNKNOWN_KEYS_MAX", "many", "must be a whole number."),
         ("FLEET_COUNTS_POLL_SECONDS", "0", "must be a whole number, at least 1."),
     ],
 )
@@ -147,8 +149,57 @@ def test_a_webhook_token_with_stray_whitespace_is_refused_without_showing_it():
     result = start(FLEET_WEBHOOK_TOKENS="good-token-123456,bad-token-654321 ")
 
     assert result.returncode != 0
-    assert "FLEET_WEBHOOK_TOKENS has a token that" in result.stderr
+    assert "FLEET_WEBHOOK_TOKENS: token number 2 has whitespace" in result.stderr
     assert "bad-token-654321" not in result.stderr
+
+
+# Made like the README says (secrets.token_urlsafe(32)); never refused.
+RANDOM_TOKEN = "q8Xv2LkT0cRwZp7NfB4sYh1GmJd9AeUo3iKx6VtCn5E"
+
+
+@pytest.mark.parametrize(
+    ("environment", "weak", "problem"),
+    [
+        ("production", "dev-webhook-token", "an example value from the documentation"),
+        ("production", "Zq4wX9tLm2Rk8pV", "shorter than 32 characters"),
+        ("production", "Change-Me-Before-Going-Live-2031-Q4", "looks like a placeholder"),
+        ("sandbox", "x" * 40, "one character repeated"),
+        ("production", "abcdefghijklmnopqrstuvwxyz0123456789", "consecutive characters"),
+    ],
+)
+def test_outside_the_emulator_a_weak_webhook_token_stops_start_up_naming_its_position(
+    environment, weak, problem
+):
+    tokens = f"{RANDOM_TOKEN},{weak}"
+    result = start(
+        **PRODUCTION | {"FLEET_ENVIRONMENT": environment, "FLEET_WEBHOOK_TOKENS": tokens}
+    )
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: FLEET_WEBHOOK_TOKENS: token number 2 " in result.stderr
+    assert problem in result.stderr
+    assert "secrets.token_urlsafe(32)" in result.stderr  # how to make a good one
+    assert weak not in result.stderr
+    assert RANDOM_TOKEN not in result.stderr
+
+
+def test_random_webhook_tokens_start_in_production():
+    tokens = [
+        RANDOM_TOKEN,
+        "3f9c1e7a0b5d4c2e8f6a9b1d0c7e5a3f",
+        "1b4e28ba-2fa1-4d3c-9e6a-8c2f0a7d5b91",
+    ]
+
+    result = start(**PRODUCTION, FLEET_WEBHOOK_TOKENS=",".join(tokens))
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "started"
+
+
+def test_the_emulator_keeps_accepting_its_development_token():
+    code = "from django.conf import settings; print(settings.FLEET_WEBHOOK_TOKENS)"
+
+    assert start(code=code).stdout.strip() == "['dev-webhook-token']"
 
 
 _PROVIDER = (

@@ -234,6 +234,7 @@ class WebhookDeliveryAdmin(_ReadOnly, _DeliveryModelAdmin):
         "error",
         "attempts",
         "processed_at",
+        "unknown_keys_unrecorded",
         "duplicate_of",
         "fine",
         "notification",

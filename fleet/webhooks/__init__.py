@@ -7,7 +7,8 @@
   time, once in effect whatever the order or repetition; replaying those kept;
 - `records`: a fine's or a notification's state and how an event changes it
   (the history of `treated` included);
-- `unknown_keys`: the report of payload keys the portal does not know.
+- `unknown_keys`: the report of payload keys the portal does not know;
+- `tokens`: what a token must look like outside the emulator (checked at start-up).
 
 The view is `fleet.views.webhook_receiver`; the worker's task is in `fleet.tasks`.
 """

@@ -42,9 +42,18 @@ logger = logging.getLogger(__name__)
 _KEPT_STATUSES: Final = frozenset(
     {DeliveryStatus.INVALID, DeliveryStatus.FAILED, DeliveryStatus.UNKNOWN_KIND}
 )
-# What processing reads of a delivery (the rest stays deferred), and what it writes
-# (with `processed_at` and `attempts`).
-_TO_PROCESS: Final = ("id", "received_at", "content_type", "body", "body_sha256", "attempts")
+# What processing reads of a delivery (the rest stays deferred; the count of unknown
+# keys left unrecorded so that a replay can update it), and what it writes (with
+# `processed_at` and `attempts`).
+_TO_PROCESS: Final = (
+    "id",
+    "received_at",
+    "content_type",
+    "body",
+    "body_sha256",
+    "attempts",
+    "unknown_keys_unrecorded",
+)
 _OUTCOME: Final = ("status", "kind", "error", "duplicate_of_id", "fine_id", "notification_id")
 
 

@@ -94,3 +94,15 @@ def test_the_report_lists_unknown_keys_with_when_each_was_first_seen(admin, clie
     listed = [key.path for key in response.context["cl"].result_list]
     assert listed == ["frame.points"]
     assert "First seen" in response.text
+
+
+def test_a_delivery_shows_how_many_new_unknown_keys_were_not_recorded(admin, client, settings):
+    settings.FLEET_WEBHOOK_UNKNOWN_KEYS_MAX = 2
+    frame = {"id": 1, "treated": False} | {f"extra{number}": number for number in range(5)}
+    delivery = deliver(client, json.dumps({"frame": frame}).encode())
+
+    response = admin.get(reverse("admin:fleet_webhookdelivery_change", args=[delivery.pk]))
+
+    assert response.context["adminform"].form.instance.unknown_keys_unrecorded == 3
+    assert "Unknown keys not recorded" in response.text
+    assert '<div class="readonly">3</div>' in response.text

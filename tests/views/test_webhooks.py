@@ -328,20 +328,64 @@ def test_a_json_content_type_with_a_charset_is_accepted(client):
     assert send(client, fine(1), content_type="application/json; charset=utf-8").status_code == 202
 
 
-def test_no_secret_header_is_stored(client):
-    send(
-        client,
-        fine(1),
-        headers={
-            "Authorization": "Basic s3cr3t",
-            "X-Signature": "abc",
-            "User-Agent": "FleetHook/1",
-        },
-    )
+# Headers a sender may put a credential, a signature or a session in, under the names
+# webhook senders use: none of them may reach the database, whatever its value.
+SECRET_HEADERS = {
+    "Authorization": "Basic c2VjcmV0LWF1dGhvcml6YXRpb24=",
+    "Proxy-Authorization": "Bearer secret-proxy-authorization",
+    "Key": "secret-key-header-0123456789abcdef",
+    "X-Hmac-Sha256": "secret-hmac-sha256-0123456789abcdef",
+    "X-Signature": "sha256=secret-x-signature",
+    "X-Hub-Signature-256": "sha256=secret-hub-signature",
+    "Digest": "SHA-256=secret-digest-value",
+    "Signature": "keyId=k,signature=secret-signature-value",
+    "Signature-Input": "sig1=(secret-signature-input)",
+    "X-Api-Token": "secret-x-api-token",
+    "X-Api-Key": "secret-x-api-key",
+    "X-Auth-Token": "secret-x-auth-token",
+    "X-Client-Secret": "secret-x-client-secret",
+    "X-Webhook-Secret": "secret-x-webhook-secret",
+    "X-Access-Token": "secret-x-access-token",
+    "Cookie": "sessionid=secret-session-cookie",
+    "X-Forwarded-For": "198.51.100.7",  # the sender's own claim: no proxy is configured
+}
+# What an operator needs to tell who sent a delivery and which event it was.
+ALLOWED_HEADERS = {
+    "User-Agent": "FleetHook/1",
+    "X-Request-Id": "req-1",
+    "X-Correlation-Id": "corr-1",
+    "X-Delivery-Id": "del-1",
+    "X-Event-Id": "evt-1",
+    "X-Event-Type": "frame.updated",
+    "X-Webhook-Id": "wh-1",
+    "Webhook-Id": "wh-2",
+}
 
-    headers = WebhookDelivery.objects.get().headers
-    assert headers["User-Agent"] == "FleetHook/1"
-    assert not {"Authorization", "X-Signature", "Cookie"} & set(headers)
+
+def test_only_allowlisted_headers_reach_the_database_never_a_credential(client):
+    send(client, fine(1), headers=SECRET_HEADERS | ALLOWED_HEADERS)
+
+    (stored,) = WebhookDelivery.objects.values_list("headers", flat=True)
+    assert {name.lower() for name in stored} == {
+        name.lower() for name in [*ALLOWED_HEADERS, "Content-Type", "Content-Length"]
+    }
+    assert stored["User-Agent"] == "FleetHook/1"
+    assert stored["X-Event-Type"] == "frame.updated"
+    row = json.dumps(stored)
+    for name, value in SECRET_HEADERS.items():
+        assert value not in row, name
+
+
+def test_x_forwarded_for_is_kept_only_behind_configured_proxies(client, settings):
+    send(client, fine(1), headers={"X-Forwarded-For": "198.51.100.7"})
+    settings.FLEET_WEBHOOK_PROXY_COUNT = 1
+    send(client, fine(2), headers={"X-Forwarded-For": "198.51.100.7"})
+
+    without_proxy, behind_proxy = WebhookDelivery.objects.order_by("pk").values_list(
+        "headers", flat=True
+    )
+    assert "X-Forwarded-For" not in without_proxy
+    assert behind_proxy["X-Forwarded-For"] == "198.51.100.7"
 
 
 def test_the_source_address_comes_from_the_trusted_proxy_when_configured(client, settings):

@@ -1,0 +1,208 @@
+"""deploy/gunicorn.conf.py: the portal under gunicorn as in production, on loopback.
+
+Its access and error logs (files, with Django's own log lines captured into
+the error log) never show a webhook token, right or wrong, nor a query string;
+its answers name no server software.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+
+from fleet.api.redaction import REDACTED
+from fleet.models import WebhookDelivery
+from tests.conftest import ROOT, _database_url
+
+# The server writes to the test database, from its own process.
+serving = pytest.mark.django_db(transaction=True)
+
+TOKEN = secrets.token_urlsafe(32)
+WRONG_TOKEN = secrets.token_urlsafe(32)
+_LISTENING = re.compile(r"Listening at: http://127\.0\.0\.1:(\d+)")
+_START_TIMEOUT = 20.0
+
+
+@dataclass
+class Gunicorn:
+    url: str
+    port: int
+    access_log: Path
+    error_log: Path
+
+
+def _wait_until_serving(process: subprocess.Popen[bytes], error_log: Path) -> int:
+    """The port gunicorn listens on, once a worker answers there."""
+    deadline = time.monotonic() + _START_TIMEOUT
+    port = 0
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"gunicorn stopped:\n{error_log.read_text()}")
+        if not port and (match := _LISTENING.search(error_log.read_text())):
+            port = int(match.group(1))
+        if port:
+            try:
+                requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+                return port
+            except requests.ConnectionError:
+                pass
+        time.sleep(0.1)
+    pytest.fail(f"gunicorn did not start:\n{error_log.read_text()}")
+
+
+@pytest.fixture
+def gunicorn(tmp_path: Path) -> Iterator[Gunicorn]:
+    access_log, error_log = tmp_path / "access.log", tmp_path / "error.log"
+    error_log.touch()
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("FLEET_", "DJANGO_", "GUNICORN_", "DATABASE_URL"))
+    } | {
+        "DJANGO_SETTINGS_MODULE": "portal.settings",
+        "DJANGO_ENV_FILE": "",
+        "DJANGO_SECRET_KEY": "gunicorn-test-secret-key-long-enough",
+        "FLEET_WEBHOOK_TOKENS": TOKEN,
+        "DATABASE_URL": _database_url(),
+    }
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "--config",
+            str(ROOT / "deploy" / "gunicorn.conf.py"),
+            "--bind",
+            "127.0.0.1:0",  # the port is read from the error log: no race for a free one
+            "--workers",
+            "1",
+            "--no-control-socket",  # several test runs at once must not share it
+            "--access-logfile",
+            str(access_log),
+            "--error-logfile",
+            str(error_log),
+        ],
+        cwd=tmp_path,  # the configuration finds the project by itself
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        port = _wait_until_serving(process, error_log)
+        yield Gunicorn(f"http://127.0.0.1:{port}", port, access_log, error_log)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _post(url: str) -> requests.Response:
+    body = json.dumps({"frame": {"id": 1, "treated": False}})
+    return requests.post(url, data=body, headers={"Content-Type": "application/json"}, timeout=10)
+
+
+def _send_raw(port: int, request: bytes) -> bytes:
+    """`request` as it is, on a connection of its own; what the server answered."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        connection.sendall(request)
+        answer = b""
+        while chunk := connection.recv(4096):
+            answer += chunk
+    return answer
+
+
+@serving
+def test_it_logs_no_webhook_token_and_no_query_string(gunicorn: Gunicorn) -> None:
+    accepted = _post(f"{gunicorn.url}/webhooks/fleet/{TOKEN}/")
+    refused = _post(f"{gunicorn.url}/webhooks/fleet/{WRONG_TOKEN}/")
+    queried = requests.get(f"{gunicorn.url}/healthz?probe=query-{TOKEN}", timeout=10)
+    # A request line gunicorn refuses (a DEL in the path): an error-log line with the path.
+    malformed = _send_raw(
+        gunicorn.port, f"POST /webhooks/fleet/{TOKEN}/\x7f HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+    )
+
+    assert (accepted.status_code, refused.status_code, queried.status_code) == (202, 404, 200)
+    assert malformed.startswith(b"HTTP/1.1 400 ")
+    assert WebhookDelivery.objects.count() == 1  # the right token was let in
+    access, errors = gunicorn.access_log.read_text(), gunicorn.error_log.read_text()
+    for log in (access, errors):
+        assert TOKEN not in log
+        assert WRONG_TOKEN not in log
+    assert f'"POST /webhooks/fleet/{REDACTED}/ HTTP/1.1" 202 ' in access
+    assert f'"POST /webhooks/fleet/{REDACTED}/ HTTP/1.1" 404 ' in access
+    assert '"GET /healthz HTTP/1.1" 200 ' in access
+    assert "probe=" not in access
+    assert f"Not Found: /webhooks/fleet/{REDACTED}/" in errors  # Django's line, captured
+    (invalid,) = [line for line in errors.splitlines() if "Invalid request from ip=" in line]
+    assert f"/webhooks/fleet/{REDACTED}/" in invalid
+
+
+@serving
+def test_its_answers_name_no_server_software(gunicorn: Gunicorn) -> None:
+    response = requests.get(f"{gunicorn.url}/healthz", timeout=10)
+
+    server = response.headers.get("Server", "")
+    assert "gunicorn" not in server.lower()
+    assert not re.search(r"\d", server)  # no version of anything
+
+
+def _configured(tmp_path: Path, **environment: str) -> subprocess.CompletedProcess[str]:
+    """gunicorn's settings as deploy/gunicorn.conf.py makes them (the application loaded
+    and nothing served)."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "--config",
+            str(ROOT / "deploy" / "gunicorn.conf.py"),
+            "--check-config",
+            "--print-config",
+        ],
+        cwd=tmp_path,
+        env={name: value for name, value in os.environ.items() if not name.startswith("GUNICORN_")}
+        | {
+            "DJANGO_SETTINGS_MODULE": "portal.settings",
+            "DJANGO_ENV_FILE": "",
+            "DJANGO_SECRET_KEY": "gunicorn-test-secret-key-long-enough",
+        }
+        | environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(("variable", "workers"), [(None, 4), ("3", 3)])
+def test_it_takes_the_number_of_workers_from_the_environment(tmp_path, variable, workers):
+    result = _configured(tmp_path, **({"GUNICORN_WORKERS": variable} if variable else {}))
+
+    assert result.returncode == 0, result.stderr
+    lines = (line.partition("=") for line in result.stdout.splitlines())
+    settings = {name.strip(): value.strip() for name, _, value in lines}
+    assert settings["workers"] == str(workers)
+    assert (settings["timeout"], settings["graceful_timeout"]) == ("90", "30")
+    assert settings["wsgi_app"] == "portal.wsgi:application"
+
+
+def test_a_number_of_workers_that_is_not_a_whole_number_stops_it_saying_so(tmp_path):
+    result = _configured(tmp_path, GUNICORN_WORKERS="many")
+
+    assert result.returncode != 0
+    assert "GUNICORN_WORKERS must be a whole number, at least 1." in result.stderr

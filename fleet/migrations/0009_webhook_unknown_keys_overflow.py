@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("fleet", "0007_webhook_delivery_body_index"),
+        ("fleet", "0008_cnh_lookup_purpose_public_id_cpf_disclosures"),
     ]
 
     operations = [

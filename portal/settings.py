@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -63,6 +64,35 @@ def _url(name: str, *, default: str | None) -> str:
             f"{name} must use https when FLEET_ENVIRONMENT is {FLEET_ENVIRONMENT}."
         )
     return value.rstrip("/")
+
+
+def _names(name: str) -> list[str]:
+    """A comma-separated variable as a list, spaces around the commas allowed."""
+    return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
+
+
+def _hosts(name: str) -> list[str]:
+    """Host names, or `.example.com` for a domain and its subdomains; no URLs, no wildcards."""
+    hosts = [host.lower().strip("[]") for host in _names(name)]
+    for host in hosts:
+        if (
+            not host.strip(".")
+            or any(mark in host for mark in ("/", "*", "@", "\\", " "))
+            or (":" in host and not _is_ipv6(host))  # a port: the host alone is compared
+        ):
+            raise ImproperlyConfigured(
+                f"{name} must list host names (docs.vendor.example, or .vendor.example for it "
+                "and its subdomains), not URLs or wildcards."
+            )
+    return hosts
+
+
+def _is_ipv6(host: str) -> bool:
+    try:
+        ipaddress.IPv6Address(host)
+    except ValueError:
+        return False
+    return True
 
 
 _SECRET_KEY_DEFAULT = "django-insecure-dev-only-not-for-production" if DEBUG else None
@@ -124,6 +154,10 @@ FLEET_WRONG_LOGIN_CODES = env.list(
 FLEET_INTERACTIVE_RETRY_BUDGET = env.float("FLEET_INTERACTIVE_RETRY_BUDGET", default=2.0)
 # Seconds to wait for an answer of the Fleet API (the CNH lookup has its own 70 s).
 FLEET_READ_TIMEOUT = env.float("FLEET_READ_TIMEOUT", default=10.0)
+# The hosts an e-CRLV download may send a browser to (fleet/services/crlv.py). Empty: the
+# hosts of FLEET_BASE_URL and FLEET_LOGIN_URL; set it when the vendor serves documents
+# from another host (a storage or CDN domain).
+FLEET_DOWNLOAD_HOSTS = _hosts("FLEET_DOWNLOAD_HOSTS")
 
 
 def _number[N: (int, float)](name: str, *, default: N, minimum: N, kind: type[N], what: str) -> N:
@@ -197,11 +231,6 @@ FLEET_COUNTS_POLL_SECONDS = _number(
 # The organisation's identity provider (OpenID Connect), one from the environment;
 # more can be added in the admin (social applications). django-allauth runs the
 # flow, signin/ decides who gets in and as what; django-axes locks local logins.
-
-
-def _names(name: str) -> list[str]:
-    """A comma-separated variable as a list, spaces around the commas allowed."""
-    return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
 
 
 def _oidc_provider() -> dict[str, object] | None:

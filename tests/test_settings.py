@@ -151,6 +151,25 @@ def test_a_webhook_token_with_stray_whitespace_is_refused_without_showing_it():
     assert "bad-token-654321" not in result.stderr
 
 
+def test_download_hosts_are_a_list_of_host_names_in_lower_case():
+    code = _SETUP.replace("'started'", "settings.FLEET_DOWNLOAD_HOSTS")
+    code = "from django.conf import settings; " + code
+
+    result = start(code=code, FLEET_DOWNLOAD_HOSTS="Docs.Vendor.example, .cdn.vendor.example,[::1]")
+
+    assert result.stdout.strip() == "['docs.vendor.example', '.cdn.vendor.example', '::1']"
+
+
+@pytest.mark.parametrize(
+    "value", ["https://docs.vendor.example/", "docs.vendor.example:443", "*.vendor.example", "."]
+)
+def test_download_hosts_that_are_not_host_names_stop_start_up(value):
+    result = start(FLEET_DOWNLOAD_HOSTS=f"docs.vendor.example,{value}")
+
+    assert result.returncode != 0
+    assert "FLEET_DOWNLOAD_HOSTS must list host names" in result.stderr
+
+
 _PROVIDER = (
     "from django.conf import settings; "
     "print(settings.SOCIALACCOUNT_PROVIDERS['openid_connect']['APPS']); "

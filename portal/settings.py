@@ -445,7 +445,9 @@ SECURE_CSP = {
     "img-src": [CSP.SELF, "data:"],
     "frame-src": [FLEET_LOGIN_ORIGIN],
     "frame-ancestors": [CSP.NONE],
-    "form-action": [CSP.SELF],
+    # The deep link's POST (/app/open) is answered by a redirect into the fleet app, and
+    # form-action governs where a form submission is redirected to as well.
+    "form-action": [CSP.SELF, FLEET_LOGIN_ORIGIN],
     "base-uri": [CSP.NONE],
     "object-src": [CSP.NONE],
 }

@@ -26,6 +26,8 @@ def test_csp_allows_only_own_scripts_and_the_fleet_login_origin_in_frames(page_r
 
     assert policy["script-src"] == "'self'"
     assert policy["frame-src"] == settings.FLEET_LOGIN_ORIGIN
+    # The deep link posts to the portal, which redirects into the fleet app.
+    assert policy["form-action"] == f"'self' {settings.FLEET_LOGIN_ORIGIN}"
     assert "unsafe-inline" not in page_response["Content-Security-Policy"]
 
 

@@ -458,10 +458,27 @@ SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin-allow-popups"
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 SESSION_COOKIE_HTTPONLY = True
-SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
-SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+# In production the portal answers over HTTPS only: its cookies are Secure, so a page
+# over plain http could not even sign in. Behind a proxy that ends TLS, Django must learn
+# the scheme from it (USE_X_FORWARDED_PROTO, or gunicorn's forwarded_allow_ips), or these
+# redirects would loop. Load balancers may probe /healthz over plain http.
+_PRODUCTION = FLEET_ENVIRONMENT == "production"
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=_PRODUCTION)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 24 * 3600 if _PRODUCTION else 0)
 if env.bool("USE_X_FORWARDED_PROTO", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# `manage.py check --deploy` warnings the portal answers on purpose (a test runs the
+# check with a production environment and fails on any other warning).
+SILENCED_SYSTEM_CHECKS = [
+    # HSTS includeSubDomains would bind every host under the portal's name to HTTPS,
+    # hosts the portal does not run: the owner of the domain decides, not the portal.
+    # Its cookies are host-only and its own host gets HSTS (SECURE_HSTS_SECONDS).
+    "security.W005",
+    # Preloading needs includeSubDomains on the whole registered domain and a
+    # submission to the browsers' lists, undone only over months: the same owner's call.
+    "security.W021",
+]
 
 # --- Logging --------------------------------------------------------------------
 

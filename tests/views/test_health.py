@@ -98,3 +98,12 @@ def test_cache_is_the_configured_one():
     """Proves the Redis leg of CI really runs on Redis."""
     redis = os.environ.get("CACHE_URL", "").startswith("redis")
     assert (type(caches["default"]).__name__ == "RedisCache") is redis
+
+
+def test_healthz_answers_over_plain_http_where_the_rest_redirects_to_https(client, settings):
+    settings.SECURE_SSL_REDIRECT = True  # production's default
+
+    assert client.get("/healthz").status_code == 200  # load balancers probe over http
+    redirected = client.get("/accounts/login/")
+    assert redirected.status_code == 301
+    assert redirected["Location"] == "https://testserver/accounts/login/"

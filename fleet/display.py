@@ -26,13 +26,12 @@ def payload_moment(text: str) -> str:
         return text
 
 
-def amount(text: str) -> str:
-    """A payload's amount with two decimals in the language's format (`293,47`), for
-    spreadsheets (no thousands separator); any other text as it is."""
+def amount(text: str) -> Decimal | str:
+    """A payload's amount as a number with two decimals, for spreadsheets (the CSV
+    export writes it in the language's format: `-293,47`); any other text as it is."""
     try:
         value = Decimal(text)
+        # Too many digits for two decimals (`1e40`) raises too: kept as text.
+        return value.quantize(Decimal("0.01")) if value.is_finite() else text
     except InvalidOperation:
         return text
-    if not value.is_finite():
-        return text
-    return formats.number_format(value, decimal_pos=2, use_l10n=True, force_grouping=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -64,6 +65,35 @@ def _url(name: str, *, default: str | None) -> str:
             f"{name} must use https when FLEET_ENVIRONMENT is {FLEET_ENVIRONMENT}."
         )
     return value.rstrip("/")
+
+
+def _names(name: str) -> list[str]:
+    """A comma-separated variable as a list, spaces around the commas allowed."""
+    return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
+
+
+def _hosts(name: str) -> list[str]:
+    """Host names, or `.example.com` for a domain and its subdomains; no URLs, no wildcards."""
+    hosts = [host.lower().strip("[]") for host in _names(name)]
+    for host in hosts:
+        if (
+            not host.strip(".")
+            or any(mark in host for mark in ("/", "*", "@", "\\", " "))
+            or (":" in host and not _is_ipv6(host))  # a port: the host alone is compared
+        ):
+            raise ImproperlyConfigured(
+                f"{name} must list host names (docs.vendor.example, or .vendor.example for it "
+                "and its subdomains), not URLs or wildcards."
+            )
+    return hosts
+
+
+def _is_ipv6(host: str) -> bool:
+    try:
+        ipaddress.IPv6Address(host)
+    except ValueError:
+        return False
+    return True
 
 
 _SECRET_KEY_DEFAULT = "django-insecure-dev-only-not-for-production" if DEBUG else None
@@ -141,6 +171,10 @@ FLEET_WRONG_LOGIN_CODES = env.list(
 FLEET_INTERACTIVE_RETRY_BUDGET = env.float("FLEET_INTERACTIVE_RETRY_BUDGET", default=2.0)
 # Seconds to wait for an answer of the Fleet API (the CNH lookup has its own 70 s).
 FLEET_READ_TIMEOUT = env.float("FLEET_READ_TIMEOUT", default=10.0)
+# The hosts an e-CRLV download may send a browser to (fleet/services/crlv.py). Empty: the
+# hosts of FLEET_BASE_URL and FLEET_LOGIN_URL; set it when the vendor serves documents
+# from another host (a storage or CDN domain).
+FLEET_DOWNLOAD_HOSTS = _hosts("FLEET_DOWNLOAD_HOSTS")
 
 
 def _number[N: (int, float)](name: str, *, default: N, minimum: N, kind: type[N], what: str) -> N:
@@ -230,11 +264,6 @@ FLEET_COUNTS_POLL_SECONDS = _number(
 # flow, signin/ decides who gets in and as what; django-axes locks local logins.
 
 
-def _names(name: str) -> list[str]:
-    """A comma-separated variable as a list, spaces around the commas allowed."""
-    return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
-
-
 def _oidc_provider() -> dict[str, object] | None:
     issuer = os.environ.get("OIDC_ISSUER", "").strip()
     if not issuer:
@@ -307,6 +336,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # After WhiteNoise, which answers static files (long-cached) before it.
+    "portal.middleware.PrivateNoStoreMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -445,7 +476,9 @@ SECURE_CSP = {
     "img-src": [CSP.SELF, "data:"],
     "frame-src": [FLEET_LOGIN_ORIGIN],
     "frame-ancestors": [CSP.NONE],
-    "form-action": [CSP.SELF],
+    # The deep link's POST (/app/open) is answered by a redirect into the fleet app, and
+    # form-action governs where a form submission is redirected to as well.
+    "form-action": [CSP.SELF, FLEET_LOGIN_ORIGIN],
     "base-uri": [CSP.NONE],
     "object-src": [CSP.NONE],
 }
@@ -456,10 +489,27 @@ SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin-allow-popups"
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 SESSION_COOKIE_HTTPONLY = True
-SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
-SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+# In production the portal answers over HTTPS only: its cookies are Secure, so a page
+# over plain http could not even sign in. Behind a proxy that ends TLS, Django must learn
+# the scheme from it (USE_X_FORWARDED_PROTO, or gunicorn's forwarded_allow_ips), or these
+# redirects would loop. Load balancers may probe /healthz over plain http.
+_PRODUCTION = FLEET_ENVIRONMENT == "production"
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=_PRODUCTION)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 24 * 3600 if _PRODUCTION else 0)
 if env.bool("USE_X_FORWARDED_PROTO", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# `manage.py check --deploy` warnings the portal answers on purpose (a test runs the
+# check with a production environment and fails on any other warning).
+SILENCED_SYSTEM_CHECKS = [
+    # HSTS includeSubDomains would bind every host under the portal's name to HTTPS,
+    # hosts the portal does not run: the owner of the domain decides, not the portal.
+    # Its cookies are host-only and its own host gets HSTS (SECURE_HSTS_SECONDS).
+    "security.W005",
+    # Preloading needs includeSubDomains on the whole registered domain and a
+    # submission to the browsers' lists, undone only over months: the same owner's call.
+    "security.W021",
+]
 
 # --- Logging --------------------------------------------------------------------
 

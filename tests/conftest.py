@@ -169,7 +169,10 @@ def fleet_settings(settings: Any, emulator: Emulator) -> Any:
     settings.FLEET_BASE_URL = emulator.url
     settings.FLEET_LOGIN_URL = emulator.login_url
     settings.FLEET_LOGIN_ORIGIN = emulator.url
-    settings.SECURE_CSP = settings.SECURE_CSP | {"frame-src": [emulator.url]}
+    settings.SECURE_CSP = settings.SECURE_CSP | {
+        "frame-src": [emulator.url],
+        "form-action": ["'self'", emulator.url],
+    }
     return settings
 
 

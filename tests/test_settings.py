@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 
@@ -15,12 +16,19 @@ _SETUP = "import django; django.setup(); print('started')"
 
 def start(*, code: str = _SETUP, **overrides: str) -> subprocess.CompletedProcess[str]:
     """Load the settings in a fresh interpreter, as `manage.py` would, and run `code`."""
+    return run([sys.executable, "-c", code], **overrides)
+
+
+def run(command: list[str], **overrides: str) -> subprocess.CompletedProcess[str]:
+    """`command` in the project folder, with the portal's variables only as given."""
     env = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith(
             ("FLEET_", "DJANGO_", "DATABASE_URL", "CACHE_URL", "DEBUG", "OIDC_", "LOCAL_LOGIN")
         )
+        and key not in ("ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS")
+        and not key.startswith(("SECURE_", "SESSION_", "CSRF_", "USE_X_FORWARDED"))
     }
     env |= {
         "DJANGO_SETTINGS_MODULE": "portal.settings",
@@ -29,7 +37,7 @@ def start(*, code: str = _SETUP, **overrides: str) -> subprocess.CompletedProces
     }
     env |= overrides
     return subprocess.run(
-        [sys.executable, "-c", code],
+        command,
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -202,6 +210,25 @@ def test_the_emulator_keeps_accepting_its_development_token():
     assert start(code=code).stdout.strip() == "['dev-webhook-token']"
 
 
+def test_download_hosts_are_a_list_of_host_names_in_lower_case():
+    code = _SETUP.replace("'started'", "settings.FLEET_DOWNLOAD_HOSTS")
+    code = "from django.conf import settings; " + code
+
+    result = start(code=code, FLEET_DOWNLOAD_HOSTS="Docs.Vendor.example, .cdn.vendor.example,[::1]")
+
+    assert result.stdout.strip() == "['docs.vendor.example', '.cdn.vendor.example', '::1']"
+
+
+@pytest.mark.parametrize(
+    "value", ["https://docs.vendor.example/", "docs.vendor.example:443", "*.vendor.example", "."]
+)
+def test_download_hosts_that_are_not_host_names_stop_start_up(value):
+    result = start(FLEET_DOWNLOAD_HOSTS=f"docs.vendor.example,{value}")
+
+    assert result.returncode != 0
+    assert "FLEET_DOWNLOAD_HOSTS must list host names" in result.stderr
+
+
 _PROVIDER = (
     "from django.conf import settings; "
     "print(settings.SOCIALACCOUNT_PROVIDERS['openid_connect']['APPS']); "
@@ -284,3 +311,44 @@ def test_production_refuses_an_identity_provider_over_plain_http():
     )
 
     assert "OIDC_ISSUER must use https" in result.stderr
+
+
+def test_the_deploy_check_of_a_production_configuration_has_no_warning():
+    """Must-show of the hardening issue: `check --deploy` passes at WARNING level; what
+    it would still say is silenced in portal/settings.py, each with its reason."""
+    production = PRODUCTION | {
+        "DEBUG": "False",
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "frota.example.com.br",
+        "CSRF_TRUSTED_ORIGINS": "https://frota.example.com.br",
+        "USE_X_FORWARDED_PROTO": "true",
+        "DATABASE_URL": "postgres://portal@db.internal:5432/portal",
+        "CACHE_URL": "redis://cache.internal:6379/1",
+        "OIDC_ISSUER": "https://login.example.com/tenant/v2.0",
+        "OIDC_CLIENT_ID": "portal-client",
+        "OIDC_CLIENT_SECRET": "portal-client-secret-value",
+        "OIDC_ALLOWED_DOMAINS": "example.com.br",
+        "FLEET_WEBHOOK_TOKENS": secrets.token_urlsafe(32),
+    }
+
+    result = run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        **production,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_production_redirects_to_https_and_sends_hsts_but_lets_healthz_answer_over_http():
+    code = (
+        "from django.conf import settings; "
+        "print(settings.SECURE_SSL_REDIRECT, settings.SECURE_HSTS_SECONDS, "
+        "settings.SECURE_REDIRECT_EXEMPT)"
+    )
+
+    production = start(code=f"import django; django.setup(); {code}", **PRODUCTION)
+    emulator = start(code=f"import django; django.setup(); {code}")
+
+    assert production.stdout.strip() == "True 31536000 ['^healthz$']"
+    assert emulator.stdout.strip() == "False 0 ['^healthz$']"

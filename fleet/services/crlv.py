@@ -19,6 +19,7 @@ from enum import StrEnum
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.utils.http import is_same_domain
 
 from fleet import plates
 from fleet.api import errors
@@ -46,6 +47,7 @@ class CrlvOutcome(StrEnum):
     NOT_READY = "not_ready"  # no document (yet): the request is not completed
     NO_LINK = "no_link"  # completed, but the document came without a link we could read
     INSECURE_LINK = "insecure_link"  # a plain http:// link outside the emulator: refused
+    UNTRUSTED_LINK = "untrusted_link"  # a link to a host FLEET_DOWNLOAD_HOSTS does not allow
     RATE_LIMITED = "rate_limited"
     UNAVAILABLE = "unavailable"
     CREDENTIALS_REJECTED = "credentials_rejected"
@@ -120,7 +122,44 @@ def _download_url(request: CrlvRequest) -> str:
             parts.hostname,
         )
         raise CrlvUnavailable(CrlvOutcome.INSECURE_LINK)
+    # The portal's name vouches for where it redirects: only to the vendor's hosts, so
+    # that a tampered or mistaken answer cannot send a manager to a look-alike site.
+    if not _is_download_host(url):
+        logger.warning(
+            "e-CRLV download refused: the fleet service gave a link to host %s, which "
+            "FLEET_DOWNLOAD_HOSTS does not allow (add it there if the vendor serves its "
+            "documents from it)",
+            _printable_host(parts.hostname),
+        )
+        raise CrlvUnavailable(CrlvOutcome.UNTRUSTED_LINK)
     return url
+
+
+def _download_hosts() -> list[str]:
+    """The hosts a download may send the browser to: FLEET_DOWNLOAD_HOSTS, or when it
+    is empty the hosts of the Fleet API and of its web application."""
+    if configured := settings.FLEET_DOWNLOAD_HOSTS:
+        return list(configured)
+    urls = (settings.FLEET_BASE_URL, settings.FLEET_LOGIN_URL)
+    return [host for url in urls if (host := urlsplit(url).hostname)]
+
+
+def _is_download_host(url: str) -> bool:
+    # A browser reads a backslash as a slash: `https://evil.example\@vendor.example/`
+    # takes it to evil.example, where urlsplit reads vendor.example. No vendor sends a
+    # link with a backslash, blanks or user info, so such a link is refused outright.
+    if "\\" in url or any(ord(char) <= 0x20 or ord(char) == 0x7F for char in url):
+        return False
+    parts = urlsplit(url)
+    if parts.hostname is None or "@" in parts.netloc:
+        return False
+    return any(is_same_domain(parts.hostname, allowed) for allowed in _download_hosts())
+
+
+def _printable_host(host: str | None) -> str:
+    """A host for a log line: at most 100 printable characters."""
+    shown = "".join(char for char in host or "" if char.isprintable())
+    return repr(shown[:100])
 
 
 # The sets of member names already reported, so that each is logged once per process.

@@ -34,17 +34,17 @@ _SENTINEL = "__plate__"
 def vehicle_rows(context: template.Context, rows: Sequence[VehicleRow]) -> SafeString:
     """`<tr>`s for `rows`: plate (to the vehicle page), model, status, driver, deep link."""
     before, after = escape(reverse("fleet:vehicle", args=[_SENTINEL])).split(_SENTINEL)
-    next_page = quote(context["request"].get_full_path(), safe="/")
+    next_page = context["request"].get_full_path()
     # Outside the f-strings: xgettext (makemessages) does not look inside them.
     open_label, active_label, inactive_label = (
         escape(gettext("Open in fleet app")),
         escape(gettext("Active")),
         escape(gettext("Inactive")),
     )
+    # A button posting the page's deep-link form (base.html): minting a key is no GET.
     open_cell = (
-        f'<td class="actions-cell"><a href="{escape(reverse("fleet:app_open"))}'
-        f'?next={escape(next_page)}" target="_blank" rel="noopener">'
-        f"{open_label}</a></td></tr>"
+        f'<td class="actions-cell"><button type="submit" form="app-open" name="next" '
+        f'value="{escape(next_page)}" class="link-button">{open_label}</button></td></tr>'
     )
     active = f'<td><span class="badge badge--ok">{active_label}</span></td>'
     inactive = f'<td><span class="badge">{inactive_label}</span></td>'

@@ -47,6 +47,7 @@ _FAILURE_STATUS = {
     CrlvOutcome.PERMISSION_DENIED: 403,
     CrlvOutcome.NO_LINK: 502,
     CrlvOutcome.INSECURE_LINK: 502,
+    CrlvOutcome.UNTRUSTED_LINK: 502,
     CrlvOutcome.ERROR: 502,
 }
 

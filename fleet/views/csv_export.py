@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from decimal import Decimal
 
 from django.http import StreamingHttpResponse
-from django.utils import timezone, translation
+from django.utils import formats, timezone, translation
 
 # Text a spreadsheet would take for a formula (OWASP: CSV injection). Records come
-# from webhooks and the API, whose text the portal does not control.
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# from webhooks and the API, whose text the portal does not control. Spreadsheets
+# skip leading blanks and line breaks before they look for these, so a cell is
+# judged by its first character that is not one.
+_FORMULA_STARTS = ("=", "+", "-", "@")
+# OWASP names these two as dangerous first characters in their own right.
+_CONTROL_STARTS = ("\t", "\r")
 
 
 class _Echo:
@@ -32,7 +37,9 @@ def csv_download[T](
     Excel in Brazilian Portuguese splits columns on semicolons, and needs the BOM
     to read UTF-8 accents; English users get the comma they expect. The rows are
     made while the response streams, after the view has returned: in the request's
-    language and time zone all the same.
+    language and time zone all the same. A `row` gives numbers as numbers
+    (`Decimal`, `float`, `int`): they are written in the language's format and
+    never mistaken for a formula; text is written as `spreadsheet_text` says.
     """
     language = translation.get_language()
     zone = timezone.get_current_timezone()
@@ -50,7 +57,24 @@ def csv_download[T](
     return response
 
 
+def spreadsheet_text(value: str) -> str:
+    """`value` as a spreadsheet shows it and never runs it (OWASP's CSV injection advice).
+
+    Text that starts with a formula character, also after leading spaces, tabs
+    or line breaks (`" =1+1"`, `"\\n-2+3"`), or with a tab or a carriage return,
+    gets a single quote in front: the spreadsheet shows the cell as text, the
+    rest of it as written.
+    """
+    if value.startswith(_CONTROL_STARTS) or value.lstrip().startswith(_FORMULA_STARTS):
+        return f"'{value}"
+    return value
+
+
 def _cell(value: object) -> object:
-    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
-        return f"'{value}"  # shown as written, never run
+    if isinstance(value, str):
+        return spreadsheet_text(value)
+    # A number is no formula, a negative one included (-12,50 stays a number); the
+    # reader's spreadsheet wants its decimal separator (Excel in pt-BR: a comma).
+    if isinstance(value, Decimal | float):
+        return formats.number_format(value, use_l10n=True, force_grouping=False)
     return value

@@ -70,12 +70,20 @@ def app_frame(request: AuthenticatedRequest) -> HttpResponse:
 @login_required
 @never_cache
 def app_open(request: AuthenticatedRequest) -> HttpResponse:
-    """The authenticated deep link: mint, then send the browser into the fleet app."""
+    """The authenticated deep link: mint, then send the browser into the fleet app.
+
+    A key is minted for a POST (the portal's own buttons; CSRF-checked, Origin
+    included) or for a GET the browser says came from a page of the portal
+    (`Sec-Fetch-Site: same-origin`). Any other GET gets a page with a button
+    that posts, and no key: one from another site, one without the header (an
+    older browser, a script) and one with `Sec-Fetch-Site: none`. `none` is a
+    typed or bookmarked address, but also a link opened from an e-mail or chat
+    application, which another person may have sent: a bookmark costs one click,
+    a stranger's link gets no key. Prefetches mint nothing either.
+    """
     back = _next_or(request, "")
-    # A GET from another site (a link in an e-mail, a hostile page) or a prefetch
-    # gets a button to confirm instead of a key: POST is CSRF-protected.
-    cross_site = request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none")
-    if request.method == "GET" and (cross_site or _is_prefetch(request)):
+    from_the_portal = request.headers.get("Sec-Fetch-Site") == "same-origin"
+    if request.method == "GET" and (not from_the_portal or _is_prefetch(request)):
         return render(request, "fleet/app_open.html", {"back": back, "confirm": True})
     try:
         key = access_key_mint(user=request.user, purpose=MintPurpose.DEEP_LINK)

@@ -198,6 +198,7 @@ def test_a_plain_http_pdf_link_is_handed_out_on_the_emulator(emulator, seeded, s
 
 def test_an_https_pdf_link_is_handed_out_in_production(emulator, seeded, settings):
     settings.FLEET_ENVIRONMENT = "production"
+    settings.FLEET_DOWNLOAD_HOSTS = ["docs.example.com"]  # the vendor's document host
     link = "https://docs.example.com/crlv/1.pdf?sig=abc"
     emulator.fault(REQUEST_ROUTE, body={"status": "completed", "document": {"pdfUrl": link}})
 

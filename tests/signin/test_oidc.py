@@ -458,15 +458,17 @@ def test_forms_may_lead_to_the_provider_where_they_must(
         policy = response["Content-Security-Policy"]
         return re.search(r"form-action ([^;]*)", policy).group(1).split()
 
+    # Every page's deep-link form posts to /app/open, which redirects into the fleet app.
+    fleet_app = oidc_settings.FLEET_LOGIN_ORIGIN
     # The login page's buttons post here and are sent on to the provider.
     assert identity_provider.issuer in form_action(client.get("/accounts/login/"))
     sso(client, "manager")
     # Signed in through it: every page's sign-out form ends there.
-    assert form_action(client.get("/fines/")) == ["'self'", identity_provider.issuer]
+    assert form_action(client.get("/fines/")) == ["'self'", fleet_app, identity_provider.issuer]
     client.post("/accounts/logout/")
     oidc_settings.LOCAL_LOGIN = "on"
     client.post("/accounts/login/", {"username": "admin", "password": "password"})
     # A local session's pages lead nowhere else.
     page = client.get("/fines/")
     assert page.status_code == 200
-    assert form_action(page) == ["'self'"]
+    assert form_action(page) == ["'self'", fleet_app]

@@ -166,7 +166,8 @@ def test_the_form_offers_the_purposes_in_portuguese(client, manager):
 
     assert "Finalidade da consulta" in response.text
     assert response.text.count('name="purpose"') == 2  # each form has its own
-    assert 'id="id_purpose"' in response.text and 'id="id_batch_purpose"' in response.text
+    assert 'id="id_purpose"' in response.text
+    assert 'id="id_batch_purpose"' in response.text
 
 
 # --- The daily limit --------------------------------------------------------------------

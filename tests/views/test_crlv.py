@@ -278,9 +278,9 @@ def test_the_vehicle_page_says_when_there_is_no_document_and_no_request(manager_
     # The API cannot request an issuance: the page sends the manager to the fleet app,
     # signed in, and back to this vehicle if that fails.
     assert (
-        f'<a href="/app/open?next=/vehicles/{plate.replace("-", "")}/" target="_blank" '
-        'rel="noopener noreferrer" data-testid="crlv-request-in-app">'
-        "Request it in the fleet app</a>"
+        '<button type="submit" form="app-open" name="next" '
+        f'value="/vehicles/{plate.replace("-", "")}/" class="link-button" '
+        'data-testid="crlv-request-in-app">Request it in the fleet app</button>'
     ) in response.text
 
 

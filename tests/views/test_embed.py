@@ -6,6 +6,7 @@ import re
 
 import pytest
 import requests
+from django.test import Client
 
 from fleet.models import AccessKeyMint, MintOutcome, MintPurpose
 
@@ -108,6 +109,63 @@ def test_deep_link_from_another_site_asks_before_minting(manager_client, emulato
     assert KEY_URL.search(confirmed["Location"])
 
 
+@pytest.mark.parametrize(
+    "fetch_site",
+    [None, "none", "same-site", "cross-site"],
+    ids=["no Sec-Fetch-Site", "typed or bookmarked", "same-site", "cross-site"],
+)
+def test_a_get_that_is_not_from_a_portal_page_mints_nothing_and_offers_a_button(
+    manager_client, emulator, fetch_site
+):
+    headers = ENGLISH | ({"Sec-Fetch-Site": fetch_site} if fetch_site else {})
+
+    response = manager_client.get("/app/open?next=/fines/", headers=headers)
+
+    assert response.status_code == 200
+    assert "Location" not in response
+    assert "accessKey" not in response.text
+    form = re.search(r'<form method="post" action="/app/open">(.*?)</form>', response.text, re.S)
+    assert 'name="csrfmiddlewaretoken"' in form.group(1)
+    assert '<input type="hidden" name="next" value="/fines/">' in form.group(1)
+    assert emulator.calls("POST /key/generator") == 0
+    assert not AccessKeyMint.objects.exists()
+
+
+def test_a_same_origin_prefetch_mints_nothing(manager_client, emulator):
+    headers = {"Sec-Fetch-Site": "same-origin", "Sec-Purpose": "prefetch"}
+
+    response = manager_client.get("/app/open", headers=headers)
+
+    assert response.status_code == 200
+    assert emulator.calls("POST /key/generator") == 0
+
+
+def test_the_deep_link_post_needs_the_pages_csrf_token_and_its_origin(manager, emulator):
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(manager)
+    page = browser.get("/fines/")
+    token = re.search(
+        r'<form id="app-open" method="post" action="/app/open" target="_blank" rel="noopener" '
+        r'hidden><input type="hidden" name="csrfmiddlewaretoken" value="([^"]+)"></form>',
+        page.text,
+    ).group(1)
+
+    forged = browser.post("/app/open", {"next": "/fines/"})
+    other_origin = browser.post(
+        "/app/open", {"csrfmiddlewaretoken": token}, headers={"Origin": "https://evil.example"}
+    )
+    assert (forged.status_code, other_origin.status_code) == (403, 403)
+    assert emulator.calls("POST /key/generator") == 0
+
+    opened = browser.post(
+        "/app/open",
+        {"csrfmiddlewaretoken": token, "next": "/fines/"},
+        headers={"Origin": "http://testserver"},
+    )
+    assert opened.status_code == 302
+    assert KEY_URL.search(opened["Location"])
+
+
 def test_deep_link_ignores_a_next_that_leaves_the_site(manager_client, client):
     client.logout()
     response = manager_client.get("/app/open?next=https://evil.example/")
@@ -145,7 +203,7 @@ def test_the_account_notes_its_last_success(manager_client, manager):
 def assert_failure(client, outcome, message, *, status):
     """The iframe slot and the deep link both say `message`; nothing was minted."""
     framed = frame(client)
-    opened = client.get("/app/open", headers=ENGLISH)
+    opened = client.post("/app/open", headers=ENGLISH)  # a deep-link button of the portal
 
     assert framed.status_code == 200
     assert f'data-outcome="{outcome}"' in framed.text
@@ -217,7 +275,7 @@ def test_rate_limited_says_when_and_retries_by_itself(manager_client, emulator):
     assert "The fleet service is busy and asked us to wait. Retrying in 30 s" in framed.text
     assert 'hx-trigger="load delay:30s"' in framed.text
     # The route now cools down: the deep link says so without calling the API again.
-    opened = manager_client.get("/app/open", headers=ENGLISH)
+    opened = manager_client.post("/app/open", headers=ENGLISH)
     assert opened.status_code == 429
     assert int(opened["Retry-After"]) in range(28, 31)
     assert emulator.calls("POST /key/generator") == 1

@@ -131,9 +131,10 @@ def test_each_fine_has_a_deep_link_into_the_fleet_app(manager_client, client):
 
     page = manager_client.get("/fines/", {"treated": "0"}, headers=ENGLISH).text
 
+    # A button posting the page's deep-link form: minting a key is no GET.
     assert (
-        '<a href="/app/open?next=/fines/%3Ftreated%3D0" target="_blank" '
-        'rel="noopener noreferrer" data-testid="handle-in-app">Handle in the fleet app</a>'
+        '<button type="submit" form="app-open" name="next" value="/fines/?treated=0" '
+        'class="link-button" data-testid="handle-in-app">Handle in the fleet app</button>'
     ) in page
 
 

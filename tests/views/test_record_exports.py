@@ -93,6 +93,34 @@ def test_text_a_spreadsheet_would_run_as_a_formula_is_written_as_text(manager_cl
     assert {row[-1]: row[4] for row in rows}["2"] == "not a number"
 
 
+# Spreadsheets skip leading blanks and line breaks before they look for a formula.
+FORMULAS_AFTER_BLANKS = [" =1+1", "\t@SUM(A1)", "\n-2+3", "\r+1", " \t\r\n=cmd|' /C calc'!A0"]
+
+
+def test_formula_text_after_leading_blanks_and_line_breaks_is_written_as_text(
+    manager_client, client
+):
+    for id, title in enumerate(FORMULAS_AFTER_BLANKS, start=1):
+        deliver(client, {"notification": {"id": id, "treated": False, "title": title}})
+    deliver(client, {"notification": {"id": 99, "treated": False, "title": "\nVistoria =ok"}})
+
+    _header, *rows = read(manager_client.get("/notifications/export.csv"))
+
+    titles = {row[-1]: row[1] for row in rows}
+    expected = {str(id): f"'{title}" for id, title in enumerate(FORMULAS_AFTER_BLANKS, start=1)}
+    assert titles == expected | {"99": "\nVistoria =ok"}  # the cell otherwise as written
+
+
+def test_a_negative_amount_stays_a_number_in_each_language(manager_client, client):
+    deliver(client, a_fine(1, amount="-12.5", description=" -taxa"))
+
+    _header, row = read(manager_client.get("/fines/export.csv", headers=PORTUGUESE))
+    _header, english = read(manager_client.get("/fines/export.csv", headers=ENGLISH), ",")
+
+    assert (row[1], row[4]) == ("' -taxa", "-12,50")  # a number Excel in pt-BR reads as one
+    assert (english[1], english[4]) == ("' -taxa", "-12.50")
+
+
 def test_the_notifications_export(manager_client, client):
     deliver(client, {"notification": {"id": 1, "treated": True, "title": "Vistoria feita"}})
     licensing = {"id": 2, "treated": False, "title": "Licenciamento", "message": "Até 30/11"}

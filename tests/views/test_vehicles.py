@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import csv
+import html
 import io
 import re
 from datetime import timedelta
-from urllib.parse import unquote
 
 import pytest
 import time_machine
@@ -150,7 +150,10 @@ def test_rows_link_to_the_vehicle_and_to_the_fleet_app(manager_client, fleet):
 
     plate = shown_plates(response)[0]
     assert f'href="/vehicles/{plate}/"' in response.text
-    assert 'href="/app/open?next=/vehicles/"' in response.text
+    assert (
+        '<button type="submit" form="app-open" name="next" value="/vehicles/" '
+        'class="link-button">Abrir no aplicativo da frota</button>'
+    ) in response.text
 
 
 def test_what_the_api_and_the_query_hold_is_escaped_not_markup(manager_client, emulator):
@@ -183,8 +186,8 @@ def test_what_the_api_and_the_query_hold_is_escaped_not_markup(manager_client, e
     assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in response.text
     assert "<script>x</script>" not in searched.text
     assert 'value="&quot;&gt;&lt;script&gt;x&lt;/script&gt;"' in searched.text
-    (next_page,) = re.findall(r'href="/app/open\?next=([^"]+)"', response.text)
-    assert unquote(next_page.replace("&amp;", "&")) == response.wsgi_request.get_full_path()
+    (next_page,) = set(re.findall(r'form="app-open" name="next" value="([^"]+)"', response.text))
+    assert html.unescape(next_page) == response.wsgi_request.get_full_path()
 
 
 def test_export_streams_the_current_filter_as_csv_for_brazilian_excel(manager_client, fleet):
@@ -280,7 +283,8 @@ def test_a_kept_page_never_repeats_a_csrf_token_or_nonce_and_its_token_works(
 
     headers = [CSRF_HEADER.findall(page)[0] for page in pages]
     nonces = [NONCE.findall(page)[0] for page in pages]
-    assert [CSRF_FIELD.findall(page) for page in pages] == [[h] for h in headers]  # one a page
+    # The logout form's and the deep-link form's, each the page's own token.
+    assert [CSRF_FIELD.findall(page) for page in pages] == [[h, h] for h in headers]
     assert len(set(headers)) == len(set(nonces)) == 3
     # The token of the last (kept) page is this session's: the refresh form posts with it.
     refreshed = client.post(
@@ -374,7 +378,7 @@ def test_stale_results_are_rendered_for_each_request(
     for page in pages:
         assert "Data as of" in page
     tokens = [CSRF_FIELD.findall(page) for page in pages]
-    assert all(len(found) == 2 for found in tokens)  # the refresh form's and the logout form's
+    assert all(len(found) == 3 for found in tokens)  # the refresh, logout and deep-link forms
     assert tokens[0][0] != tokens[1][0]
 
 

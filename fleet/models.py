@@ -289,7 +289,8 @@ class CpfDisclosure(models.Model):
         related_name="+",
         verbose_name=_("user"),
     )
-    username = models.CharField(_("username"), max_length=150)
+    # Not "username": this catalogue's translation would replace Django's own in its forms.
+    username = models.CharField(_("user's name then"), max_length=150)
     lookup = models.ForeignKey(
         CnhLookup,
         on_delete=models.SET_NULL,

@@ -88,7 +88,7 @@ class Migration(migrations.Migration):
                         db_index=True, default=django.utils.timezone.now, verbose_name="shown"
                     ),
                 ),
-                ("username", models.CharField(max_length=150, verbose_name="username")),
+                ("username", models.CharField(max_length=150, verbose_name="user's name then")),
                 ("lookup_public_id", models.UUIDField(verbose_name="lookup's public id")),
                 (
                     "place",

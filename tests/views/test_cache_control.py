@@ -47,11 +47,11 @@ def sample_kwargs(manager_client, emulator) -> dict[str, object]:
     completed = next(
         r for r in emulator.control("GET", "crlv/requests") if r["status"] == "completed"
     )
-    manager_client.post("/drivers/cnh/lookup", {"cpf": "529.982.247-25"})
+    manager_client.post("/drivers/cnh/lookup", {"cpf": "529.982.247-25", "purpose": "periodic"})
     return {
         "plate": completed["carPlate"],
         "request_id": completed["requestId"],
-        "lookup_id": CnhLookup.objects.get().pk,
+        "lookup_id": CnhLookup.objects.get().public_id,
     }
 
 

@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 # Python 3.13 (.python-version): pyenv's shim when present, else python3.13 on PATH.
 PYTHON313 := $(shell (pyenv which python3.13 2>/dev/null || command -v python3.13) | head -n 1)
 
-.PHONY: help run test lint typecheck pytest pytest-minimal browser idp setup messages clean
+.PHONY: help run test lint typecheck pytest pytest-minimal browser nginx idp setup messages clean
 
 help:
 	@echo "make run    set up and start the emulator and the portal at http://127.0.0.1:$(PORT)/"
@@ -61,6 +61,18 @@ browser:
 	  fi; \
 	fi
 
+# The deploy tests put Debian's nginx in front of gunicorn (deploy/nginx/). Installed
+# here when missing and we are root; otherwise those tests are skipped (and fail under CI=true).
+nginx:
+	@if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Installing nginx (Debian package) for the deploy tests…"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; \
+	  else \
+	    echo "!!! nginx is missing and cannot be installed here: the deploy tests will be skipped."; \
+	  fi; \
+	fi
+
 # The organisation's demo identity provider (idp/: Node's oidc-provider, as locked in
 # idp/package-lock.json), for the tests and `make run`. Without npm the identity-provider
 # tests say loudly that they are skipped (and this fails under CI=true), and `make run`
@@ -92,7 +104,7 @@ pytest-minimal: $(VENV)/.dev
 	@echo "=== The suites that use the emulator, the emulator in minimal mode ==="
 	$(BIN)/pytest --emulator-mode=minimal $(MINIMAL_SUITES) $(PYTEST_ARGS)
 
-test: $(VENV)/.dev idp browser lint typecheck pytest pytest-minimal
+test: $(VENV)/.dev idp browser nginx lint typecheck pytest pytest-minimal
 
 # Extract new strings into locale/pt_BR/LC_MESSAGES/django.po; translate them there, then
 # `make messages` again to compile (a test fails while a string is untranslated or stale).

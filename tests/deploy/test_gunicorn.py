@@ -14,9 +14,6 @@ import secrets
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,91 +21,13 @@ import requests
 
 from fleet.api.redaction import REDACTED
 from fleet.models import WebhookDelivery
-from tests.conftest import ROOT, _database_url
+from tests.conftest import ROOT
+from tests.deploy.conftest import TOKEN, Gunicorn
 
 # The server writes to the test database, from its own process.
 serving = pytest.mark.django_db(transaction=True)
 
-TOKEN = secrets.token_urlsafe(32)
 WRONG_TOKEN = secrets.token_urlsafe(32)
-_LISTENING = re.compile(r"Listening at: http://127\.0\.0\.1:(\d+)")
-_START_TIMEOUT = 20.0
-
-
-@dataclass
-class Gunicorn:
-    url: str
-    port: int
-    access_log: Path
-    error_log: Path
-
-
-def _wait_until_serving(process: subprocess.Popen[bytes], error_log: Path) -> int:
-    """The port gunicorn listens on, once a worker answers there."""
-    deadline = time.monotonic() + _START_TIMEOUT
-    port = 0
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"gunicorn stopped:\n{error_log.read_text()}")
-        if not port and (match := _LISTENING.search(error_log.read_text())):
-            port = int(match.group(1))
-        if port:
-            try:
-                requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
-                return port
-            except requests.ConnectionError:
-                pass
-        time.sleep(0.1)
-    pytest.fail(f"gunicorn did not start:\n{error_log.read_text()}")
-
-
-@pytest.fixture
-def gunicorn(tmp_path: Path) -> Iterator[Gunicorn]:
-    access_log, error_log = tmp_path / "access.log", tmp_path / "error.log"
-    error_log.touch()
-    environment = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith(("FLEET_", "DJANGO_", "GUNICORN_", "DATABASE_URL"))
-    } | {
-        "DJANGO_SETTINGS_MODULE": "portal.settings",
-        "DJANGO_ENV_FILE": "",
-        "DJANGO_SECRET_KEY": "gunicorn-test-secret-key-long-enough",
-        "FLEET_WEBHOOK_TOKENS": TOKEN,
-        "DATABASE_URL": _database_url(),
-    }
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "--config",
-            str(ROOT / "deploy" / "gunicorn.conf.py"),
-            "--bind",
-            "127.0.0.1:0",  # the port is read from the error log: no race for a free one
-            "--workers",
-            "1",
-            "--no-control-socket",  # several test runs at once must not share it
-            "--access-logfile",
-            str(access_log),
-            "--error-logfile",
-            str(error_log),
-        ],
-        cwd=tmp_path,  # the configuration finds the project by itself
-        env=environment,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        port = _wait_until_serving(process, error_log)
-        yield Gunicorn(f"http://127.0.0.1:{port}", port, access_log, error_log)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def _post(url: str) -> requests.Response:

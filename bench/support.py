@@ -317,12 +317,13 @@ def running_portal(
 @contextmanager
 def running_worker(environment: dict[str, str], workdir: Path) -> Iterator[Server]:
     """`manage.py db_worker` on the portal's database, as in production: it processes
-    the stored webhook deliveries (and runs the CNH lookups)."""
+    the stored webhook deliveries (and runs the CNH lookups), below the web workers
+    (`nice 5`, as deploy/systemd/fleet-portal-worker.service runs it)."""
     log = workdir / "db_worker.log"
     with log.open("wb") as output:
         process = subprocess.Popen(
             [
-                sys.executable, "manage.py", "db_worker", "--no-reload", "--no-startup-delay",
+                "nice", "-n", "5", sys.executable, "manage.py", "db_worker", "--no-reload", "--no-startup-delay",
                 "--interval", "0.2", "--worker-id", "bench",
             ],
             cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT,

@@ -323,8 +323,8 @@ def running_worker(environment: dict[str, str], workdir: Path) -> Iterator[Serve
     with log.open("wb") as output:
         process = subprocess.Popen(
             [
-                "nice", "-n", "5", sys.executable, "manage.py", "db_worker", "--no-reload", "--no-startup-delay",
-                "--interval", "0.2", "--worker-id", "bench",
+                "nice", "-n", "5", sys.executable, "manage.py", "db_worker",
+                "--no-reload", "--no-startup-delay", "--interval", "0.2", "--worker-id", "bench",
             ],
             cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT,
         )  # fmt: skip

@@ -49,29 +49,27 @@ setup: $(VENV)/.runtime .env
 run: setup idp
 	$(PY) manage.py run_dev --port $(PORT)
 
-# Browser tests drive Debian's Chromium. Installed here when missing and we are
-# root; otherwise the browser tests say loudly that they are skipped (and fail under CI=true).
-browser:
-	@if [ ! -x "$(CHROMIUM)" ]; then \
+# Debian packages the tests need, installed when missing and we are root; otherwise
+# the tests that need them say loudly that they are skipped (and fail under CI=true).
+# $(call debian_package,PACKAGE,PROGRAM,FOR WHAT)
+define debian_package
+	@if [ ! -x "$(2)" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "Installing Chromium (Debian package) for the browser tests…"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	    echo "Installing $(1) (Debian package) for $(3)…"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) >/dev/null; \
 	  else \
-	    echo "!!! $(CHROMIUM) is missing and cannot be installed here: browser tests will be skipped."; \
+	    echo "!!! $(2) is missing and cannot be installed here: $(3) will be skipped."; \
 	  fi; \
 	fi
+endef
 
-# The deploy tests put Debian's nginx in front of gunicorn (deploy/nginx/). Installed
-# here when missing and we are root; otherwise those tests are skipped (and fail under CI=true).
+# Browser tests drive Debian's Chromium.
+browser:
+	$(call debian_package,chromium,$(CHROMIUM),the browser tests)
+
+# The deploy tests put Debian's nginx in front of gunicorn (deploy/nginx/).
 nginx:
-	@if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "Installing nginx (Debian package) for the deploy tests…"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; \
-	  else \
-	    echo "!!! nginx is missing and cannot be installed here: the deploy tests will be skipped."; \
-	  fi; \
-	fi
+	$(call debian_package,nginx,/usr/sbin/nginx,the deploy tests)
 
 # The organisation's demo identity provider (idp/: Node's oidc-provider, as locked in
 # idp/package-lock.json), for the tests and `make run`. Without npm the identity-provider

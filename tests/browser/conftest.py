@@ -59,6 +59,17 @@ def page(browser: Any, live_server: Any, fleet_settings: Any) -> Iterator[Any]:
     context.close()
 
 
+@pytest.fixture
+def page_without_javascript(browser: Any, live_server: Any, fleet_settings: Any) -> Iterator[Any]:
+    """Like `page`, with JavaScript off: what the pages must do without it."""
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=False, locale="pt-BR"
+    )
+    context.set_default_timeout(10_000)
+    yield context.new_page()
+    context.close()
+
+
 def log_in(page: Any, username: str, password: str) -> None:
     page.goto("/accounts/login/")
     page.get_by_label("Nome de usuário").fill(username)

@@ -72,20 +72,13 @@ def test_a_typed_or_bookmarked_deep_link_asks_first(page, manager, emulator):
 
 
 def test_without_javascript_the_app_page_opens_the_fleet_app_in_the_same_tab(
-    browser, live_server, manager, emulator
+    page_without_javascript, manager, emulator
 ):
-    context = browser.new_context(
-        base_url=live_server.url, java_script_enabled=False, locale="pt-BR"
-    )
-    context.set_default_timeout(10_000)
-    page = context.new_page()
-    try:
-        log_in(page, "manager", "manager-demo-password")
-        page.goto("/app/")
+    page = page_without_javascript
+    log_in(page, "manager", "manager-demo-password")
+    page.goto("/app/")
 
-        page.get_by_role("button", name="Abrir o aplicativo da frota nesta aba").click()
+    page.get_by_role("button", name="Abrir o aplicativo da frota nesta aba").click()
 
-        expect(page.locator(MANAGER_IN_APP)).to_be_visible()
-        assert page.url.startswith(f"{emulator.login_url}/login?accessKey=")
-    finally:
-        context.close()
+    expect(page.locator(MANAGER_IN_APP)).to_be_visible()
+    assert page.url.startswith(f"{emulator.login_url}/login?accessKey=")

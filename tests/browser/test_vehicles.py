@@ -47,23 +47,16 @@ def test_search_narrows_the_table_as_you_type_and_the_back_button_restores_it(pa
     expect(rows).to_have_count(min(matching, 50))
 
 
-def test_sorting_and_filtering_work_without_javascript(browser, live_server, manager):
-    context = browser.new_context(
-        base_url=live_server.url, java_script_enabled=False, locale="pt-BR"
-    )
-    context.set_default_timeout(10_000)
-    page = context.new_page()
-    try:
-        log_in(page, "manager", "manager-demo-password")
-        page.goto("/vehicles/?active=0")
-        rows = page.get_by_test_id("vehicle-table").locator("tbody tr")
-        expect(rows.first).to_contain_text("Inativo")
+def test_sorting_and_filtering_work_without_javascript(page_without_javascript, manager):
+    page = page_without_javascript
+    log_in(page, "manager", "manager-demo-password")
+    page.goto("/vehicles/?active=0")
+    rows = page.get_by_test_id("vehicle-table").locator("tbody tr")
+    expect(rows.first).to_contain_text("Inativo")
 
-        page.get_by_role("link", name=re.compile("^Placa")).click()
-        expect(page).to_have_url(re.compile(r"sort=-plate"))
-        expect(page).to_have_url(re.compile(r"active=0"))
-    finally:
-        context.close()
+    page.get_by_role("link", name=re.compile("^Placa")).click()
+    expect(page).to_have_url(re.compile(r"sort=-plate"))
+    expect(page).to_have_url(re.compile(r"active=0"))
 
 
 def test_the_export_follows_a_search_made_without_reloading_the_page(page, manager):

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from bench.support import stop
 from tests.conftest import ROOT, _database_url
 
 TOKEN = secrets.token_urlsafe(32)
@@ -68,12 +69,7 @@ def start_gunicorn(tmp_path: Path) -> Iterator[Callable[..., Gunicorn]]:
 
     yield start
     for process in processes:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def _start(

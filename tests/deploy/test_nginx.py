@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from bench.support import stop
 from fleet.models import WebhookDelivery
 from tests.conftest import ROOT
 from tests.deploy.conftest import TOKEN, Gunicorn
@@ -122,8 +123,7 @@ def start_nginx(tmp_path: Path) -> Iterator[Callable[[Gunicorn], Nginx]]:
 
     yield start
     for process in processes:
-        process.terminate()
-        process.wait(timeout=10)
+        stop(process)
 
 
 def _slow_connections(port: int, count: int) -> list[socket.socket]:

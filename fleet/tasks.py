@@ -17,7 +17,7 @@ from django_tasks_db.models import DBTaskResult
 
 from fleet import worker
 from fleet.pace import Pace
-from fleet.services.cnh import cnh_lookup_process
+from fleet.services.cnh import cnh_lookup_process, cnh_lookups_recover_all
 from fleet.services.cnh_privacy import cnh_lookups_purge as purge_old_lookups
 from fleet.services.cnh_privacy import cnh_purge_next_run
 from fleet.webhooks.processing import deliveries_process_received
@@ -27,6 +27,13 @@ from fleet.webhooks.processing import deliveries_process_received
 def cnh_lookup_run(lookup_id: int) -> str:
     """One attempt of a CNH lookup; it enqueues its own retry when the API asks for one."""
     return cnh_lookup_process(lookup_id=lookup_id)
+
+
+@task()
+def cnh_lookups_recover() -> int:
+    """End the lookups whose worker died while they ran (after their lease); it asks for
+    its own next run while lookups run."""
+    return cnh_lookups_recover_all()
 
 
 logger = logging.getLogger(__name__)

@@ -38,3 +38,11 @@ def enqueue_unless_waiting(task: str, *, run_after: datetime | None = None) -> b
         return False
     enqueue(task, run_after=run_after)
     return True
+
+
+def waiting_delete(task: str) -> int:
+    """Delete the runs of the argument-less `task` that wait (not those under way); how many."""
+    path = f"fleet.tasks.{task}"
+    waiting = DBTaskResult.objects.filter(task_path=path, status=TaskResultStatus.READY)
+    deleted, _ = waiting.delete()
+    return deleted

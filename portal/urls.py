@@ -19,3 +19,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("fleet.urls")),
 ]
+
+handler500 = "portal.errors.server_error"

@@ -44,7 +44,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
 from django.db import transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count, F, Min, Q
 from django.utils import timezone
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
@@ -191,9 +191,9 @@ def cnh_lookup_recover(*, lookup: CnhLookup) -> bool:
     records whether the call had left when the worker died: every pending
     item is treated as possibly sent.
 
-    Only the lookup's page calls this, when it is opened and while it
-    polls: a lookup whose page nobody opens stays `running` (and is not sent
-    again either).
+    The lookup's page calls this when it is opened and while it polls, and
+    the worker's sweep (`cnh_lookups_recover_all`) once the lease has passed,
+    so that a lookup whose page nobody opens ends too.
     """
     now = timezone.now()
     if lookup.status != CnhLookupStatus.RUNNING or lookup.updated_at >= now - RUNNING_LEASE:
@@ -231,6 +231,40 @@ def cnh_lookup_recover(*, lookup: CnhLookup) -> bool:
     return bool(ended)
 
 
+def cnh_lookups_recover_all() -> int:
+    """The worker's sweep: end every lookup left running past its lease (`cnh_lookup_recover`);
+    how many it ended. While lookups still run, it asks for its next run at the
+    soonest end of their leases."""
+    now = timezone.now()
+    stale = CnhLookup.objects.filter(
+        status=CnhLookupStatus.RUNNING, updated_at__lt=now - RUNNING_LEASE
+    )
+    ended = sum(cnh_lookup_recover(lookup=lookup) for lookup in stale)
+    _recovery_ask()
+    return ended
+
+
+def _recovery_ask() -> None:
+    """Have the sweep run when the oldest running lookup's lease ends (one run waits at a
+    time: a run finds the next oldest and asks again)."""
+    oldest = CnhLookup.objects.filter(status=CnhLookupStatus.RUNNING).aggregate(
+        oldest=Min("updated_at")
+    )["oldest"]
+    if oldest is not None:
+        run_after = oldest + RUNNING_LEASE + timedelta(seconds=1)
+        worker.enqueue_unless_waiting("cnh_lookups_recover", run_after=run_after)
+
+
+def _recovery_settle() -> None:
+    """Once no lookup runs, the sweep waiting for one has nothing to do: drop it.
+
+    (Should another worker claim a lookup between the count and the delete,
+    that lookup is ended by its page after its lease, as before the sweep.)
+    """
+    if not CnhLookup.objects.filter(status=CnhLookupStatus.RUNNING).exists():
+        worker.waiting_delete("cnh_lookups_recover")
+
+
 # --- Running (the task's body) ----------------------------------------------------------
 
 
@@ -244,6 +278,13 @@ def cnh_lookup_process(*, lookup_id: int) -> str:
     lookup = _claim(lookup_id)
     if lookup is None:
         return "skipped"
+    try:
+        return _attempt(lookup)
+    finally:
+        _recovery_settle()
+
+
+def _attempt(lookup: CnhLookup) -> str:
     items = list(lookup.items.filter(status=CnhItemStatus.PENDING).order_by("position"))
     try:
         if not items:
@@ -274,7 +315,11 @@ def _claim(lookup_id: int) -> CnhLookup | None:
         next_attempt_at=None,
         updated_at=now,
     )
-    return CnhLookup.objects.get(pk=lookup_id) if claimed else None
+    if not claimed:
+        return None
+    # Should this worker die during the call, the sweep ends the lookup after its lease.
+    _recovery_ask()
+    return CnhLookup.objects.get(pk=lookup_id)
 
 
 def _store(

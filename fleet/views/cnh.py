@@ -10,8 +10,8 @@ CPFs whose outcome is unknown (the fleet service got the lookup and never
 answered, its answer could not be read, or the worker died during the call:
 it may have been done and charged) are looked up again only when the manager
 ticks that a second charge is accepted (`accept_charge`). A lookup its worker
-left running is ended so by its own page (`cnh_lookup_recover`), never queued
-again.
+left running is ended so when its page is opened after its lease
+(`cnh_lookup_recover`; the worker's sweep does it too), never queued again.
 """
 
 from __future__ import annotations

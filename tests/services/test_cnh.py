@@ -81,6 +81,12 @@ def tasks_waiting() -> int:
     return DBTaskResult.objects.filter(task_path=LOOKUP_TASK, status=TaskResultStatus.READY).count()
 
 
+def sweeps_waiting() -> int:
+    """Runs of the sweep of lookups left running, enqueued and not run yet."""
+    waiting = DBTaskResult.objects.filter(status=TaskResultStatus.READY)
+    return waiting.filter(task_path="fleet.tasks.cnh_lookups_recover").count()
+
+
 def closed_port_url() -> str:
     """A loopback URL nobody listens on: connections are refused, nothing is sent."""
     with socket.socket() as sock:
@@ -542,6 +548,44 @@ def test_a_batch_retry_left_running_marks_only_its_pending_cpfs_unknown(
     clock.shift(3600)
     assert run_tasks() == 0
     assert emulator.calls(BATCH_CALLS) == 2  # the first call, and the dead worker's
+
+
+def test_the_workers_sweep_ends_a_lookup_left_running_whose_page_nobody_opens(
+    owner, emulator: Emulator, clock
+):
+    lookup = single(owner, CPF)
+    claimed = _claim(lookup.pk)  # the worker took it, asked for the sweep, and died
+    assert claimed is not None
+    DBTaskResult.objects.filter(task_path="fleet.tasks.cnh_lookup_run").delete()
+
+    clock.shift(RUNNING_LEASE.total_seconds() - 1)
+    assert run_tasks() == 0  # the sweep waits for the end of the lease
+    assert fresh(lookup).status == CnhLookupStatus.RUNNING
+    clock.shift(2)
+    assert run_tasks() == 1
+
+    unknown = fresh(lookup)
+    assert (unknown.status, unknown.reason) == ("unknown", "no_answer")
+    assert sweeps_waiting() == 0  # nothing left running: no next sweep
+    assert emulator.calls(LOOKUP_CALLS) == 0  # and not sent again
+
+
+def test_the_sweep_leaves_a_lookup_under_way_and_comes_back_for_it(
+    owner, emulator: Emulator, clock
+):
+    first, second = single(owner, CPF), single(owner, OTHER_CPF)
+    assert _claim(first.pk) is not None
+    clock.shift(60)
+    assert _claim(second.pk) is not None  # a sweep is already waiting: no second one
+    DBTaskResult.objects.filter(task_path="fleet.tasks.cnh_lookup_run").delete()
+    assert sweeps_waiting() == 1
+
+    clock.shift(RUNNING_LEASE.total_seconds() - 59)
+    assert run_tasks() == 1  # ends the first; the second's lease runs a minute more
+    assert [fresh(first).status, fresh(second).status] == ["unknown", "running"]
+    clock.shift(60)
+    assert run_tasks() == 1
+    assert fresh(second).status == "unknown"
 
 
 @pytest.mark.parametrize("cpf", [CPF, TIMEOUT_CPF])

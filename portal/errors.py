@@ -1,0 +1,28 @@
+"""The answer to an error no view handled (`handler500`).
+
+When the database cannot be reached (PostgreSQL restarting, a failover, a
+connection cut), the page says so and asks to try again in a moment, with
+`503 Service Unavailable` and `Retry-After`, rather than a generic 500. The
+page needs no database: not the session, not the user, only a template of
+its own. Any other error gets Django's 500 page.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from django.db import InterfaceError, OperationalError
+from django.http import HttpRequest, HttpResponse
+from django.template.loader import render_to_string
+from django.views import defaults
+
+RETRY_AFTER_S = 10
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if isinstance(sys.exception(), (OperationalError, InterfaceError)):
+        page = render_to_string("database_unavailable.html", {"retry_after": RETRY_AFTER_S})
+        response = HttpResponse(page, status=503)
+        response["Retry-After"] = str(RETRY_AFTER_S)
+        return response
+    return defaults.server_error(request)

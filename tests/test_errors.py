@@ -1,0 +1,39 @@
+"""The answer to an unhandled error: 503 and a clear page when the database is unreachable."""
+
+from __future__ import annotations
+
+from django.db import OperationalError
+from django.test import RequestFactory
+from django.utils import translation
+
+from portal.errors import server_error
+
+
+def test_a_database_outage_is_a_503_that_says_to_try_again():
+    try:
+        raise OperationalError("terminating connection due to administrator command")
+    except OperationalError:
+        with translation.override("pt-br"):
+            response = server_error(RequestFactory().get("/fines/"))
+
+    assert response.status_code == 503
+    assert response["Retry-After"] == "10"
+    page = response.content.decode()
+    assert "Tente novamente em 10 segundos" in page
+    assert "administrator command" not in page  # nothing of the error itself
+
+
+def test_any_other_error_is_djangos_500():
+    try:
+        raise ValueError("a bug")
+    except ValueError:
+        response = server_error(RequestFactory().get("/fines/"))
+
+    assert response.status_code == 500
+    assert b"a bug" not in response.content
+
+
+def test_the_portal_uses_it():
+    from portal import urls
+
+    assert urls.handler500 == "portal.errors.server_error"

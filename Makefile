@@ -2,6 +2,7 @@
 #   make run    set up everything, start the emulator and the portal
 #   make test   install what the tests need, run ruff, mypy and pytest (the suites that
 #               use the emulator twice: its normal answers, then only what the spec promises)
+#   make soak   the production shape (deploy/) under load and faults for SOAK_SECONDS
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -12,15 +13,17 @@ PY := $(BIN)/python
 PORT ?= 8000
 CHROMIUM ?= /usr/bin/chromium
 PYTEST_ARGS ?=
+SOAK_SECONDS ?= 600
 
 # Python 3.13 (.python-version): pyenv's shim when present, else python3.13 on PATH.
 PYTHON313 := $(shell (pyenv which python3.13 2>/dev/null || command -v python3.13) | head -n 1)
 
-.PHONY: help run test lint typecheck pytest pytest-minimal browser nginx idp setup messages clean
+.PHONY: help run test soak lint typecheck pytest pytest-minimal browser nginx redis idp setup messages clean
 
 help:
 	@echo "make run    set up and start the emulator and the portal at http://127.0.0.1:$(PORT)/"
 	@echo "make test   install test tools (and Chromium) and run ruff, mypy and pytest"
+	@echo "make soak   deploy/ on loopback under mixed load and faults (SOAK_SECONDS=600)"
 
 $(PY):
 	@test -n "$(PYTHON313)" || { echo "Python 3.13 is needed (see .python-version): install it, e.g. 'pyenv install 3.13'"; exit 1; }
@@ -70,6 +73,17 @@ browser:
 # The deploy tests put Debian's nginx in front of gunicorn (deploy/nginx/).
 nginx:
 	$(call debian_package,nginx,/usr/sbin/nginx,the deploy tests)
+
+# The soak runs a redis-server of its own (and a PostgreSQL cluster, from the machine's
+# postgresql package).
+redis:
+	$(call debian_package,redis-server,/usr/bin/redis-server,the soak)
+
+# nginx → gunicorn (4 workers) → its own PostgreSQL and Redis, the worker and the emulator,
+# under locust's mixed traffic, slowloris and injected faults (bench/soak.py). Its last
+# line: `soak: R requests, E unexplained 5xx, L lost deliveries, S stuck lookups`.
+soak: $(VENV)/.dev nginx redis
+	$(PY) -m bench.soak --seconds $(SOAK_SECONDS)
 
 # The organisation's demo identity provider (idp/: Node's oidc-provider, as locked in
 # idp/package-lock.json), for the tests and `make run`. Without npm the identity-provider

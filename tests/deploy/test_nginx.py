@@ -1,33 +1,31 @@
 """deploy/nginx in front of deploy/gunicorn.conf.py, as shipped, on loopback.
 
-The test's nginx.conf is only the frame a host provides (ports, temporary
-folders, the upstream's address, the static folder): it includes the shipped
-fleet-portal-http.conf and fleet-portal-server.conf, which hold every rule.
+The nginx.conf is only the frame a host provides (ports, temporary folders, the
+upstream's address, the static folder; `bench.nginx`, which the soak uses too):
+it includes the shipped fleet-portal-http.conf and fleet-portal-server.conf,
+which hold every rule.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
-import subprocess
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import requests
 
-from bench.support import stop
+from bench.nginx import NGINX, Nginx
+from bench.nginx import start_nginx as start_nginx_
+from bench.support import ServerFailed, stop
 from fleet.models import WebhookDelivery
-from tests.conftest import ROOT
 from tests.deploy.conftest import TOKEN, Gunicorn
 
 serving = pytest.mark.django_db(transaction=True)
 
-NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 pytestmark = pytest.mark.skipif(
     not os.path.exists(NGINX) and not os.environ.get("CI"),
     reason="nginx (Debian's package) is not installed: `make nginx` installs it",
@@ -37,93 +35,25 @@ STATIC_NAME = "css/portal.0123456789ab.css"
 SLOW_CONNECTIONS = 20
 
 
-@dataclass
-class Nginx:
-    url: str
-    port: int
-    access_log: Path
-    error_log: Path
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _frame(tmp_path: Path, *, port: int, upstream: int, static: Path) -> str:
-    for folder in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        (tmp_path / "nginx-temp" / folder).mkdir(parents=True, exist_ok=True)
-    temp = tmp_path / "nginx-temp"
-    deploy = ROOT / "deploy" / "nginx"
-    # As root, nginx's workers would run as nobody, who cannot read pytest's folders.
-    user = "user root;" if os.geteuid() == 0 else ""
-    return f"""
-{user}
-worker_processes 1;
-daemon off;
-pid {tmp_path}/nginx.pid;
-error_log {tmp_path}/nginx-error.log warn;
-events {{ worker_connections 512; }}
-http {{
-    include /etc/nginx/mime.types;
-    client_body_temp_path {temp}/body;
-    proxy_temp_path {temp}/proxy;
-    fastcgi_temp_path {temp}/fastcgi;
-    uwsgi_temp_path {temp}/uwsgi;
-    scgi_temp_path {temp}/scgi;
-    include {deploy}/fleet-portal-http.conf;
-    upstream fleet_portal {{ server 127.0.0.1:{upstream}; keepalive 16; }}
-    server {{
-        listen 127.0.0.1:{port};
-        access_log {tmp_path}/nginx-access.log fleet_portal;
-        set $fleet_static {static}/;
-        include {deploy}/fleet-portal-server.conf;
-    }}
-}}
-"""
-
-
 @pytest.fixture
 def start_nginx(tmp_path: Path) -> Iterator[Callable[[Gunicorn], Nginx]]:
-    processes: list[subprocess.Popen[bytes]] = []
+    """nginx with deploy/nginx as shipped (bench.nginx's frame) in front of a gunicorn."""
+    servers: list[Nginx] = []
 
     def start(upstream: Gunicorn) -> Nginx:
         static = tmp_path / "staticfiles"
         (static / "css").mkdir(parents=True)
         (static / STATIC_NAME).write_text("body { color: #123; }\n")
-        port = _free_port()
-        config = tmp_path / "nginx.conf"
-        config.write_text(_frame(tmp_path, port=port, upstream=upstream.port, static=static))
-        process = subprocess.Popen(
-            [NGINX, "-c", str(config), "-p", str(tmp_path)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        processes.append(process)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                pytest.fail(
-                    f"nginx stopped: {process.stderr.read().decode() if process.stderr else ''}"
-                )
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            pytest.fail("nginx did not start")
-        return Nginx(
-            f"http://127.0.0.1:{port}",
-            port,
-            tmp_path / "nginx-access.log",
-            tmp_path / "nginx-error.log",
-        )
+        try:
+            server = start_nginx_(tmp_path, upstream=upstream.port, static=static)
+        except ServerFailed as error:
+            pytest.fail(str(error))
+        servers.append(server)
+        return server
 
     yield start
-    for process in processes:
-        stop(process)
+    for server in servers:
+        stop(server.process)
 
 
 def _slow_connections(port: int, count: int) -> list[socket.socket]:

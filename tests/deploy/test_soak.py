@@ -1,0 +1,59 @@
+"""What `make soak` (bench/soak.py) takes from deploy/, and how it tells a fault's 5xx
+from an unexplained one. The soak itself runs in .ci/run, after the suites."""
+
+from __future__ import annotations
+
+import sys
+
+from bench.soak import WEBHOOK_ROUTE, Fault, Request, Timeline, _explanation
+from bench.soak_services import read_unit
+from tests.conftest import ROOT
+
+
+def test_the_soak_runs_the_portal_and_its_worker_as_the_shipped_units_do():
+    portal = read_unit("fleet-portal.service")
+    worker = read_unit("fleet-portal-worker.service")
+
+    config = str(ROOT / "deploy" / "gunicorn.conf.py")
+    assert portal.command == [sys.executable, "-m", "gunicorn", "--config", config]
+    assert worker.command == [sys.executable, "manage.py", "db_worker"]
+    assert (worker.nice, worker.restart_seconds) == (5, 2.0)
+
+
+KILL = Fault("gunicorn worker SIGKILLed", start=100.0, end=100.0, grace=3)
+EMULATOR_503 = Fault("emulator 503", start=200.0, end=210.0, grace=15)
+
+
+def test_a_request_under_way_when_a_worker_is_killed_is_explained_by_it():
+    in_flight = Request(at=99.0, route="/fines/", status=502, milliseconds=1500)
+    just_after = Request(at=102.0, route="/fines/", status=502, milliseconds=5)
+
+    assert _explanation(in_flight, [KILL]) == KILL.name
+    assert _explanation(just_after, [KILL]) == KILL.name
+
+
+def test_a_5xx_before_or_well_after_a_fault_is_unexplained():
+    before = Request(at=90.0, route="/fines/", status=500, milliseconds=20)
+    long_after = Request(at=104.0, route="/fines/", status=500, milliseconds=20)
+
+    assert _explanation(before, [KILL]) is None
+    assert _explanation(long_after, [KILL]) is None
+
+
+def test_the_fleet_apis_faults_never_explain_a_failed_webhook_delivery():
+    page = Request(at=205.0, route="/vehicles/[plate]/", status=503, milliseconds=30)
+    delivery = Request(at=205.0, route=WEBHOOK_ROUTE, status=503, milliseconds=30)
+
+    assert _explanation(page, [EMULATOR_503]) == EMULATOR_503.name
+    assert _explanation(delivery, [EMULATOR_503]) is None
+
+
+def test_the_ten_minute_run_has_two_bursts_of_30_s_at_the_rate_asked():
+    timeline = Timeline(600.0, 220)
+
+    assert [(b["start"], b["end"] - b["start"]) for b in timeline.bursts] == [
+        (180.0, 30.0),
+        (468.0, 30.0),
+    ]
+    assert timeline.deliveries == 13_200
+    assert timeline.without_slow[1] <= 90.0 <= timeline.with_slow[0]  # slowloris opens at 90 s

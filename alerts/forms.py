@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 else:
     _ChoicesModelForm = forms.ModelForm
 
-_PLATE_SEPARATORS = re.compile(r"[\s,;]+")
+_PLATE_SEPARATORS = re.compile(r"[,;\n\r]+")  # not spaces: "ABC 1D23" is one plate
 
 
 @cache

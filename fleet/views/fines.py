@@ -52,16 +52,16 @@ def notification_list(request: AuthenticatedRequest) -> HttpResponse:
 
 @require_GET
 @login_required
-def fine_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
+def fine_detail(request: AuthenticatedRequest, fine_id: int) -> HttpResponse:
     """One fine: what an alert links to."""
-    return render(request, "fleet/fine.html", {"record": get_object_or_404(Fine, pk=pk)})
+    return render(request, "fleet/fine.html", {"record": get_object_or_404(Fine, pk=fine_id)})
 
 
 @require_GET
 @login_required
-def notification_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
+def notification_detail(request: AuthenticatedRequest, notification_id: int) -> HttpResponse:
     """One notification: what an alert links to."""
-    record = get_object_or_404(Notification, pk=pk)
+    record = get_object_or_404(Notification, pk=notification_id)
     return render(request, "fleet/notification.html", {"record": record})
 
 

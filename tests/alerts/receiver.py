@@ -91,7 +91,7 @@ class Receiver:
 
 def serve(receiver: Receiver) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length", 0)))
             status = receiver.handle({k.lower(): v for k, v in self.headers.items()}, body)
             self.send_response(status)

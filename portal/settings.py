@@ -267,9 +267,10 @@ FLEET_COUNTS_POLL_SECONDS = _number(
 def _mailer() -> dict[str, object]:
     """MAILERS["default"] from EMAIL_URL (Django 6.1's mailers; the EMAIL_* settings are
     deprecated)."""
+    url = os.environ.get("EMAIL_URL", "").strip() or ("consolemail://" if DEBUG else "smtp://")
     try:
-        parsed = env.email_url("EMAIL_URL", default="consolemail://" if DEBUG else "smtp://")
-    except ImproperlyConfigured:
+        parsed = env.email_url_config(url)
+    except (ImproperlyConfigured, ValueError):
         raise ImproperlyConfigured(
             "EMAIL_URL must be an e-mail URL: smtp://, smtp+tls://, smtp+ssl://, "
             "consolemail:// or filemail:///folder."
@@ -317,8 +318,6 @@ ALERTS_MAX_ATTEMPTS = _number(
     "ALERTS_MAX_ATTEMPTS", default=8, minimum=1, kind=int, what="a whole number"
 )
 ALERTS_RETRY_SECONDS = _seconds("ALERTS_RETRY_SECONDS", default=60.0, minimum=1.0)
-# While alerts wait (digests, retries), the worker looks for due ones this often.
-ALERTS_TICK_SECONDS = _seconds("ALERTS_TICK_SECONDS", default=60.0, minimum=1.0)
 # Outgoing webhooks: seconds to wait for the receiver, and whether a subscription may
 # point at a loopback, private or link-local address (an SSRF door: off in production).
 ALERTS_WEBHOOK_TIMEOUT = _seconds("ALERTS_WEBHOOK_TIMEOUT", default=10.0, minimum=1.0)

@@ -518,6 +518,9 @@ class Fine(WebhookRecord):
             _registration_index("fleet_fine_plate"),
         ]
 
+    def get_absolute_url(self) -> str:
+        return reverse("fleet:fine", args=[self.pk])
+
     @property
     def reference(self) -> str:
         return _text(self.payload, "autoInfracao")
@@ -546,6 +549,9 @@ class Notification(WebhookRecord):
             models.Index(fields=["treated", "-updated_at"], name="fleet_notification_list"),
             _registration_index("fleet_notification_plate"),
         ]
+
+    def get_absolute_url(self) -> str:
+        return reverse("fleet:notification", args=[self.pk])
 
     @property
     def title(self) -> str:

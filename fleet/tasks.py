@@ -11,9 +11,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from django.tasks import TaskResultStatus, task
-from django.utils import timezone
-from django_tasks_db.models import DBTaskResult
+from django.tasks import task
 
 from fleet import worker
 from fleet.pace import Pace
@@ -70,12 +68,5 @@ def webhook_deliveries_process() -> dict[str, int]:
 
 def _processing_runs_prune() -> None:
     """Delete the successful processing runs older than an hour (every 10 minutes at most)."""
-    if not _pruned.due(_PRUNE_EVERY_S):
-        return
-    deleted, _ = DBTaskResult.objects.filter(
-        task_path=webhook_deliveries_process.module_path,
-        status=TaskResultStatus.SUCCESSFUL,
-        finished_at__lt=timezone.now() - _RUNS_KEPT,
-    ).delete()
-    if deleted:
-        logger.info("deleted %d finished webhook processing runs", deleted)
+    if _pruned.due(_PRUNE_EVERY_S):
+        worker.runs_prune("webhook_deliveries_process", kept=_RUNS_KEPT)

@@ -27,7 +27,9 @@ urlpatterns = [
     path("drivers/cnh/<uuid:lookup_id>/retry", cnh.cnh_lookup_retry, name="cnh_lookup_retry"),
     path("fines/", fines.fine_list, name="fines"),
     path("fines/export.csv", fines.fine_list_export, name="fines_export"),
+    path("fines/<int:fine_id>/", fines.fine_detail, name="fine"),
     path("notifications/", fines.notification_list, name="notifications"),
+    path("notifications/<int:notification_id>/", fines.notification_detail, name="notification"),
     path(
         "notifications/export.csv",
         fines.notification_list_export,

@@ -2,25 +2,32 @@
 
 `fleet.tasks` holds the tasks and calls the services; a service that needs a
 task run names it here and never imports `fleet.tasks`, so the two never
-import each other (tests/test_imports.py checks it).
+import each other (tests/test_imports.py checks it). Another app's tasks are
+named by their dotted path (`alerts.tasks.alerts_send`).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+import logging
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.db.models import Q
 from django.tasks import TaskResultStatus
+from django.utils import timezone
 from django.utils.module_loading import import_string
-from django_tasks_db.models import DBTaskResult
+from django_tasks_db.models import DBTaskResult, get_date_max
+
+logger = logging.getLogger(__name__)
 
 
 def enqueue(task: str, *args: Any, run_after: datetime | None = None, **kwargs: Any) -> None:
-    """Have the worker run `fleet.tasks.<task>(*args, **kwargs)`, at `run_after` or soon.
+    """Have the worker run `fleet.tasks.<task>(*args, **kwargs)` (or the task at the dotted
+    path `task`), at `run_after` or soon.
 
     Raises what the task backend raises when the task cannot be stored.
     """
-    found = import_string(f"fleet.tasks.{task}")
+    found = import_string(_path(task))
     if run_after is not None:
         found = found.using(run_after=run_after)
     found.enqueue(*args, **kwargs)
@@ -30,11 +37,16 @@ def enqueue_unless_waiting(task: str, *, run_after: datetime | None = None) -> b
     """`enqueue` the argument-less `task`, unless a run of it is already waiting; whether it did.
 
     For a task that asks for its own next run (a daily purge): however many
-    callers start it, one run waits at a time. Two callers at once may both
-    enqueue one; the task's next run then finds the other waiting.
+    callers start it, one run waits at a time (with `run_after`: one due by then).
+    Two callers at once may both enqueue one; the task's next run then finds the
+    other waiting.
     """
-    path = f"fleet.tasks.{task}"
-    if DBTaskResult.objects.filter(task_path=path, status=TaskResultStatus.READY).exists():
+    waiting = DBTaskResult.objects.filter(task_path=_path(task), status=TaskResultStatus.READY)
+    if run_after is not None:
+        # One due later would not do: a run must happen by `run_after` (the backend stores
+        # "as soon as possible" as its largest date).
+        waiting = waiting.filter(Q(run_after__lte=run_after) | Q(run_after=get_date_max()))
+    if waiting.exists():
         return False
     enqueue(task, run_after=run_after)
     return True
@@ -42,7 +54,25 @@ def enqueue_unless_waiting(task: str, *, run_after: datetime | None = None) -> b
 
 def waiting_delete(task: str) -> int:
     """Delete the runs of the argument-less `task` that wait (not those under way); how many."""
-    path = f"fleet.tasks.{task}"
-    waiting = DBTaskResult.objects.filter(task_path=path, status=TaskResultStatus.READY)
+    waiting = DBTaskResult.objects.filter(task_path=_path(task), status=TaskResultStatus.READY)
     deleted, _ = waiting.delete()
     return deleted
+
+
+def runs_prune(task: str, *, kept: timedelta) -> int:
+    """Delete the successful runs of `task` finished more than `kept` ago; how many.
+
+    For a task run often whose results are of no use once it has succeeded.
+    """
+    deleted, _ = DBTaskResult.objects.filter(
+        task_path=_path(task),
+        status=TaskResultStatus.SUCCESSFUL,
+        finished_at__lt=timezone.now() - kept,
+    ).delete()
+    if deleted:
+        logger.info("deleted %d finished runs of %s", deleted, task)
+    return deleted
+
+
+def _path(task: str) -> str:
+    return task if "." in task else f"fleet.tasks.{task}"

@@ -258,6 +258,71 @@ FLEET_COUNTS_POLL_SECONDS = _number(
     "FLEET_COUNTS_POLL_SECONDS", default=10, minimum=1, kind=int, what="a whole number"
 )
 
+# --- Alerts (alerts/) ----------------------------------------------------------------
+# E-mail through Django's mailers, from django-environ's e-mail URL
+# (`smtp+tls://user:password@host:587`, `consolemail://`, `filemail:///path/to/folder`).
+# `make run` (DEBUG) prints e-mails to the worker's console unless EMAIL_URL says otherwise.
+
+
+def _mailer() -> dict[str, object]:
+    """MAILERS["default"] from EMAIL_URL (Django 6.1's mailers; the EMAIL_* settings are
+    deprecated)."""
+    url = os.environ.get("EMAIL_URL", "").strip() or ("consolemail://" if DEBUG else "smtp://")
+    try:
+        parsed = env.email_url_config(url)
+    except (ImproperlyConfigured, ValueError):
+        raise ImproperlyConfigured(
+            "EMAIL_URL must be an e-mail URL: smtp://, smtp+tls://, smtp+ssl://, "
+            "consolemail:// or filemail:///folder."
+        ) from None
+    backend = parsed["EMAIL_BACKEND"]
+    options: dict[str, object] = {}
+    if backend.endswith(".smtp.EmailBackend"):
+        names = {
+            "EMAIL_HOST": "host",
+            "EMAIL_PORT": "port",
+            "EMAIL_HOST_USER": "username",
+            "EMAIL_HOST_PASSWORD": "password",
+            "EMAIL_USE_TLS": "use_tls",
+            "EMAIL_USE_SSL": "use_ssl",
+        }
+        options = {name: parsed[key] for key, name in names.items() if parsed.get(key)}
+        options.setdefault("host", "localhost")
+        options["timeout"] = _seconds("EMAIL_TIMEOUT", default=30.0, minimum=1.0)
+    elif backend.endswith(".filebased.EmailBackend"):
+        folder = parsed["EMAIL_FILE_PATH"]  # the URL's path without its first slash
+        options["file_path"] = f"/{folder}" if folder else str(BASE_DIR / "sent-emails")
+    return {"BACKEND": backend, "OPTIONS": options}
+
+
+MAILERS = {"default": _mailer()}
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Fleet Portal <fleet-portal@localhost>")
+SERVER_EMAIL = env.str("SERVER_EMAIL", default=DEFAULT_FROM_EMAIL)
+# The portal's own address, for the links in alerts (e-mails and outgoing webhooks are
+# read outside any request). Empty outside the emulator until set: alerts then wait,
+# and the worker says why in its log.
+PORTAL_BASE_URL = (
+    _url("PORTAL_BASE_URL", default="http://127.0.0.1:8000")
+    if os.environ.get("PORTAL_BASE_URL", "").strip() or _ON_EMULATOR
+    else ""
+)
+# Immediate e-mails one user gets in an hour; beyond it, alerts wait and go as one digest.
+ALERTS_HOURLY_CAP = _number(
+    "ALERTS_HOURLY_CAP", default=10, minimum=1, kind=int, what="a whole number"
+)
+# A worker that claimed alerts and died: after this long another worker sends them.
+ALERTS_SEND_LEASE_SECONDS = _seconds("ALERTS_SEND_LEASE_SECONDS", default=300.0, minimum=1.0)
+# Attempts of one alert before it is kept as failed (shown in the admin), and the first
+# wait between attempts (doubled after each failure, at most six hours).
+ALERTS_MAX_ATTEMPTS = _number(
+    "ALERTS_MAX_ATTEMPTS", default=8, minimum=1, kind=int, what="a whole number"
+)
+ALERTS_RETRY_SECONDS = _seconds("ALERTS_RETRY_SECONDS", default=60.0, minimum=1.0)
+# Outgoing webhooks: seconds to wait for the receiver, and whether a subscription may
+# point at a loopback, private or link-local address (an SSRF door: off in production).
+ALERTS_WEBHOOK_TIMEOUT = _seconds("ALERTS_WEBHOOK_TIMEOUT", default=10.0, minimum=1.0)
+ALERTS_WEBHOOK_ALLOW_PRIVATE = env.bool("ALERTS_WEBHOOK_ALLOW_PRIVATE", default=DEBUG)
+
 # --- Portal sign-in (signin/) -----------------------------------------------------
 # The organisation's identity provider (OpenID Connect), one from the environment;
 # more can be added in the admin (social applications). django-allauth runs the
@@ -331,6 +396,7 @@ INSTALLED_APPS = [
     "fleet.tasks_app.BackgroundTasksConfig",  # django_tasks_db, named for the admin
     "signin",
     "fleet",
+    "alerts",
 ]
 
 MIDDLEWARE = [

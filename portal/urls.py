@@ -17,6 +17,7 @@ urlpatterns = [
     path("admin/login/", signin_views.admin_login),
     path("admin/logout/", signin_views.logout),
     path("admin/", admin.site.urls),
+    path("account/alerts/", include("alerts.urls")),
     path("", include("fleet.urls")),
 ]
 

@@ -317,20 +317,24 @@ def _database_url() -> str:
     return f"postgres://{credentials}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
-@pytest.fixture
-def db_worker(live_server: Any, emulator: Emulator) -> Iterator[subprocess.Popen[str]]:
-    """`manage.py db_worker` on the test database, calling the test emulator: the
-    background tasks run as they do under `make run`, in a process of their own that
-    shares no connection, transaction or import state with the live server."""
-    env = os.environ | {
-        "DJANGO_SETTINGS_MODULE": "portal.settings",
-        "DJANGO_ENV_FILE": "",
-        "DJANGO_SECRET_KEY": "browser-test-worker-secret-key",
-        "FLEET_ENVIRONMENT": "emulator",
-        "DATABASE_URL": _database_url(),
-        "FLEET_BASE_URL": emulator.url,
-        "FLEET_LOGIN_URL": emulator.login_url,
-    }
+def start_db_worker(
+    emulator: Emulator, *, worker_id: str = "browser-test", **env: str
+) -> subprocess.Popen[str]:
+    """`manage.py db_worker` on the test database, calling `emulator`, with `env` added to
+    its environment; started (or the test fails) and its output drained all along."""
+    env = (
+        os.environ
+        | {
+            "DJANGO_SETTINGS_MODULE": "portal.settings",
+            "DJANGO_ENV_FILE": "",
+            "DJANGO_SECRET_KEY": "browser-test-worker-secret-key",
+            "FLEET_ENVIRONMENT": "emulator",
+            "DATABASE_URL": _database_url(),
+            "FLEET_BASE_URL": emulator.url,
+            "FLEET_LOGIN_URL": emulator.login_url,
+        }
+        | env
+    )
     process = subprocess.Popen(
         [
             sys.executable,
@@ -341,7 +345,7 @@ def db_worker(live_server: Any, emulator: Emulator) -> Iterator[subprocess.Popen
             "--interval",
             "0.1",
             "--worker-id",
-            "browser-test",
+            worker_id,
         ],
         cwd=ROOT,
         env=env,
@@ -365,12 +369,42 @@ def db_worker(live_server: Any, emulator: Emulator) -> Iterator[subprocess.Popen
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
             pytest.fail("db_worker did not start:\n" + "".join(lines))
-    yield process
+    return process
+
+
+def stop_db_worker(process: subprocess.Popen[str]) -> None:
     process.terminate()
     try:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         process.kill()
+
+
+@pytest.fixture
+def db_worker(live_server: Any, emulator: Emulator) -> Iterator[subprocess.Popen[str]]:
+    """`manage.py db_worker` on the test database, calling the test emulator: the
+    background tasks run as they do under `make run`, in a process of their own that
+    shares no connection, transaction or import state with the live server."""
+    process = start_db_worker(emulator)
+    yield process
+    stop_db_worker(process)
+
+
+@pytest.fixture
+def smtp_server(settings: Any) -> Iterator[Any]:
+    """A real SMTP server on loopback (tests/mail.py), and the portal's mailer pointed at it."""
+    from tests.mail import SmtpServer
+
+    server = SmtpServer()
+    server.start()
+    settings.MAILERS = {
+        "default": {
+            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            "OPTIONS": {"host": "127.0.0.1", "port": server.port, "timeout": 10},
+        }
+    }
+    yield server
+    server.stop()
 
 
 # --- The organisation's identity provider (tests/idp.py: idp/server.mjs, a real OpenID

@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-PACKAGES = ("fleet", "signin", "portal")
+PACKAGES = ("fleet", "signin", "portal", "alerts")
 WATCHED = (
     "fleet.tasks",
     "fleet.worker",
@@ -29,6 +29,9 @@ WATCHED = (
     "fleet.views.webhook_receiver",
     "fleet.services.cnh",
     "fleet.views.cnh",
+    "alerts.tasks",
+    "alerts.services.outbox",
+    "alerts.services.sending",
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import subprocess
@@ -352,3 +353,52 @@ def test_production_redirects_to_https_and_sends_hsts_but_lets_healthz_answer_ov
 
     assert production.stdout.strip() == "True 31536000 ['^healthz$']"
     assert emulator.stdout.strip() == "False 0 ['^healthz$']"
+
+
+# --- Alerts: the mailer from EMAIL_URL, the portal's own address ------------------------
+
+_MAILER = (
+    "import json; from django.conf import settings; "
+    "print(json.dumps([settings.MAILERS['default'], settings.PORTAL_BASE_URL]))"
+)
+
+
+def test_an_smtp_email_url_becomes_the_default_mailer():
+    result = start(
+        code=_MAILER, EMAIL_URL="smtp+tls://alerts%40acme.example:pw@smtp.acme.example:587"
+    )
+
+    mailer, _portal = json.loads(result.stdout)
+    assert mailer == {
+        "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "OPTIONS": {
+            "host": "smtp.acme.example",
+            "port": 587,
+            "username": "alerts@acme.example",
+            "password": "pw",
+            "use_tls": True,
+            "timeout": 30.0,
+        },
+    }
+
+
+def test_without_an_email_url_debug_prints_emails_and_production_uses_the_local_smtp():
+    debug, _ = json.loads(start(code=_MAILER, DEBUG="True", EMAIL_URL="").stdout)
+    production, _ = json.loads(start(code=_MAILER, **PRODUCTION).stdout)
+
+    assert debug["BACKEND"] == "django.core.mail.backends.console.EmailBackend"
+    assert production["OPTIONS"]["host"] == "localhost"
+
+
+def test_a_bad_email_url_is_named_without_its_value():
+    result = start(EMAIL_URL="mailgun://key-secret-value@example")
+
+    assert "EMAIL_URL must be an e-mail URL" in result.stderr
+    assert "key-secret-value" not in result.stderr
+
+
+def test_the_portal_address_for_alert_links_is_https_outside_the_emulator():
+    assert json.loads(start(code=_MAILER).stdout)[1] == "http://127.0.0.1:8000"
+    assert json.loads(start(code=_MAILER, **PRODUCTION).stdout)[1] == ""  # alerts wait
+    refused = start(**PRODUCTION, PORTAL_BASE_URL="http://portal.acme.example")
+    assert "PORTAL_BASE_URL must use https" in refused.stderr

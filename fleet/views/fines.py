@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -17,7 +17,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from fleet import display, plates
 from fleet.forms import FineFilterForm, NotificationFilterForm
-from fleet.models import Fine
+from fleet.models import Fine, Notification
 from fleet.services.fines import (
     fine_export,
     fine_search,
@@ -48,6 +48,21 @@ def notification_list(request: AuthenticatedRequest) -> HttpResponse:
     return _render(
         request, "fleet/notifications.html", "fleet:notifications_export", filters, form, page
     )
+
+
+@require_GET
+@login_required
+def fine_detail(request: AuthenticatedRequest, fine_id: int) -> HttpResponse:
+    """One fine: what an alert links to."""
+    return render(request, "fleet/fine.html", {"record": get_object_or_404(Fine, pk=fine_id)})
+
+
+@require_GET
+@login_required
+def notification_detail(request: AuthenticatedRequest, notification_id: int) -> HttpResponse:
+    """One notification: what an alert links to."""
+    record = get_object_or_404(Notification, pk=notification_id)
+    return render(request, "fleet/notification.html", {"record": record})
 
 
 @require_GET

@@ -34,6 +34,7 @@ from django.utils import timezone
 from fleet import worker
 from fleet.models import DeliveryStatus, EventKind, Fine, WebhookDelivery, WebhookRecord
 from fleet.webhooks import payloads
+from fleet.webhooks.changes import RecordChange, records_changed
 from fleet.webhooks.records import RecordModel, record_model, record_new, record_update
 from fleet.webhooks.unknown_keys import unknown_keys_record
 
@@ -186,6 +187,7 @@ def _write(reads: Sequence[_Read]) -> None:
     applied = [read for read in reads if read.event is not None]
     twins = _processed_twins(applied, exclude=[read.delivery.pk for read in reads])
     records = _records(applied)
+    before = {key: _state(record) for key, record in records.items()}
     # A Fine or a Notification, as its model says (`Any`: one dict for both models).
     created: dict[tuple[RecordModel, str], Any] = {}
     changed: dict[tuple[RecordModel, str], set[str]] = {}  # existing records: fields changed
@@ -216,6 +218,35 @@ def _write(reads: Sequence[_Read]) -> None:
             link = "fine_id" if isinstance(record, Fine) else "notification_id"
             setattr(read.delivery, link, record.pk)
     _marks_write([read.delivery for read in reads])
+    _changes_announce(records, before=before, created=created)
+
+
+def _state(record: WebhookRecord) -> tuple[bool, bool]:
+    """What the alerts listen for: whether a record has its document, whether it is treated."""
+    return bool(getattr(record, "link_frame", "")), record.treated
+
+
+def _changes_announce(
+    records: dict[tuple[RecordModel, str], Any],
+    *,
+    before: dict[tuple[RecordModel, str], tuple[bool, bool]],
+    created: dict[tuple[RecordModel, str], Any],
+) -> None:
+    """Tell `records_changed`'s receivers, in this transaction, what the batch did."""
+    changes = []
+    for key, record in records.items():
+        had_document, was_treated = before.get(key, (False, False))
+        has_document, treated = _state(record)
+        change = RecordChange(
+            record=record,
+            created=key in created,
+            document_arrived=has_document and not had_document,
+            treated=treated and not was_treated,
+        )
+        if change.created or change.document_arrived or change.treated:
+            changes.append(change)
+    if changes:
+        records_changed.send(sender=WebhookDelivery, changes=changes)
 
 
 def _marks_write(deliveries: Sequence[WebhookDelivery]) -> None:

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from fleet.models import CnhLookup
+from fleet.models import CnhLookup, Fine, Notification
 
 pytestmark = pytest.mark.django_db
 
@@ -52,6 +52,8 @@ def sample_kwargs(manager_client, emulator) -> dict[str, object]:
         "plate": completed["carPlate"],
         "request_id": completed["requestId"],
         "lookup_id": CnhLookup.objects.get().public_id,
+        "fine_id": Fine.objects.create(key="id:1", treated=False).pk,
+        "notification_id": Notification.objects.create(key="id:2", treated=False).pk,
     }
 
 

@@ -282,3 +282,22 @@ def test_the_dashboard_lists_no_vehicle_when_every_fine_is_handled(manager_clien
     deliver(client, a_fine(1, carPlate="ABC1234", treated=True))
 
     assert 'data-testid="most-fined"' not in manager_client.get("/").text
+
+
+def test_each_fine_and_notification_has_its_own_page_that_the_lists_link_to(manager_client, client):
+    deliver(client, a_fine(31, link_frame="https://docs.example/31.pdf", description="Farol"))
+    deliver(client, {"notification": {"id": 32, "title": "Recall", "treated": False}})
+    deliveries_process_received()
+
+    fine_page = manager_client.get("/fines/").text
+    path = re.search(r'<a href="(/fines/\d+/)">Farol</a>', fine_page).group(1)
+    page = manager_client.get(path)
+    assert page.status_code == 200
+    assert 'data-key="31"' in page.text
+    assert 'href="https://docs.example/31.pdf"' in page.text
+    notifications = manager_client.get("/notifications/").text
+    path = re.search(r'<a href="(/notifications/\d+/)">Recall</a>', notifications).group(1)
+    assert 'data-key="32"' in manager_client.get(path).text
+    assert manager_client.get("/fines/999999/").status_code == 404
+    manager_client.logout()
+    assert manager_client.get(path).status_code == 302  # signed in only

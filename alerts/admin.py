@@ -1,0 +1,176 @@
+"""The admin of the alerts: the defaults of new users, each user's choices, the outbox
+with its failures (retried from here), webhook subscriptions and their delivery log.
+
+Secrets are never shown: a subscription's is shown once, to its owner, when made.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
+
+from alerts.forms import AlertDefaultsForm, AlertPreferencesForm
+from alerts.models import (
+    Alert,
+    AlertDefaults,
+    AlertPreferences,
+    AlertStatus,
+    WebhookAttempt,
+    WebhookSubscription,
+)
+from alerts.services.outbox import alerts_send_soon
+from alerts.services.sending import alert_retry
+
+if TYPE_CHECKING:
+    _DefaultsAdmin = admin.ModelAdmin[AlertDefaults]
+    _PreferencesAdmin = admin.ModelAdmin[AlertPreferences]
+    _AlertAdmin = admin.ModelAdmin[Alert]
+    _SubscriptionAdmin = admin.ModelAdmin[WebhookSubscription]
+    _AttemptAdmin = admin.ModelAdmin[WebhookAttempt]
+    _AttemptInline = admin.TabularInline[WebhookAttempt, Alert]
+else:
+    _DefaultsAdmin = _PreferencesAdmin = _AlertAdmin = admin.ModelAdmin
+    _SubscriptionAdmin = _AttemptAdmin = admin.ModelAdmin
+    _AttemptInline = admin.TabularInline
+
+_CHOICES_FIELDSETS: Any = (
+    (
+        _("Events to alert"),
+        {"fields": ("new_fine", "fine_document", "fine_treated", "new_notification")},
+    ),
+    (_("E-mail alerts"), {"fields": ("delivery", "digest_hour", "time_zone", "language")}),
+    (_("Vehicles"), {"fields": ("all_vehicles", "plates")}),
+)
+
+
+@admin.register(AlertDefaults)
+class AlertDefaultsAdmin(_DefaultsAdmin):
+    """One row: what users who never saved their alert preferences get."""
+
+    form = AlertDefaultsForm  # type: ignore[assignment]  # one form class for both models
+    fieldsets = _CHOICES_FIELDSETS
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return not AlertDefaults.objects.exists()
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(AlertPreferences)
+class AlertPreferencesAdmin(_PreferencesAdmin):
+    form = AlertPreferencesForm  # type: ignore[assignment]
+    list_display = ("user", "delivery", "digest_hour", "time_zone", "all_vehicles", "language")
+    list_filter = ("delivery", "language", "all_vehicles")
+    search_fields = ("user__username", "user__email")
+    fieldsets = ((None, {"fields": ("user",)}), *_CHOICES_FIELDSETS)
+    raw_id_fields = ("user",)
+
+
+class WebhookAttemptInline(_AttemptInline):
+    model = WebhookAttempt
+    extra = 0
+    can_delete = False
+    fields = ("started_at", "status_code", "ok", "error", "duration_ms")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(Alert)
+class AlertAdmin(_AlertAdmin):
+    """The outbox, read-only: what was sent, what waits, what failed and why."""
+
+    list_display = ("created_at", "user", "event", "channel", "status", "attempts", "due_at")
+    list_filter = ("status", "channel", "event", "digest")
+    search_fields = ("user__username", "user__email", "event_key", "message_id")
+    date_hierarchy = "created_at"
+    actions = ["retry_now"]
+    inlines = [WebhookAttemptInline]
+    readonly_fields = (
+        "public_id",
+        "user",
+        "channel",
+        "subscription",
+        "event",
+        "event_key",
+        "fine",
+        "notification",
+        "data",
+        "digest",
+        "status",
+        "due_at",
+        "attempts",
+        "lease_until",
+        "last_error",
+        "message_id",
+        "created_at",
+        "sent_at",
+    )
+    fields = readonly_fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    @admin.action(description=_("Send again now (failed or waiting alerts)"))
+    def retry_now(self, request: HttpRequest, queryset: QuerySet[Alert]) -> None:
+        count = alert_retry(alerts=queryset)
+        alerts_send_soon()
+        self.message_user(
+            request,
+            ngettext(
+                "%(count)d alert will be sent again.", "%(count)d alerts will be sent again.", count
+            )
+            % {"count": count},
+            messages.SUCCESS if count else messages.WARNING,
+        )
+
+
+@admin.register(WebhookSubscription)
+class WebhookSubscriptionAdmin(_SubscriptionAdmin):
+    list_display = ("url", "description", "user", "active", "created_at", "failures")
+    list_filter = ("active",)
+    search_fields = ("url", "description", "user__username")
+    fields = ("user", "url", "description", "active", "created_at")
+    readonly_fields = ("user", "url", "created_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # made by its owner, who sees the secret once
+
+    @admin.display(description=_("alerts failed"))
+    def failures(self, subscription: WebhookSubscription) -> int:
+        return subscription.alerts.filter(status=AlertStatus.FAILED).count()
+
+
+@admin.register(WebhookAttempt)
+class WebhookAttemptAdmin(_AttemptAdmin):
+    """The delivery log of the outgoing webhooks."""
+
+    list_display = ("started_at", "subscription", "alert", "status_code", "ok", "duration_ms")
+    list_filter = ("ok", "status_code")
+    search_fields = ("subscription__url", "error")
+    readonly_fields = (
+        "alert",
+        "subscription",
+        "started_at",
+        "status_code",
+        "ok",
+        "error",
+        "duration_ms",
+    )
+    fields = readonly_fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

@@ -1,0 +1,121 @@
+"""The alerts page's forms: a user's choices (the admin's defaults use the same), and a
+new webhook subscription."""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from alerts.models import AlertChoices, AlertDefaults, AlertPreferences
+from alerts.outbound import WebhookAddressRefused, webhook_address_check
+from alerts.services.preferences import CHOICE_FIELDS
+from fleet import plates
+
+if TYPE_CHECKING:
+    _ChoicesModelForm = forms.ModelForm[AlertChoices]
+else:
+    _ChoicesModelForm = forms.ModelForm
+
+_PLATE_SEPARATORS = re.compile(r"[,;\n\r]+")  # not spaces: "ABC 1D23" is one plate
+
+
+@cache
+def _time_zones() -> list[tuple[str, str]]:
+    return [(name, name.replace("_", " ")) for name in sorted(zoneinfo.available_timezones())]
+
+
+class PlatesField(forms.CharField):
+    """Plates typed one per line or separated by commas, in either format, with or
+    without a hyphen: a list of normalised plates, each once."""
+
+    widget = forms.Textarea(attrs={"rows": 3, "placeholder": "ABC1234, ABC1D23"})
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return "\n".join(plates.display(plate) for plate in value)
+        return value
+
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
+        text = super().to_python(value) or ""
+        found: list[str] = []
+        for word in _PLATE_SEPARATORS.split(text):
+            plate = plates.normalize(word)
+            if plate and plate not in found:
+                found.append(plate)
+        return found
+
+    def validate(self, value: Any) -> None:
+        wrong = [plate for plate in value if not plates.is_valid(plate)]
+        if wrong:
+            raise forms.ValidationError(
+                _("Not a plate (ABC1234 or ABC1D23): %(plates)s"),
+                params={"plates": ", ".join(wrong)},
+            )
+
+
+class AlertChoicesForm(_ChoicesModelForm):
+    plates = PlatesField(label=_("Plates"), required=False)
+    digest_hour = forms.TypedChoiceField(
+        label=_("Hour of the daily digest"),
+        coerce=int,
+        choices=[(hour, f"{hour:02d}:00") for hour in range(24)],
+    )
+    time_zone = forms.ChoiceField(label=_("Time zone of the digest"), choices=_time_zones)
+    all_vehicles = forms.TypedChoiceField(
+        label=_("Vehicles"),
+        coerce=lambda value: value == "True",
+        choices=[(True, _("All vehicles")), (False, _("Only these plates"))],
+        widget=forms.RadioSelect,
+    )
+
+    class Meta:
+        model = AlertChoices
+        fields = CHOICE_FIELDS
+        widgets = {"delivery": forms.RadioSelect, "language": forms.RadioSelect}
+        labels = {
+            "new_fine": _("A new fine arrives"),
+            "fine_document": _("A fine's official document becomes available"),
+            "fine_treated": _("A fine is marked treated"),
+            "new_notification": _("A new notification arrives"),
+            "delivery": _("E-mail alerts"),
+            "language": _("Language of the e-mails"),
+        }
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("all_vehicles") is False and not cleaned.get("plates"):
+            self.add_error("plates", _("Give at least one plate, or choose all vehicles."))
+        return cleaned
+
+
+class AlertPreferencesForm(AlertChoicesForm):
+    class Meta(AlertChoicesForm.Meta):
+        model = AlertPreferences
+
+
+class AlertDefaultsForm(AlertChoicesForm):
+    class Meta(AlertChoicesForm.Meta):
+        model = AlertDefaults
+
+
+class WebhookSubscriptionForm(forms.Form):
+    url = forms.URLField(
+        label=_("Webhook address"),
+        max_length=500,
+        assume_scheme="https",
+        help_text=_("The https address of your system that receives the alerts."),
+    )
+    description = forms.CharField(label=_("What it is for"), max_length=200, required=False)
+
+    def clean_url(self) -> str:
+        url: str = self.cleaned_data["url"]
+        try:
+            webhook_address_check(url)
+        except WebhookAddressRefused as refused:
+            raise forms.ValidationError(str(refused)) from None
+        return url

@@ -1,0 +1,1 @@
+"""The alerts' rules: preferences, the outbox, sending, unsubscribing, webhook subscriptions."""

@@ -1,0 +1,157 @@
+"""The alert e-mails: one event, or a digest of several, in the user's language.
+
+Text and HTML parts rendered from templates/alerts/email/, with the plate,
+the event's fields and an absolute link to the record's page in the portal
+(PORTAL_BASE_URL), never the platform's expiring document links. Every
+e-mail carries the one-click unsubscribe of RFC 8058: a signed link in the
+text and in `List-Unsubscribe`, with `List-Unsubscribe-Post`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core import signing
+from django.core.mail import EmailMultiAlternatives
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import formats, timezone, translation
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
+from alerts.models import Alert, AlertEvent
+from fleet import display
+
+_UNSUBSCRIBE_SALT = "alerts.unsubscribe"
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One event as an e-mail shows it."""
+
+    heading: str
+    plate: str
+    title: str
+    fields: list[tuple[str, str]]
+    url: str
+
+
+def alert_email(
+    *, user: User, alerts: Sequence[Alert], language: str, time_zone: str
+) -> EmailMultiAlternatives:
+    """The e-mail telling `user` of `alerts`: one alert alone, or a digest of several,
+    in their language and time zone."""
+    with translation.override(language), timezone.override(ZoneInfo(time_zone)):
+        items = [_item(alert) for alert in alerts]
+        unsubscribe = absolute_url(reverse("alerts:unsubscribe", args=[unsubscribe_token(user)]))
+        context: dict[str, Any] = {
+            "user": user,
+            "items": items,
+            "digest": len(items) > 1,
+            "unsubscribe_url": unsubscribe,
+            "preferences_url": absolute_url(reverse("alerts:preferences")),
+        }
+        if len(items) == 1:
+            item = items[0]
+            subject = (
+                f"{item.heading}: {item.plate} · {item.title}"
+                if item.plate
+                else (f"{item.heading}: {item.title}")
+            )
+        else:
+            subject = ngettext(
+                "Fleet Portal: %(count)d alert", "Fleet Portal: %(count)d alerts", len(items)
+            ) % {"count": len(items)}
+        text = render_to_string("alerts/email/alerts.txt", context)
+        html = render_to_string("alerts/email/alerts.html", context)
+    message = EmailMultiAlternatives(
+        subject=subject.replace("\n", " ")[:200],
+        body=text,
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[user.email],
+        headers={
+            "Message-ID": message_id(alerts),
+            "List-Unsubscribe": f"<{unsubscribe}>",
+            "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+            "Auto-Submitted": "auto-generated",
+            "Content-Language": language,
+        },
+    )
+    message.attach_alternative(html, "text/html")
+    return message
+
+
+def message_id(alerts: Sequence[Alert]) -> str:
+    """The same Message-ID whenever these alerts are sent: a repeat is recognisable."""
+    ids = sorted(str(alert.public_id) for alert in alerts)
+    name = ids[0] if len(ids) == 1 else str(uuid.uuid5(uuid.NAMESPACE_URL, ",".join(ids)))
+    domain = urlsplit(settings.PORTAL_BASE_URL).hostname or "localhost"
+    return f"<alert-{name}@{domain}>"
+
+
+def absolute_url(path: str) -> str:
+    return settings.PORTAL_BASE_URL.rstrip("/") + path
+
+
+def unsubscribe_token(user: User) -> str:
+    """A signed token naming `user`, for the unsubscribe link (no expiry: old e-mails too)."""
+    return signing.dumps({"user": user.pk}, salt=_UNSUBSCRIBE_SALT)
+
+
+def unsubscribe_user_id(token: str) -> int | None:
+    """The user a token names, or None when it was not signed by this portal."""
+    try:
+        value = signing.loads(token, salt=_UNSUBSCRIBE_SALT)
+    except signing.BadSignature:
+        return None
+    user_id = value.get("user") if isinstance(value, dict) else None
+    return user_id if isinstance(user_id, int) else None
+
+
+def _item(alert: Alert) -> Item:
+    data = alert.data
+    headings = {
+        AlertEvent.NEW_FINE: _("New fine"),
+        AlertEvent.FINE_DOCUMENT: _("Official document available"),
+        AlertEvent.FINE_TREATED: _("Fine treated"),
+        AlertEvent.NEW_NOTIFICATION: _("New notification"),
+    }
+    fields: list[tuple[str, str]] = []
+    if data.get("record") == "fine":
+        title = data.get("description") or data.get("reference") or data.get("external_id") or ""
+        if data.get("reference"):
+            fields.append((_("Notice"), data["reference"]))
+        if data.get("occurred_at"):
+            fields.append((_("Committed on"), display.payload_moment(data["occurred_at"])))
+        if data.get("amount"):
+            value = display.amount(data["amount"])
+            if not isinstance(value, str):
+                value = formats.number_format(value, 2, use_l10n=True)
+            fields.append((_("Amount"), f"R$ {value}"))
+        fields.append(
+            (
+                _("Official document"),
+                _("available in the portal")
+                if data.get("document_available")
+                else _("not yet available from the issuing authority"),
+            )
+        )
+    else:
+        title = data.get("title") or data.get("external_id") or ""
+        if data.get("message"):
+            fields.append((_("Message"), data["message"]))
+    fields.append((_("Handling"), _("Treated") if data.get("treated") else _("Untreated")))
+    return Item(
+        heading=headings.get(AlertEvent(alert.event), alert.event),
+        plate=data.get("plate", ""),
+        title=str(title),
+        fields=fields,
+        url=absolute_url(data.get("path", "/")),
+    )

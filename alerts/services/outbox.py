@@ -1,0 +1,138 @@
+"""The outbox: one `Alert` row per (user, event, channel), written with the records.
+
+`alerts_create_for_changes` receives `fleet.webhooks.changes.records_changed`
+inside the transaction that processes webhook deliveries into fines and
+notifications: the alerts are committed with the records or not at all, and
+the unique constraints make an event processed twice (a replay, two
+workers) one alert. Once committed, the worker is asked to send them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from alerts.models import (
+    Alert,
+    AlertChannel,
+    AlertChoices,
+    AlertDelivery,
+    AlertEvent,
+)
+from alerts.services.preferences import alert_recipients, digest_due
+from fleet import plates, worker
+from fleet.models import Fine, Notification
+from fleet.webhooks.changes import RecordChange
+
+logger = logging.getLogger(__name__)
+
+SEND_TASK = "alerts.tasks.alerts_send"
+
+
+def alerts_create_for_changes(*, changes: list[RecordChange], **_signal: Any) -> int:
+    """Write the alerts these record changes make, for everyone who chose them; how many.
+
+    Runs in the caller's transaction. A new fine that arrives with its document,
+    or already treated, is one alert ("new fine", which says so) for those who
+    chose new fines, and a document or treated alert for the others.
+    """
+    events = [(change, _events_of(change)) for change in changes]
+    events = [(change, found) for change, found in events if found]
+    if not events:
+        return 0
+    now = timezone.now()
+    rows: list[Alert] = []
+    for user, choices in alert_recipients():
+        chosen = choices.events()
+        subscriptions = [s for s in user.alert_webhooks.all() if s.active]
+        for change, found in events:
+            if not choices.covers(change.record.registration):
+                continue
+            wanted = [event for event in found if event in chosen]
+            if change.created and AlertEvent.NEW_FINE in wanted:
+                wanted = [AlertEvent.NEW_FINE]
+            for event in wanted:
+                rows += _alerts(user, choices, subscriptions, event, change.record, now)
+    Alert.objects.bulk_create(rows, ignore_conflicts=True)
+    if rows:
+        transaction.on_commit(alerts_send_soon)
+    return len(rows)
+
+
+def alerts_send_soon() -> None:
+    """Have the worker send the alerts that are due (one run waits at a time)."""
+    try:
+        worker.enqueue_unless_waiting(SEND_TASK, run_after=timezone.now())
+    except Exception:  # the alerts wait in the outbox: the next run sends them
+        logger.exception("could not ask the worker to send alerts")
+
+
+def event_data(event: AlertEvent, record: Fine | Notification) -> dict[str, Any]:
+    """The event as the alert tells it: the record's plate and fields then, and its page.
+
+    Never the platform's links: its documents' addresses expire.
+    """
+    data: dict[str, Any] = {
+        "event": event.value,
+        "record": "fine" if isinstance(record, Fine) else "notification",
+        "id": record.pk,
+        "external_id": record.external_id,
+        "path": record.get_absolute_url(),
+        "plate": plates.display_if_plate(record.plate),
+        "treated": record.treated,
+    }
+    if isinstance(record, Fine):
+        data |= {
+            "description": record.description,
+            "reference": record.reference,
+            "occurred_at": record.occurred_at,
+            "amount": record.amount,
+            "document_available": bool(record.link_frame),
+        }
+    else:
+        data |= {"title": record.title, "message": record.message}
+    return data
+
+
+def _events_of(change: RecordChange) -> list[AlertEvent]:
+    if isinstance(change.record, Notification):
+        return [AlertEvent.NEW_NOTIFICATION] if change.created else []
+    found = [AlertEvent.NEW_FINE] if change.created else []
+    if change.document_arrived:
+        found.append(AlertEvent.FINE_DOCUMENT)
+    if change.treated:
+        found.append(AlertEvent.FINE_TREATED)
+    return found
+
+
+def _alerts(
+    user: User,
+    choices: AlertChoices,
+    subscriptions: list[Any],
+    event: AlertEvent,
+    record: Fine | Notification,
+    now: Any,
+) -> list[Alert]:
+    is_fine = isinstance(record, Fine)
+    common: dict[str, Any] = {
+        "user": user,
+        "event": event,
+        "event_key": f"{event.value}:{record.pk}",
+        "fine": record if is_fine else None,
+        "notification": None if is_fine else record,
+        "data": event_data(event, record),
+        "created_at": now,
+    }
+    rows = [
+        Alert(channel=AlertChannel.WEBHOOK, subscription=subscription, due_at=now, **common)
+        for subscription in subscriptions
+    ]
+    if user.email and choices.delivery != AlertDelivery.OFF:
+        digest = choices.delivery == AlertDelivery.DIGEST
+        due = digest_due(choices=choices, after=now) if digest else now
+        rows.append(Alert(channel=AlertChannel.EMAIL, digest=digest, due_at=due, **common))
+    return rows

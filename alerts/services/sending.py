@@ -1,0 +1,337 @@
+"""Sending the outbox: the worker claims due alerts, sends them, and marks them sent.
+
+Claiming is one conditional UPDATE through the ORM: rows still due (waiting
+and due, or claimed by a worker whose lease ran out) become `sending`, with
+this run's `claim` and a lease of ALERTS_SEND_LEASE_SECONDS. Two workers
+cannot both claim a row: the UPDATE's condition is evaluated again on the
+row it locks, so the second finds it `sending` and leaves it.
+
+What a crash does, honestly:
+
+- killed before the message left (composing it, connecting, in the middle
+  of the SMTP conversation or of the POST): the rows stay `sending` until
+  the lease ends, then a later run sends them. Nothing is lost, nothing is
+  sent twice.
+- killed in the instant between the server's acceptance (SMTP's 250 after
+  the data, an HTTP 2xx) and the UPDATE that marks the rows `sent`: the
+  message is sent again after the lease. This window, a few milliseconds, is
+  at-least-once; the repeat carries the same `Message-ID` or `webhook-id`,
+  so a mail system or a receiver can recognise it. No design with an
+  external server avoids it: marking before sending would turn it into a
+  loss instead.
+
+A failure (refused, timed out, unreachable) is retried with a doubling wait
+(ALERTS_RETRY_SECONDS, 2x, 4x... at most six hours), ALERTS_MAX_ATTEMPTS
+times, then kept as `failed` with its error, for the admin.
+
+E-mail: one user's due alerts are claimed together. Those of a daily digest
+(or folded by the cap) go as one e-mail; immediate ones one by one, up to
+ALERTS_HOURLY_CAP e-mails in the past hour; the others are folded into one
+digest sent when the hour's window allows another e-mail.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+import orjson
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db.models import F, Min, Q, QuerySet
+from django.utils import timezone
+
+from alerts.models import (
+    Alert,
+    AlertChannel,
+    AlertDelivery,
+    AlertEvent,
+    AlertStatus,
+    WebhookAttempt,
+)
+from alerts.outbound import webhook_post
+from alerts.services.emails import absolute_url, alert_email
+from alerts.services.outbox import SEND_TASK
+from alerts.services.preferences import alert_preferences_get
+from alerts.signing import signed_headers
+from fleet import worker
+from fleet.pace import Pace
+
+logger = logging.getLogger(__name__)
+
+_EMAIL_CLAIM: Final = 100  # one user's alerts in one claim (and so in one digest at most)
+_WEBHOOK_CLAIM: Final = 10
+_USERS_AT_ONCE: Final = 20
+_HOUR: Final = timedelta(hours=1)
+_LONGEST_WAIT: Final = timedelta(hours=6)
+WEBHOOK_TYPES: Final = {
+    AlertEvent.NEW_FINE: "fine.created",
+    AlertEvent.FINE_DOCUMENT: "fine.document_available",
+    AlertEvent.FINE_TREATED: "fine.treated",
+    AlertEvent.NEW_NOTIFICATION: "notification.created",
+}
+
+_unconfigured = Pace()
+
+
+def alerts_send_due(*, budget_s: float = 30.0) -> Counter[str]:
+    """Send what is due: e-mails user by user, then webhooks; how many ended how.
+
+    Stops after `budget_s` seconds; what is left is due, and the task asks for
+    its next run (`alerts_next_due`).
+    """
+    outcomes: Counter[str] = Counter()
+    if not settings.PORTAL_BASE_URL:
+        if _unconfigured.due(3600):
+            logger.error("alerts are waiting: PORTAL_BASE_URL is not set (their links need it)")
+        return outcomes
+    deadline = time.monotonic() + budget_s
+    done: set[int] = set()
+    while time.monotonic() < deadline:
+        users = list(
+            Alert.objects.filter(_due(timezone.now()), channel=AlertChannel.EMAIL)
+            .exclude(user_id__in=done)
+            .order_by()
+            .values_list("user_id", flat=True)
+            .distinct()[:_USERS_AT_ONCE]
+        )
+        if not users:
+            break
+        for user_id in users:
+            done.add(user_id)
+            claimed = _claim(
+                Alert.objects.filter(user_id=user_id, channel=AlertChannel.EMAIL), _EMAIL_CLAIM
+            )
+            if claimed:
+                outcomes.update(_emails_send(claimed))
+    while time.monotonic() < deadline:
+        claimed = _claim(Alert.objects.filter(channel=AlertChannel.WEBHOOK), _WEBHOOK_CLAIM)
+        if not claimed:
+            break
+        for alert in claimed:
+            outcomes[_webhook_send(alert)] += 1
+    return outcomes
+
+
+def alerts_next_due() -> datetime | None:
+    """When something is next to send: the first waiting alert, or the first lease to end."""
+    waiting = Alert.objects.filter(status=AlertStatus.PENDING).aggregate(at=Min("due_at"))["at"]
+    leased = Alert.objects.filter(status=AlertStatus.SENDING).aggregate(at=Min("lease_until"))["at"]
+    times = [moment for moment in (waiting, leased) if moment is not None]
+    return min(times) if times else None
+
+
+def alert_retry(*, alerts: QuerySet[Alert]) -> int:
+    """Make failed or waiting alerts due now (the admin's action); how many."""
+    count = alerts.filter(status__in=[AlertStatus.FAILED, AlertStatus.PENDING]).update(
+        status=AlertStatus.PENDING, due_at=timezone.now(), attempts=0, claim=None
+    )
+    return count
+
+
+def webhook_payload(alert: Alert) -> dict[str, Any]:
+    """The JSON event a subscription receives (Standard Webhooks' `type`/`timestamp`/`data`)."""
+    data = {key: value for key, value in alert.data.items() if key not in ("path", "event")}
+    data["url"] = absolute_url(alert.data.get("path", "/"))
+    return {
+        "type": WEBHOOK_TYPES.get(AlertEvent(alert.event), alert.event),
+        "timestamp": alert.created_at.isoformat().replace("+00:00", "Z"),
+        "data": data,
+    }
+
+
+def webhook_message_id(alert: Alert) -> str:
+    """`webhook-id`: the same on every attempt of one alert."""
+    return f"msg_{alert.public_id.hex}"
+
+
+# --- Claiming and marking -------------------------------------------------------------
+
+
+def _due(now: datetime) -> Q:
+    return Q(status=AlertStatus.PENDING, due_at__lte=now) | Q(
+        status=AlertStatus.SENDING, lease_until__lte=now
+    )
+
+
+def _claim(candidates: QuerySet[Alert], limit: int) -> list[Alert]:
+    """Claim up to `limit` due alerts of `candidates` for this run; those it got."""
+    now = timezone.now()
+    pks = list(
+        candidates.filter(_due(now)).order_by("due_at", "pk").values_list("pk", flat=True)[:limit]
+    )
+    if not pks:
+        return []
+    token = uuid.uuid4()
+    lease_until = now + timedelta(seconds=settings.ALERTS_SEND_LEASE_SECONDS)
+    claimed = (
+        Alert.objects.filter(pk__in=pks)
+        .filter(_due(now))
+        .update(
+            status=AlertStatus.SENDING,
+            claim=token,
+            lease_until=lease_until,
+            attempts=F("attempts") + 1,
+        )
+    )
+    if not claimed:
+        return []
+    # Should this run die with them, a run at the lease's end sends them.
+    try:
+        worker.enqueue_unless_waiting(SEND_TASK, run_after=lease_until)
+    except Exception:
+        logger.exception("could not ask for a run after the lease of claimed alerts")
+    return list(
+        Alert.objects.filter(pk__in=pks, claim=token)
+        .select_related("user", "subscription")
+        .order_by("pk")
+    )
+
+
+def _mark_sent(alerts: Sequence[Alert], *, message: str) -> None:
+    marked = _claimed(alerts).update(
+        status=AlertStatus.SENT,
+        sent_at=timezone.now(),
+        message_id=message,
+        claim=None,
+        lease_until=None,
+        last_error="",
+    )
+    if marked < len(alerts):  # our lease ran out and another run took some over
+        logger.warning("%d alerts were sent after their lease ended", len(alerts) - marked)
+
+
+def _mark_failed(alerts: Sequence[Alert], *, error: str) -> str:
+    """Wait and try again, or keep as failed after the last attempt; which."""
+    now = timezone.now()
+    outcome = "retry"
+    for alert in alerts:
+        if alert.attempts >= settings.ALERTS_MAX_ATTEMPTS:
+            values: dict[str, Any] = {"status": AlertStatus.FAILED}
+            outcome = "failed"
+        else:
+            values = {"status": AlertStatus.PENDING, "due_at": now + _backoff(alert.attempts)}
+        _claimed([alert]).update(claim=None, lease_until=None, last_error=error[:2000], **values)
+    return outcome
+
+
+def _mark_cancelled(alerts: Sequence[Alert], *, reason: str) -> None:
+    _claimed(alerts).update(
+        status=AlertStatus.CANCELLED, claim=None, lease_until=None, last_error=reason
+    )
+
+
+def _claimed(alerts: Sequence[Alert]) -> QuerySet[Alert]:
+    """These alerts, as long as they are still this run's (the lease may have run out)."""
+    return Alert.objects.filter(
+        pk__in=[alert.pk for alert in alerts], claim=alerts[0].claim, status=AlertStatus.SENDING
+    )
+
+
+def _backoff(attempts: int) -> timedelta:
+    wait = timedelta(seconds=settings.ALERTS_RETRY_SECONDS * 2 ** max(attempts - 1, 0))
+    return min(wait, _LONGEST_WAIT)
+
+
+# --- E-mail ----------------------------------------------------------------------------
+
+
+def _emails_send(claimed: list[Alert]) -> Counter[str]:
+    """Send one user's claimed e-mail alerts: digest, one by one, or folded by the cap."""
+    outcomes: Counter[str] = Counter()
+    user = claimed[0].user
+    choices = alert_preferences_get(user=user)
+    if not user.is_active or not user.email or choices.delivery == AlertDelivery.OFF:
+        _mark_cancelled(claimed, reason="the user no longer receives alert e-mails")
+        outcomes["cancelled"] += len(claimed)
+        return outcomes
+    now = timezone.now()
+    immediate = [alert for alert in claimed if not alert.digest]
+    digest = [alert for alert in claimed if alert.digest]
+    recent = _emails_sent_since(user, now - _HOUR)
+    room = max(settings.ALERTS_HOURLY_CAP - len(recent), 0)
+    alone, over = immediate[:room], immediate[room:]
+    if over:
+        # One digest, as soon as the hour's window has room for one more e-mail.
+        window_end = min([*recent, now]) + _HOUR
+        _claimed(over).update(
+            status=AlertStatus.PENDING,
+            digest=True,
+            due_at=window_end,
+            claim=None,
+            lease_until=None,
+            attempts=F("attempts") - 1,  # not an attempt: not sent yet
+        )
+        outcomes["folded"] += len(over)
+    for alert in alone:
+        outcomes[_email_send(user, [alert], choices.language, choices.time_zone)] += 1
+    if digest:
+        outcomes[_email_send(user, digest, choices.language, choices.time_zone)] += len(digest)
+    return outcomes
+
+
+def _email_send(user: User, alerts: Sequence[Alert], language: str, time_zone: str) -> str:
+    message = alert_email(user=user, alerts=alerts, language=language, time_zone=time_zone)
+    try:
+        message.send(using="default")
+    except Exception as error:
+        logger.warning(
+            "alert e-mail to user %s failed (%d alerts): %s", user.pk, len(alerts), error
+        )
+        return _mark_failed(alerts, error=f"{type(error).__name__}: {error}")
+    _mark_sent(alerts, message=message.extra_headers["Message-ID"])
+    return "sent"
+
+
+def _emails_sent_since(user: User, since: datetime) -> list[datetime]:
+    """When each alert e-mail the user got since `since` was sent (a digest counts once)."""
+    return list(
+        Alert.objects.filter(
+            user=user, channel=AlertChannel.EMAIL, status=AlertStatus.SENT, sent_at__gte=since
+        )
+        .values("message_id")
+        .annotate(at=Min("sent_at"))
+        .values_list("at", flat=True)
+    )
+
+
+# --- Webhooks ----------------------------------------------------------------------------
+
+
+def _webhook_send(alert: Alert) -> str:
+    subscription = alert.subscription
+    assert subscription is not None  # a constraint of the table
+    if not subscription.active or not alert.user.is_active:
+        _mark_cancelled([alert], reason="the subscription or its user is no longer active")
+        return "cancelled"
+    body = orjson.dumps(webhook_payload(alert))
+    message = webhook_message_id(alert)
+    headers = signed_headers(
+        secret=subscription.secret(),
+        message_id=message,
+        timestamp=int(timezone.now().timestamp()),
+        body=body,
+    )
+    started_at = timezone.now()
+    outcome = webhook_post(url=subscription.url, body=body, headers=headers)
+    WebhookAttempt.objects.create(
+        alert=alert,
+        started_at=started_at,
+        subscription=subscription,
+        status_code=outcome.status_code,
+        ok=outcome.ok,
+        error=outcome.error,
+        duration_ms=outcome.duration_ms,
+    )
+    if not outcome.ok:
+        logger.warning(
+            "alert webhook %s to subscription %s: %s", message, subscription.pk, outcome.error
+        )
+        return _mark_failed([alert], error=outcome.error)
+    _mark_sent([alert], message=message)
+    return "sent"

@@ -1,0 +1,31 @@
+"""The alerts' background task, run by `manage.py db_worker`.
+
+It is asked for when alerts are written (`alerts.services.outbox`), by a
+run that claims alerts (a run at its lease's end, should it die), and by
+each run for the next alert due (a digest's hour, a retry).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.tasks import task
+from django.utils import timezone
+
+from alerts.services.outbox import SEND_TASK
+from alerts.services.sending import alerts_next_due, alerts_send_due
+from fleet import worker
+from fleet.pace import Pace
+
+_pruned = Pace()
+
+
+@task()
+def alerts_send() -> dict[str, int]:
+    """Send the alerts that are due; ask for the run that sends the next ones."""
+    outcomes = dict(alerts_send_due())
+    if (next_due := alerts_next_due()) is not None:
+        worker.enqueue_unless_waiting(SEND_TASK, run_after=max(next_due, timezone.now()))
+    if _pruned.due(600.0):
+        worker.runs_prune(SEND_TASK, kept=timedelta(hours=1))
+    return outcomes

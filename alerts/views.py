@@ -1,0 +1,111 @@
+"""The alerts page in a user's profile, and the one-click unsubscribe of the e-mails."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods, require_POST
+
+from alerts.forms import AlertPreferencesForm, WebhookSubscriptionForm
+from alerts.outbound import WebhookAddressRefused
+from alerts.services.emails import unsubscribe_user_id
+from alerts.services.preferences import (
+    alert_preferences_get,
+    alert_preferences_save,
+    email_unsubscribe,
+)
+from alerts.services.subscriptions import (
+    webhook_subscription_create,
+    webhook_subscription_delete,
+    webhook_subscriptions_of,
+)
+from fleet.views import AuthenticatedRequest
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def preferences(request: AuthenticatedRequest) -> HttpResponse:
+    """Which events, how, for which vehicles; and the user's webhook subscriptions."""
+    current = alert_preferences_get(user=request.user)
+    form = AlertPreferencesForm(request.POST or None, instance=current)
+    if request.method == "POST" and form.is_valid():
+        alert_preferences_save(user=request.user, **form.cleaned_data)
+        messages.success(request, _("Your alert preferences are saved."))
+        return redirect("alerts:preferences")
+    return _page(request, form=form, webhook_form=WebhookSubscriptionForm())
+
+
+@require_POST
+@login_required
+def webhook_create(request: AuthenticatedRequest) -> HttpResponse:
+    """A new subscription; its secret is on the answer, and never again."""
+    form = WebhookSubscriptionForm(request.POST)
+    secret = ""
+    if form.is_valid():
+        try:
+            _subscription, secret = webhook_subscription_create(
+                user=request.user,
+                url=form.cleaned_data["url"],
+                description=form.cleaned_data["description"],
+            )
+        except WebhookAddressRefused as refused:
+            form.add_error("url", str(refused))
+        else:
+            form = WebhookSubscriptionForm()
+    preferences_form = AlertPreferencesForm(instance=alert_preferences_get(user=request.user))
+    return _page(
+        request,
+        form=preferences_form,
+        webhook_form=form,
+        secret=secret,
+        status=200 if secret else 400,
+    )
+
+
+@require_POST
+@login_required
+def webhook_delete(request: AuthenticatedRequest, subscription_id: int) -> HttpResponse:
+    if webhook_subscription_delete(user=request.user, subscription_id=subscription_id):
+        messages.success(request, _("The webhook subscription is removed."))
+    return redirect("alerts:preferences")
+
+
+# RFC 8058: a mail client POSTs `List-Unsubscribe=One-Click` without a session or a
+# CSRF token; the signed token in the address is the proof.
+@csrf_exempt
+@require_http_methods(["GET", "POST"])
+def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
+    """GET: a page that asks to confirm (a link scanner must not unsubscribe anyone);
+    POST: no more alert e-mails for the user the token names."""
+    user_id = unsubscribe_user_id(token)
+    user = User.objects.filter(pk=user_id, is_active=True).first() if user_id else None
+    if user is None:
+        return render(request, "alerts/unsubscribe.html", {"invalid": True}, status=404)
+    if request.method == "POST":
+        email_unsubscribe(user=user)
+        return render(request, "alerts/unsubscribe.html", {"done": True, "email": user.email})
+    return render(request, "alerts/unsubscribe.html", {"email": user.email})
+
+
+def _page(
+    request: AuthenticatedRequest,
+    *,
+    form: AlertPreferencesForm,
+    webhook_form: WebhookSubscriptionForm,
+    secret: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    context: dict[str, Any] = {
+        "form": form,
+        "webhook_form": webhook_form,
+        "subscriptions": webhook_subscriptions_of(user=request.user),
+        "secret": secret,
+    }
+    return render(request, "alerts/preferences.html", context, status=status)

@@ -1,0 +1,171 @@
+"""Must-show 3 of issue 22: the outgoing webhook, checked by a receiver on loopback that
+verifies the signature with the Standard Webhooks algorithm (tests/alerts/receiver.py,
+written from the specification) and rejects a replayed or tampered delivery; retries
+with backoff and the delivery log in the admin; addresses the portal refuses."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+import time_machine
+
+from alerts.models import Alert, AlertStatus, WebhookAttempt, WebhookSubscription
+from fleet.models import Fine
+from tests.alerts.conftest import PORTAL, fine, notification, post
+from tests.alerts.receiver import Receiver, serve
+from tests.conftest import run_tasks
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PAGE = "/account/alerts/"
+
+
+@pytest.fixture
+def receiver(settings) -> Iterator[Receiver]:
+    settings.ALERTS_WEBHOOK_ALLOW_PRIVATE = True  # the receiver is on loopback
+    receiver = Receiver()
+    server = serve(receiver)
+    yield receiver
+    server.shutdown()
+    server.server_close()
+
+
+def subscribe(client, receiver: Receiver) -> str:
+    """Add the receiver on the alerts page; the secret, as the page shows it once."""
+    page = client.post(PAGE + "webhooks/", {"url": receiver.url, "description": "ERP"})
+    assert page.status_code == 200
+    receiver.secret = re.search(r"<code>(whsec_[A-Za-z0-9+/=]+)</code>", page.text).group(1)
+    return receiver.secret
+
+
+@pytest.fixture
+def manager_client(client, person):
+    user = person("marcos", delivery="off")  # webhooks only
+    client.force_login(user)
+    return client
+
+
+def test_an_event_is_posted_signed_and_the_receiver_verifies_it(manager_client, receiver):
+    secret = subscribe(manager_client, receiver)
+
+    # Shown once: never again on the page, and not kept in clear.
+    assert secret not in manager_client.get(PAGE).text
+    assert secret not in WebhookSubscription.objects.get().secret_encrypted
+
+    post(manager_client, fine(100001, linkFrame="https://docs.example/x.pdf"))
+    post(manager_client, notification(500002))
+    run_tasks()
+
+    accepted = receiver.accepted()
+    assert [d.payload["type"] for d in accepted] == ["fine.created", "notification.created"]
+    event = accepted[0].payload
+    record = Fine.objects.get()
+    assert event["data"] | {"id": None} == {
+        "record": "fine",
+        "id": None,
+        "external_id": "100001",
+        "plate": "ABC1D23",
+        "treated": False,
+        "description": "Avançar o sinal vermelho do semáforo",
+        "reference": "E0100001",
+        "occurred_at": "2026-11-20T13:45:00Z",
+        "amount": "293.47",
+        "document_available": True,
+        "url": f"{PORTAL}/fines/{record.pk}/",
+    }
+    assert accepted[0].headers["webhook-id"].startswith("msg_")
+    assert accepted[0].headers["content-type"] == "application/json"
+    assert set(Alert.objects.values_list("status", flat=True)) == {AlertStatus.SENT}
+
+
+def test_the_receiver_rejects_a_replayed_or_tampered_delivery(manager_client, receiver):
+    subscribe(manager_client, receiver)
+    post(manager_client, fine(1))
+    run_tasks()
+    (original,) = receiver.accepted()
+
+    assert receiver.resend(original) == 400  # the same message again
+    tampered = original.body.replace(b'"treated":false', b'"treated":true')
+    assert tampered != original.body
+    assert receiver.resend(original, body=tampered) == 400
+    receiver.seen_ids.clear()
+    receiver.clock_offset_s = 10 * 60  # ten minutes later, a captured message is stale
+    assert receiver.resend(original) == 400
+
+    assert [d.verdict for d in receiver.deliveries] == [
+        "accepted",
+        "replay",
+        "bad signature",
+        "timestamp too old or too new",
+    ]
+
+
+def test_a_failing_receiver_is_retried_with_backoff_and_logged_for_the_admin(
+    manager_client, receiver, settings, admin_client
+):
+    settings.ALERTS_RETRY_SECONDS = 30
+    with time_machine.travel(datetime(2026, 11, 22, 12, 0, tzinfo=UTC), tick=False) as clock:
+        subscribe(manager_client, receiver)
+        receiver.failures_to_answer = [500, 503]
+        post(manager_client, fine(1))
+        run_tasks()
+        clock.shift(29)
+        run_tasks()
+        assert len(receiver.deliveries) == 1
+        clock.shift(1)
+        run_tasks()
+        assert len(receiver.deliveries) == 2
+        clock.shift(60)  # the wait doubles
+        run_tasks()
+
+    assert len(receiver.deliveries) == 3
+    ids = {d.headers["webhook-id"] for d in receiver.deliveries}
+    assert len(ids) == 1  # one message, three attempts: the receiver can drop repeats
+    attempts = list(WebhookAttempt.objects.order_by("started_at").values_list("status_code", "ok"))
+    assert attempts == [(500, False), (503, False), (204, True)]
+    assert Alert.objects.get(channel="webhook").status == AlertStatus.SENT
+    log = admin_client.get("/admin/alerts/webhookattempt/")
+    assert log.status_code == 200
+    for status in (500, 503, 204):
+        assert f'<td class="field-status_code">{status}</td>' in log.text
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://erp.example/hook",
+        "javascript:alert(1)",
+        "http://127.0.0.1:8000/hook",
+        "http://localhost/hook",
+        "http://10.1.2.3/hook",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::1]/hook",
+        "https://user:password@erp.example/hook",
+    ],
+)
+def test_addresses_that_could_reach_the_portals_own_network_are_refused(
+    manager_client, settings, url
+):
+    settings.ALERTS_WEBHOOK_ALLOW_PRIVATE = False
+
+    page = manager_client.post(PAGE + "webhooks/", {"url": url})
+
+    assert page.status_code == 400
+    assert "whsec_" not in page.text
+    assert 'class="field-error"' in page.text
+    assert not WebhookSubscription.objects.exists()
+
+
+def test_an_address_refused_later_is_not_posted_to(manager_client, receiver, settings):
+    subscribe(manager_client, receiver)
+    settings.ALERTS_WEBHOOK_ALLOW_PRIVATE = False  # e.g. the setting was turned off since
+    post(manager_client, fine(1))
+    run_tasks()
+
+    assert receiver.deliveries == []
+    (attempt,) = WebhookAttempt.objects.all()
+    assert attempt.status_code is None
+    assert attempt.error.startswith("refused:")

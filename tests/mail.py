@@ -25,6 +25,7 @@ class Mailbox:
 
     def __init__(self) -> None:
         self.messages: list[EmailMessage] = []
+        self.raw: list[bytes] = []  # as received: what a mail client reads, before decoding
         self.refused = 0
         self._refuse = 0
         self._hold_at: int | None = None
@@ -49,6 +50,7 @@ class Mailbox:
         assert isinstance(message, EmailMessage)
         with self._lock:
             self.messages.append(message)
+            self.raw.append(envelope.content)
         return "250 2.0.0 Accepted"
 
     def refuse(self, count: int) -> None:

@@ -9,6 +9,7 @@ text and in `List-Unsubscribe`, with `List-Unsubscribe-Post`.
 
 from __future__ import annotations
 
+import email.policy
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -71,7 +72,7 @@ def alert_email(
             ) % {"count": len(items)}
         text = render_to_string("alerts/email/alerts.txt", context)
         html = render_to_string("alerts/email/alerts.html", context)
-    message = EmailMultiAlternatives(
+    message = _AlertEmail(
         subject=subject.replace("\n", " ")[:200],
         body=text,
         from_email=settings.DEFAULT_FROM_EMAIL,
@@ -86,6 +87,16 @@ def alert_email(
     )
     message.attach_alternative(html, "text/html")
     return message
+
+
+class _AlertEmail(EmailMultiAlternatives):
+    """Header lines up to RFC 5322's 998 characters, so that `List-Unsubscribe` keeps its
+    URL as it is: with the usual 78, Python's e-mail package writes an unbreakable
+    long value as RFC 2047 encoded-words, which mail providers do not read as a URL
+    (and so offer no unsubscribe button)."""
+
+    def message(self, *, policy: email.policy.Policy = email.policy.default) -> Any:
+        return super().message(policy=policy.clone(max_line_length=998))
 
 
 def message_id(alerts: Sequence[Alert]) -> str:

@@ -176,6 +176,9 @@ def test_the_unsubscribe_link_and_headers_work_in_one_click(client, smtp_server,
 
     assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
     url = re.fullmatch(r"<(.+)>", message["List-Unsubscribe"]).group(1)
+    # As sent: the URL itself on one line, which mail providers read (not RFC 2047 words).
+    (raw,) = smtp_server.mailbox.raw
+    assert f"\r\nList-Unsubscribe: <{url}>\r\n".encode() in raw
     assert url.startswith(f"{PORTAL}/account/alerts/unsubscribe/")
     assert f"Parar estes e-mails: {url}" in text_of(message)
     assert f'href="{url}"' in html_of(message)

@@ -95,8 +95,8 @@ class _AlertEmail(EmailMultiAlternatives):
     long value as RFC 2047 encoded-words, which mail providers do not read as a URL
     (and so offer no unsubscribe button)."""
 
-    def message(self, *, policy: email.policy.Policy = email.policy.default) -> Any:
-        return super().message(policy=policy.clone(max_line_length=998))
+    def message(self, *, policy: Any = email.policy.default) -> Any:
+        return super().message(policy=(policy or email.policy.default).clone(max_line_length=998))
 
 
 def message_id(alerts: Sequence[Alert]) -> str:

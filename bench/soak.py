@@ -81,6 +81,7 @@ from bench.support import (
     ServerFailed,
     bench_main,
     percentile,
+    portal_call,
     portal_environment,
     portal_migrate,
     running_emulator,
@@ -204,7 +205,7 @@ def _soak(folder: Path, args: argparse.Namespace) -> int:
         print("Traffic over; waiting for the worker to finish …", flush=True)
         # A CNH lookup whose worker died ends after its lease (fleet.services.cnh).
         drained = _drain(portal, timeout=max(180.0, args.seconds / 4))
-        state = _portal_state(portal.environment)
+        state = portal_call(portal.environment, "bench.soak:portal_state")
         return _report(plan, timeline, faults, slow, state, drained, portal)
     return 2  # pragma: no cover (ExitStack does not swallow)
 
@@ -499,30 +500,6 @@ def portal_state() -> dict[str, Any]:
         "deliveries": deliveries,
         "lookups": list(CnhLookup.objects.values_list("status", "reason")),
     }
-
-
-def dump_state() -> None:
-    """Run in a process of its own with the portal's environment: prints `portal_state()`."""
-    import django
-
-    django.setup()
-    print(json.dumps(portal_state()))
-
-
-def _portal_state(environment: dict[str, str]) -> dict[str, Any]:
-    completed = subprocess.run(
-        [sys.executable, "-c", "import bench.soak as soak; soak.dump_state()"],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
-    if completed.returncode != 0:
-        raise ServerFailed(f"reading the portal's database failed:\n{completed.stderr[-2000:]}")
-    state: dict[str, Any] = json.loads(completed.stdout.splitlines()[-1])
-    return state
 
 
 # --- The report ----------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import hmac
+import json
 import os
 import re
 import secrets
@@ -26,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import requests
@@ -250,6 +252,28 @@ def portal_empty_webhook_tables(environment: dict[str, str]) -> None:
         check=True,
         capture_output=True,
     )
+
+
+def portal_call(environment: dict[str, str], function: str) -> Any:
+    """What `function` ("package.module:name", taking nothing and returning JSON-able data)
+    returns when run in a process of its own with the portal's environment, Django set up:
+    how a benchmark reads what the portal left in its database, through its models."""
+    module, name = function.split(":")
+    script = (
+        f"import django, json; django.setup(); import {module} as m; print(json.dumps(m.{name}()))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    if completed.returncode != 0:
+        raise ServerFailed(f"reading the portal's database failed:\n{completed.stderr[-2000:]}")
+    return json.loads(completed.stdout.splitlines()[-1])
 
 
 def portal_prepare(environment: dict[str, str]) -> PortalUser:

@@ -44,6 +44,7 @@ from bench.support import (
     ServerFailed,
     add_database_argument,
     bench_main,
+    portal_call,
     portal_empty_webhook_tables,
     portal_environment,
     portal_migrate,
@@ -177,27 +178,8 @@ def print_verdict(verdict: Verdict) -> None:
 # --- The run ---------------------------------------------------------------------
 
 
-def dump_state() -> None:
-    """Run in a process of its own with the portal's environment: prints `portal_state()`."""
-    import django
-
-    django.setup()
-    print(json.dumps(portal_state()))
-
-
 def _state(environment: dict[str, str]) -> dict[str, Any]:
-    completed = subprocess.run(
-        [sys.executable, "-c", "import bench.webhooks_reliability as b; b.dump_state()"],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
-    if completed.returncode != 0:
-        raise ServerFailed(f"reading the portal's database failed:\n{completed.stderr[-2000:]}")
-    state: dict[str, Any] = json.loads(completed.stdout.splitlines()[-1])
+    state: dict[str, Any] = portal_call(environment, "bench.webhooks_reliability:portal_state")
     return state
 
 

@@ -15,9 +15,10 @@ from django.tasks import task
 
 from fleet import worker
 from fleet.pace import Pace
-from fleet.services.cnh import cnh_lookup_process, cnh_lookups_recover_all
+from fleet.services.cnh import cnh_lookup_process
 from fleet.services.cnh_privacy import cnh_lookups_purge as purge_old_lookups
 from fleet.services.cnh_privacy import cnh_purge_next_run
+from fleet.services.cnh_recovery import cnh_lookups_recover_all
 from fleet.webhooks.processing import deliveries_process_received
 
 

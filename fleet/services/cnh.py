@@ -44,7 +44,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
 from django.db import transaction
-from django.db.models import Count, F, Min, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
@@ -52,7 +52,6 @@ from django.utils.translation import pgettext_lazy
 
 from fleet import cpf, worker
 from fleet.api import errors
-from fleet.api.client import CNH_READ_TIMEOUT
 from fleet.api.licences import CnhLicence as CnhLicence
 from fleet.api.licences import CnhLookupResult, cnh_licence_from_json
 from fleet.models import (
@@ -65,6 +64,10 @@ from fleet.models import (
 )
 from fleet.models import CnhReason as CnhReason
 from fleet.services.cnh_privacy import cnh_daily_limit_check, cnh_retention_schedule
+from fleet.services.cnh_recovery import INTERRUPTED as INTERRUPTED
+from fleet.services.cnh_recovery import RUNNING_LEASE as RUNNING_LEASE
+from fleet.services.cnh_recovery import cnh_lookup_recover as cnh_lookup_recover
+from fleet.services.cnh_recovery import recovery_ask, recovery_settle
 from fleet.services.connection import fleet_client
 
 logger = logging.getLogger("fleet.cnh")
@@ -73,16 +76,12 @@ HISTORY_PAGE_SIZE: Final = 20
 # Without Retry-After: 30 s, 1 min, 2 min… up to 15 min between attempts.
 _BACKOFF_BASE: Final = 30.0
 _BACKOFF_MAX: Final = 900.0
-# Longer than any attempt can run (the 70 s read timeout, connecting, storing):
-# a lookup running for longer lost its worker.
-RUNNING_LEASE: Final = timedelta(seconds=CNH_READ_TIMEOUT + 50)
 # An item the batch answer left out, or a lookup that failed before its item was asked.
 MISSING: Final = "missing"
 # Items with an unknown outcome, by why (their `error_code`): the call got no
 # answer (CnhReason.NO_ANSWER), its success answer could not be read, or its
 # worker died while the lookup was running, maybe in the middle of the call.
 UNREADABLE: Final = "unreadable_answer"
-INTERRUPTED: Final = "interrupted"
 
 
 class CnhLookupNotFound(Exception):
@@ -178,93 +177,6 @@ def _enqueue(lookup_id: int, run_after: datetime | None = None) -> None:
     worker.enqueue("cnh_lookup_run", lookup_id, run_after=run_after)
 
 
-def cnh_lookup_recover(*, lookup: CnhLookup) -> bool:
-    """End a lookup whose worker died in the middle of it; whether it was one.
-
-    A worker killed during its attempt (a deploy, a crash) leaves the lookup
-    `running` with no task to finish it. Once it has run longer than any
-    attempt can last (`RUNNING_LEASE`), it ends: its call may well have been
-    sent, and done and charged, so it is not queued again. Its items still
-    pending get an unknown outcome (`INTERRUPTED`), the lookup too, and the
-    manager decides whether to look them up again (`cnh_lookup_retry_failed`
-    with `include_unknown`), as after a call that got no answer. Nothing
-    records whether the call had left when the worker died: every pending
-    item is treated as possibly sent.
-
-    The lookup's page calls this when it is opened and while it polls, and
-    the worker's sweep (`cnh_lookups_recover_all`) once the lease has passed,
-    so that a lookup whose page nobody opens ends too.
-    """
-    now = timezone.now()
-    if lookup.status != CnhLookupStatus.RUNNING or lookup.updated_at >= now - RUNNING_LEASE:
-        return False  # what nearly every poll finds: no query
-    with transaction.atomic():
-        # One UPDATE decides, so that two polls cannot both end it.
-        ended = CnhLookup.objects.filter(
-            pk=lookup.pk, status=CnhLookupStatus.RUNNING, updated_at__lt=now - RUNNING_LEASE
-        ).update(
-            status=CnhLookupStatus.UNKNOWN,
-            reason=CnhReason.NO_ANSWER,
-            detail="The worker stopped while the lookup was running: its call may have been sent",
-            next_attempt_at=None,
-            finished_at=now,
-            updated_at=now,
-        )
-        count = 0
-        if ended:
-            count = lookup.items.filter(status=CnhItemStatus.PENDING).update(
-                status=CnhItemStatus.UNKNOWN,
-                result=None,
-                error_code=INTERRUPTED,
-                error_message="",
-                updated_at=now,
-            )
-    if ended:
-        logger.warning(
-            "CNH lookup %s was left running by its worker (attempt %d): %d CPF(s) with an "
-            "unknown outcome (not sent again: it may have been charged)",
-            lookup.pk,
-            lookup.attempts,
-            count,
-        )
-        lookup.refresh_from_db()
-    return bool(ended)
-
-
-def cnh_lookups_recover_all() -> int:
-    """The worker's sweep: end every lookup left running past its lease (`cnh_lookup_recover`);
-    how many it ended. While lookups still run, it asks for its next run at the
-    soonest end of their leases."""
-    now = timezone.now()
-    stale = CnhLookup.objects.filter(
-        status=CnhLookupStatus.RUNNING, updated_at__lt=now - RUNNING_LEASE
-    )
-    ended = sum(cnh_lookup_recover(lookup=lookup) for lookup in stale)
-    _recovery_ask()
-    return ended
-
-
-def _recovery_ask() -> None:
-    """Have the sweep run when the oldest running lookup's lease ends (one run waits at a
-    time: a run finds the next oldest and asks again)."""
-    oldest = CnhLookup.objects.filter(status=CnhLookupStatus.RUNNING).aggregate(
-        oldest=Min("updated_at")
-    )["oldest"]
-    if oldest is not None:
-        run_after = oldest + RUNNING_LEASE + timedelta(seconds=1)
-        worker.enqueue_unless_waiting("cnh_lookups_recover", run_after=run_after)
-
-
-def _recovery_settle() -> None:
-    """Once no lookup runs, the sweep waiting for one has nothing to do: drop it.
-
-    (Should another worker claim a lookup between the count and the delete,
-    that lookup is ended by its page after its lease, as before the sweep.)
-    """
-    if not CnhLookup.objects.filter(status=CnhLookupStatus.RUNNING).exists():
-        worker.waiting_delete("cnh_lookups_recover")
-
-
 # --- Running (the task's body) ----------------------------------------------------------
 
 
@@ -281,7 +193,7 @@ def cnh_lookup_process(*, lookup_id: int) -> str:
     try:
         return _attempt(lookup)
     finally:
-        _recovery_settle()
+        recovery_settle()
 
 
 def _attempt(lookup: CnhLookup) -> str:
@@ -318,7 +230,7 @@ def _claim(lookup_id: int) -> CnhLookup | None:
     if not claimed:
         return None
     # Should this worker die during the call, the sweep ends the lookup after its lease.
-    _recovery_ask()
+    recovery_ask()
     return CnhLookup.objects.get(pk=lookup_id)
 
 

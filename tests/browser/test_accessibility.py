@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
+from fleet import plates
 from fleet.models import CnhLookup, CnhLookupStatus, Fine, Notification
 from fleet.services.cnh import cnh_lookup_create
 from tests.conftest import Emulator
@@ -51,7 +52,8 @@ def records(live_server: Any, emulator: Emulator, db_worker: Any) -> None:
 
 def manager_pages(manager: Any, emulator: Emulator) -> list[str]:
     """Every page of the portal a manager reaches, with something on each."""
-    plate = emulator.vehicles()[0]["car_plate"].replace("-", "")
+    # A vehicle with fines, so that its page lists them.
+    plate = plates.normalize(Fine.objects.exclude(registration="").first().plate)
     crlv = emulator.create_crlv_request(plate, pending_seconds=0, in_progress_seconds=0)
     lookup = cnh_lookup_create(owner=manager, cpfs=[CPF], batch=False, purpose="periodic")
     wait_for(
@@ -128,3 +130,34 @@ def test_every_page_has_no_axe_violation(
     page.context.close()
 
     assert not found, f"{len(found)} axe violation(s) in {locale}:\n" + "\n".join(found)
+
+
+def test_the_keyboard_focus_is_always_visible(
+    browser, live_server, fleet_settings, manager, records
+):
+    page, _ = signed_in(browser, live_server, "pt-BR", "manager", "manager-demo-password")
+    page.goto("/fines/")
+
+    page.keyboard.press("Tab")
+    skip = page.get_by_role("link", name="Pular para o conteúdo")
+    assert skip.evaluate("link => link === document.activeElement")
+    assert skip.bounding_box()["y"] >= 0  # brought on screen
+    shown = []
+    for _ in range(80):  # every link, field and button of the page, in order
+        focused = page.evaluate(
+            """() => {
+                const element = document.activeElement, style = getComputedStyle(element);
+                const text = element.textContent.trim();
+                const name = `${element.tagName}.${element.className} ${text}`;
+                return [name.slice(0, 80), style.outlineStyle, style.outlineWidth];
+            }"""
+        )
+        element, outline_style, outline_width = focused
+        if element.startswith("BODY"):  # past the last one
+            break
+        assert outline_style != "none", element
+        assert float(outline_width.removesuffix("px")) >= 2, element
+        shown.append(element)
+        page.keyboard.press("Tab")
+    assert any(element.startswith("A.icon-button") for element in shown), shown
+    page.context.close()

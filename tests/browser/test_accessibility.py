@@ -82,7 +82,8 @@ ADMIN_PAGES = ["/", "/admin/", "/admin/fleet/fine/", "/admin/fleet/webhookdelive
 
 
 def violations(page: Any, path: str) -> list[str]:
-    """What axe finds on `path`, at each width, one line per element."""
+    """What axe finds on `path`, at each width, one line per element; and a page wider
+    than the screen."""
     found = []
     response = page.goto(path)
     # The page itself, not the sign-in page or an error in its place.
@@ -95,6 +96,12 @@ def violations(page: Any, path: str) -> list[str]:
             for node in rule["nodes"]:
                 target = " ".join(str(part) for part in node["target"])
                 found.append(f"{rule['id']} ({rule['impact']}) on {path} at {width}: {target}")
+        # The phone layout: wide tables scroll in their own box, never the whole page.
+        overflow = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        if overflow:
+            found.append(f"page scrolls sideways by {overflow} px on {path} at {width}")
     return found
 
 

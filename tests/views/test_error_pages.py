@@ -78,6 +78,22 @@ def test_a_refused_page_is_the_portals_403_in_the_users_language(client, headers
 
 
 @pytest.mark.parametrize(
+    ("headers", "title"),
+    [(PORTUGUESE, "O formulário não pôde ser enviado"), (ENGLISH, "The form could not be sent")],
+)
+def test_a_form_without_its_csrf_token_is_explained_in_the_users_language(headers, title):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+
+    response = client.post("/accounts/login/", {"username": "a", "password": "b"}, headers=headers)
+
+    assert response.status_code == 403
+    assert heading(response) == title
+    assert "/static/css/portal.css" in response.content.decode()
+
+
+@pytest.mark.parametrize(
     ("headers", "lang", "title"),
     [(PORTUGUESE, "pt-br", "Algo deu errado"), (ENGLISH, "en", "Something went wrong")],
 )

@@ -87,18 +87,26 @@ def _most_fined() -> list[FinedVehicle]:
     ]
 
 
+# Records a vehicle's page lists of each kind; the lists it links to have them all.
+VEHICLE_LISTED = 10
+
+
 @dataclass(frozen=True, slots=True)
 class VehicleRecords:
-    """A vehicle's fines and notifications, as its page sums them up."""
+    """A vehicle's fines and notifications, as its page sums them up and lists the first."""
 
     fines: int
     untreated_fines: int
     notifications: int
     untreated_notifications: int
+    # The first VEHICLE_LISTED of each, in the lists' order (untreated first).
+    listed_fines: list[Fine]
+    listed_notifications: list[Notification]
 
 
 def vehicle_records(plate: str) -> VehicleRecords:
-    """How many fines and notifications name the vehicle `plate`, in either plate format."""
+    """How many fines and notifications name the vehicle `plate`, in either plate format,
+    and the first of each: four queries at most."""
     registration = plates.registration(plate)  # the records' key for the vehicle
     counts = {
         model: model.objects.filter(registration=registration).aggregate(
@@ -106,11 +114,17 @@ def vehicle_records(plate: str) -> VehicleRecords:
         )
         for model in (Fine, Notification)
     }
+    fines = Fine.objects.filter(registration=registration).order_by(*LIST_ORDER)
+    notifications = Notification.objects.filter(registration=registration).order_by(*LIST_ORDER)
     return VehicleRecords(
         fines=counts[Fine]["all"],
         untreated_fines=counts[Fine]["untreated"],
         notifications=counts[Notification]["all"],
         untreated_notifications=counts[Notification]["untreated"],
+        listed_fines=list(fines[:VEHICLE_LISTED]) if counts[Fine]["all"] else [],
+        listed_notifications=(
+            list(notifications[:VEHICLE_LISTED]) if counts[Notification]["all"] else []
+        ),
     )
 
 

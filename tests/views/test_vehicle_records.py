@@ -38,7 +38,7 @@ def notification(id, plate, *, treated=False):
 
 
 def keys(response) -> list[str]:
-    return ROW.findall(response.text)
+    return ROW.findall(response if isinstance(response, str) else response.text)
 
 
 def test_a_fine_knows_its_vehicle_in_the_mercosul_format(client):
@@ -135,6 +135,60 @@ def test_the_vehicle_page_sums_up_its_fines_and_notifications(manager_client, cl
     assert "1 untreated" not in page
     listed = manager_client.get(f"/fines/?plate={old}")
     assert sorted(keys(listed)) == ["1", "2", "3"]
+
+
+def an_old_plate(emulator) -> str:
+    """A plate of the emulator's fleet in the old format (ABC1234)."""
+    return next(
+        plate
+        for plate in (plates.normalize(v["car_plate"]) for v in emulator.vehicles())
+        if re.fullmatch(r"[A-Z]{3}[0-9]{4}", plate)
+    )
+
+
+def test_the_vehicle_page_lists_its_fines_and_notifications_beside_its_ecrlv(
+    manager_client, client, emulator
+):
+    old = an_old_plate(emulator)
+    mercosul = plates.registration(old)
+    deliver(
+        client,
+        fine(1, old, treated=True),
+        fine(2, mercosul),
+        fine(3, "DEF5678"),
+        notification(7, f"{old[:3]}-{old[3:]}"),
+        notification(8, "DEF5678"),
+    )
+
+    page = manager_client.get(f"/vehicles/{old}/", headers=ENGLISH).text
+
+    fines = page.split('data-testid="vehicle-fine-list"')[1].split("</section>")[0]
+    notifications = page.split('data-testid="vehicle-notification-list"')[1]
+    assert keys(fines) == ["2", "1"]  # under either plate, untreated first
+    assert keys(notifications.split("</section>")[0]) == ["7"]
+    assert fines.count('data-testid="handle-in-app"') == 2
+    assert "Not yet available from the issuing authority" in fines  # the compact buttons
+    assert page.index('data-testid="vehicle-crlv"') < page.index('data-testid="vehicle-fine-list"')
+    assert "See all" not in page  # every one is listed
+
+
+def test_the_vehicle_page_lists_the_first_ten_and_links_to_the_rest(
+    manager_client, client, emulator, django_assert_max_num_queries
+):
+    old = an_old_plate(emulator)
+    deliver(client, *(fine(id, old, treated=id > 3) for id in range(1, 13)))
+    manager_client.get(f"/vehicles/{old}/")  # the vehicle list, now cached
+
+    with django_assert_max_num_queries(8):  # session, user, two counts, two lists at most
+        page = manager_client.get(f"/vehicles/{old}/", headers=ENGLISH).text
+
+    listed = keys(page.split('data-testid="vehicle-fine-list"')[1])
+    assert len(listed) == 10
+    assert set(listed[:3]) == {"1", "2", "3"}  # the untreated ones first
+    assert (
+        f'<a href="/fines/?plate={old}" data-testid="vehicle-fines-more">See all 12 fines</a>'
+    ) in page
+    assert 'data-testid="vehicle-notification-list"' not in page
 
 
 def test_the_vehicle_page_says_when_nothing_was_received(manager_client, emulator):

@@ -1,0 +1,238 @@
+"""The dashboard's figures about money: untreated fines in R$, fines by month, the vehicles
+and drivers with the most untreated R$, the fines received lately.
+
+Every figure is an aggregate the database computes on an index (`Fine.Meta.indexes`),
+never a loop over fines. The figures are kept in the cache under a key made of what
+changes them (the newest fine, the latest change of any, today's date), so that a
+dashboard at 100,000 fines reads two index ends, not the table, until a fine is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Final
+
+from django.core.cache import cache
+from django.db.models import Count, DecimalField, Max, Min, QuerySet, Sum, Value
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce, TruncMonth
+from django.utils import timezone
+
+from fleet.models import Driver, Fine
+
+TOP: Final = 5  # vehicles and drivers listed
+MONTHS: Final = 12
+RECENT_DAYS: Final = 7
+_CACHE_SECONDS: Final = 300  # bounds how long a renamed driver keeps the old name
+_CACHE_FORMAT: Final = 1
+_ZERO: Final = Decimal("0.00")
+
+
+@dataclass(frozen=True, slots=True)
+class Total:
+    count: int
+    amount: Decimal  # R$; fines whose amount is unknown count as 0
+
+
+@dataclass(frozen=True, slots=True)
+class MonthFigure:
+    month: date  # its first day
+    count: int
+    amount: Decimal
+
+    @property
+    def query(self) -> str:
+        """The fines list's `month` parameter."""
+        return self.month.strftime("%Y-%m")
+
+
+@dataclass(frozen=True, slots=True)
+class VehicleFigure:
+    registration: str  # the fines list's `?plate=`
+    plate: str  # as its fines name it
+    count: int
+    amount: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class DriverFigure:
+    driver_id: int
+    name: str  # "" when the portal knows none
+    count: int
+    amount: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    """One month's bar in the SVG's units: R$ as its height, its count written above it."""
+
+    month: MonthFigure
+    x: int
+    y: int
+    width: int
+    height: int
+    center: int  # where its texts are centred
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    """The months as bars, scaled to the largest month's R$; room below for the months'
+    names (`label_y`) and above the bars for their counts."""
+
+    width: int
+    height: int  # of the whole drawing
+    base: int  # the bars' baseline
+    label_y: int
+    bars: list[Bar]
+
+
+@dataclass(frozen=True, slots=True)
+class FineFigures:
+    untreated: Total
+    months: list[MonthFigure]  # oldest first, every month of the last twelve
+    top_vehicles: list[VehicleFigure]
+    top_drivers: list[DriverFigure]
+    recent: Total
+    recent_since: date  # the first day counted in `recent` (local)
+
+    @property
+    def months_total(self) -> Total:
+        return Total(
+            count=sum(m.count for m in self.months),
+            amount=sum((m.amount for m in self.months), _ZERO),
+        )
+
+    def chart(self, *, width: int = 600, height: int = 180) -> Chart:
+        top, bottom = 20, 24  # room for the counts above, the months below
+        base = height - bottom
+        room = base - top
+        largest = max((m.amount for m in self.months), default=_ZERO) or Decimal(1)
+        slot = width // max(len(self.months), 1)
+        bars = []
+        for number, month in enumerate(self.months):
+            # A month with fines but no known amount still shows a sliver.
+            tall = max(round(room * month.amount / largest), 2 if month.count else 0)
+            x = number * slot + slot // 8
+            bars.append(Bar(month, x, base - tall, slot * 3 // 4, tall, number * slot + slot // 2))
+        return Chart(width=width, height=height, base=base, label_y=height - 6, bars=bars)
+
+
+def fine_figures() -> FineFigures:
+    """The figures, from the cache while no fine changed since they were computed."""
+    today = timezone.localdate()
+    newest = Fine.objects.aggregate(pk=Max("pk"), changed=Max("updated_at"))
+    changed = newest["changed"].timestamp() if newest["changed"] else 0
+    key = f"fleet:fine-figures:{_CACHE_FORMAT}:{today}:{newest['pk']}:{changed}"
+    figures: FineFigures | None = cache.get(key)
+    if figures is None:
+        figures = _computed(today)
+        cache.set(key, figures, timeout=_CACHE_SECONDS)
+    return figures
+
+
+def month_start(day: date, *, back: int = 0) -> date:
+    """The first day of `day`'s month, `back` months earlier."""
+    months = day.year * 12 + day.month - 1 - back
+    return date(months // 12, months % 12 + 1, 1)
+
+
+def local_midnight(day: date) -> datetime:
+    """The aware start of `day` in the current time zone."""
+    return timezone.make_aware(datetime.combine(day, datetime.min.time()))
+
+
+def _amount() -> Coalesce:
+    return Coalesce(Sum("amount"), Value(_ZERO), output_field=DecimalField())
+
+
+def _computed(today: date) -> FineFigures:
+    total = Fine.objects.filter(treated=False).aggregate(count=Count("pk"), amount=_amount())
+    since = today - timedelta(days=RECENT_DAYS - 1)
+    recent = Fine.objects.filter(received_at__gte=local_midnight(since)).aggregate(
+        count=Count("pk"), amount=_amount()
+    )
+    return FineFigures(
+        untreated=Total(total["count"], total["amount"]),
+        months=_months(today),
+        top_vehicles=_top_vehicles() if total["count"] else [],
+        top_drivers=_top_drivers() if total["count"] else [],
+        recent=Total(recent["count"], recent["amount"]),
+        recent_since=since,
+    )
+
+
+def _months(today: date) -> list[MonthFigure]:
+    first = month_start(today, back=MONTHS - 1)
+    end = month_start(today, back=-1)
+    found = {
+        row["month"].date() if isinstance(row["month"], datetime) else row["month"]: row
+        for row in Fine.objects.filter(
+            occurred_at__gte=local_midnight(first), occurred_at__lt=local_midnight(end)
+        )
+        .annotate(month=TruncMonth("occurred_at", tzinfo=timezone.get_current_timezone()))
+        .values("month")
+        .annotate(count=Count("pk"), amount=_amount())
+        .order_by("month")
+    }
+    months = []
+    for back in range(MONTHS - 1, -1, -1):
+        start = month_start(today, back=back)
+        row = found.get(start, {"count": 0, "amount": _ZERO})
+        months.append(MonthFigure(start, row["count"], row["amount"]))
+    return months
+
+
+def _top_vehicles() -> list[VehicleFigure]:
+    fines = Fine.objects.filter(treated=False).exclude(registration="")
+    top = list(
+        fines.values("registration")
+        .annotate(count=Count("pk"), amount=_amount())
+        .order_by("-amount", "-count", "registration")[:TOP]
+    )
+    # A plate their fines name; the old one sorts first ("ABC-1234", "ABC1234" < "ABC1C34").
+    named = dict(
+        fines.filter(registration__in=[row["registration"] for row in top])
+        .values_list("registration")
+        .annotate(named=Min(Coalesce(KT("payload__carPlate"), KT("payload__plate"))))
+    )
+    return [
+        VehicleFigure(
+            registration=row["registration"],
+            plate=named.get(row["registration"]) or row["registration"],
+            count=row["count"],
+            amount=row["amount"],
+        )
+        for row in top
+    ]
+
+
+def _top_drivers() -> list[DriverFigure]:
+    top = list(
+        Fine.objects.filter(treated=False, driver_id__isnull=False)
+        .values("driver_id")
+        .annotate(count=Count("pk"), amount=_amount())
+        .order_by("-amount", "-count", "driver_id")[:TOP]
+    )
+    names = driver_names([row["driver_id"] for row in top])
+    return [
+        DriverFigure(
+            driver_id=row["driver_id"],
+            name=names.get(row["driver_id"], ""),
+            count=row["count"],
+            amount=row["amount"],
+        )
+        for row in top
+    ]
+
+
+def driver_names(driver_ids: list[int]) -> dict[int, str]:
+    """The names the portal knows for these drivers (`Driver`, typed in the admin)."""
+    return dict(Driver.objects.filter(driver_id__in=driver_ids).values_list("driver_id", "name"))
+
+
+def fine_totals(fines: QuerySet[Fine]) -> Total:
+    """How many fines `fines` holds and their R$."""
+    found = fines.order_by().aggregate(count=Count("pk"), amount=_amount())
+    return Total(found["count"], found["amount"])

@@ -27,6 +27,7 @@ MONTHS: Final = 12
 RECENT_DAYS: Final = 7
 _CACHE_SECONDS: Final = 300  # bounds how long a renamed driver keeps the old name
 _CACHE_FORMAT: Final = 1
+_GENERATION: Final = "fleet:fine-figures:generation"
 _ZERO: Final = Decimal("0.00")
 
 
@@ -124,12 +125,22 @@ def fine_figures() -> FineFigures:
     today = timezone.localdate()
     newest = Fine.objects.aggregate(pk=Max("pk"), changed=Max("updated_at"))
     changed = newest["changed"].timestamp() if newest["changed"] else 0
-    key = f"fleet:fine-figures:{_CACHE_FORMAT}:{today}:{newest['pk']}:{changed}"
+    generation = cache.get(_GENERATION, 0)
+    key = f"fleet:fine-figures:{_CACHE_FORMAT}:{generation}:{today}:{newest['pk']}:{changed}"
     figures: FineFigures | None = cache.get(key)
     if figures is None:
         figures = _computed(today)
         cache.set(key, figures, timeout=_CACHE_SECONDS)
     return figures
+
+
+def fine_figures_forget() -> None:
+    """Have the next dashboard compute its figures again: fines changed in a way their
+    last change time does not show (drivers attributed after they were written)."""
+    try:
+        cache.incr(_GENERATION)
+    except ValueError:  # not there yet
+        cache.set(_GENERATION, 1, timeout=None)
 
 
 def month_start(day: date, *, back: int = 0) -> date:

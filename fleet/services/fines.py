@@ -20,7 +20,7 @@ from django.db.models.functions import Coalesce
 
 from fleet import plates
 from fleet.models import Fine, Notification, SavedFineView
-from fleet.services.dashboard import local_midnight, month_start
+from fleet.services.dashboard import fine_figures_forget, local_midnight, month_start
 from fleet.services.vehicles import vehicle_drivers
 
 PER_PAGE = 50
@@ -195,12 +195,15 @@ def fine_drivers_attribute() -> int:
     by_driver: dict[int, list[str]] = {}
     for registration, driver in drivers.items():
         by_driver.setdefault(driver, []).append(registration)
-    return sum(
+    attributed = sum(
         Fine.objects.filter(driver_id__isnull=True, registration__in=plates_of).update(
             driver_id=driver
         )
         for driver, plates_of in by_driver.items()
     )
+    if attributed:
+        fine_figures_forget()
+    return attributed
 
 
 def notification_search(

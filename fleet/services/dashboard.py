@@ -190,8 +190,10 @@ def _months(today: date) -> list[MonthFigure]:
     months = []
     for back in range(MONTHS - 1, -1, -1):
         start = month_start(today, back=back)
-        row = found.get(start, {"count": 0, "amount": _ZERO})
-        months.append(MonthFigure(start, row["count"], row["amount"]))
+        row = found.get(start)
+        months.append(
+            MonthFigure(start, row["count"], row["amount"]) if row else MonthFigure(start, 0, _ZERO)
+        )
     return months
 
 
@@ -226,15 +228,16 @@ def _top_drivers() -> list[DriverFigure]:
         .annotate(count=Count("pk"), amount=_amount())
         .order_by("-amount", "-count", "driver_id")[:TOP]
     )
-    names = driver_names([row["driver_id"] for row in top])
+    names = driver_names([row["driver_id"] for row in top if row["driver_id"] is not None])
     return [
         DriverFigure(
-            driver_id=row["driver_id"],
-            name=names.get(row["driver_id"], ""),
+            driver_id=driver,
+            name=names.get(driver, ""),
             count=row["count"],
             amount=row["amount"],
         )
         for row in top
+        if (driver := row["driver_id"]) is not None  # filtered out above: for the type
     ]
 
 

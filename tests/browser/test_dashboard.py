@@ -10,6 +10,7 @@ import time
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -56,11 +57,12 @@ def test_the_dashboard_adds_up_the_fines_sent_and_links_to_them(
 ):
     vehicles = [v for v in emulator.vehicles() if v["driver_id"] is not None]
     # Three vehicles of three different drivers.
-    chosen: dict[int, dict] = {}
+    chosen: dict[int, dict[str, Any]] = {}
     for vehicle in vehicles:
         chosen.setdefault(vehicle["driver_id"], vehicle)
     fleet = list(chosen.values())[:3]
-    events = []
+    events: list[dict[str, Any]] = []
+    sent: list[dict[str, Any]] = []  # the fines themselves
     for number, (months_ago, amount, treated) in enumerate(FINES):
         vehicle = fleet[number % 3]
         event = {
@@ -72,6 +74,7 @@ def test_the_dashboard_adds_up_the_fines_sent_and_links_to_them(
             "amount": amount,
             "treated": treated,
         }
+        sent.append(event)
         events.append({"frame": event, "linkFrame": None, "link": "https://boletos.example/1"})
     webhook = f"{live_server.url}/webhooks/fleet/dev-webhook-token/"
 
@@ -83,10 +86,10 @@ def test_the_dashboard_adds_up_the_fines_sent_and_links_to_them(
         lambda: not Fine.objects.filter(driver_id__isnull=True).exists(),
         "the worker did not attribute the fines to their drivers",
     )
-    untreated = [e["frame"] for e in events if not e["frame"]["treated"]]
-    total = sum(Decimal(f["amount"]) for f in untreated)
+    untreated = [fine for fine in sent if not fine["treated"]]
+    total = sum((Decimal(f["amount"]) for f in untreated), Decimal(0))
     by_month: dict[str, list[Decimal]] = defaultdict(list)
-    for fine in (e["frame"] for e in events):
+    for fine in sent:
         by_month[fine["occurredAt"][:7]].append(Decimal(fine["amount"]))
     by_vehicle: dict[str, list[Decimal]] = defaultdict(list)
     by_driver: dict[int, list[Decimal]] = defaultdict(list)
@@ -105,9 +108,9 @@ def test_the_dashboard_adds_up_the_fines_sent_and_links_to_them(
         expect(row.get_by_test_id("month-amount")).to_have_text(brl(sum(amounts, Decimal(0))))
     months_shown = page.get_by_test_id("month")
     expect(months_shown).to_have_count(12)
-    all_amounts = [Decimal(e["frame"]["amount"]) for e in events]
+    everything = sum((Decimal(fine["amount"]) for fine in sent), Decimal(0))
     expect(page.get_by_test_id("months-summary")).to_contain_text(
-        f"{len(events)} multas cometidas nos últimos 12 meses, R$ {brl(sum(all_amounts))}"
+        f"{len(sent)} multas cometidas nos últimos 12 meses, R$ {brl(everything)}"
     )
     for registration, amounts in by_vehicle.items():
         row = page.locator(f'[data-testid="top-vehicle"][data-registration="{registration}"]')

@@ -1,5 +1,6 @@
-"""The dashboard's figures about money: untreated fines in R$, fines by month, the vehicles
-and drivers with the most untreated R$, the fines received lately.
+"""The dashboard's figures: untreated fines in R$ and their count, fines by month, the
+vehicles and drivers with the most untreated R$, the fines received lately, the fines
+without their document and the vehicles with the most untreated fines.
 
 Every figure is an aggregate the database computes on an index (`Fine.Meta.indexes`),
 never a loop over fines. The figures are kept in the cache under a key made of what
@@ -9,6 +10,7 @@ dashboard at 100,000 fines reads two index ends, not the table, until a fine is 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -20,7 +22,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce, TruncMonth
 from django.utils import timezone
 
-from fleet.models import Driver, Fine
+from fleet.models import Driver, Fine, Notification
 
 TOP: Final = 5  # vehicles and drivers listed
 MONTHS: Final = 12
@@ -97,6 +99,9 @@ class FineFigures:
     top_drivers: list[DriverFigure]
     recent: Total
     recent_since: date  # the first day counted in `recent` (local)
+    without_document: int
+    most_fined: list[FinedVehicle]  # by their count of untreated fines
+    key: str  # in the cache
 
     @property
     def months_total(self) -> Total:
@@ -120,6 +125,35 @@ class FineFigures:
         return Chart(width=width, height=height, base=base, label_y=height - 6, bars=bars)
 
 
+@dataclass(frozen=True, slots=True)
+class FinedVehicle:
+    """A vehicle with untreated fines, as the dashboard lists it."""
+
+    registration: str  # its plate in the Mercosul format: the fines list's `?plate=`
+    plate: str  # as its fines name it (the old format, for a vehicle that has one)
+    untreated: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecordCounts:
+    untreated_fines: int
+    fines_without_document: int
+    untreated_notifications: int
+    most_fined: list[FinedVehicle]
+
+
+def record_counts(*, figures: FineFigures | None = None) -> RecordCounts:
+    """The counts the dashboard polls: the fines' from the cached figures (`figures`, if
+    the caller has them), the untreated notifications counted on their list's index."""
+    figures = figures or fine_figures()
+    return RecordCounts(
+        untreated_fines=figures.untreated.count,
+        fines_without_document=figures.without_document,
+        untreated_notifications=Notification.objects.filter(treated=False).count(),
+        most_fined=figures.most_fined,
+    )
+
+
 def fine_figures() -> FineFigures:
     """The figures, from the cache while no fine changed since they were computed."""
     today = timezone.localdate()
@@ -129,9 +163,20 @@ def fine_figures() -> FineFigures:
     key = f"fleet:fine-figures:{_CACHE_FORMAT}:{generation}:{today}:{newest['pk']}:{changed}"
     figures: FineFigures | None = cache.get(key)
     if figures is None:
-        figures = _computed(today)
+        figures = _computed(today, key)
         cache.set(key, figures, timeout=_CACHE_SECONDS)
     return figures
+
+
+def fine_figures_rendered(figures: FineFigures, *, variant: str, render: Callable[[], str]) -> str:
+    """What `render` makes of `figures` (HTML), kept beside them: `variant` names what
+    else it depends on (the language)."""
+    key = f"{figures.key}:rendered:{variant}"
+    html: str | None = cache.get(key)
+    if html is None:
+        html = render()
+        cache.set(key, html, timeout=_CACHE_SECONDS)
+    return html
 
 
 def fine_figures_forget() -> None:
@@ -158,8 +203,9 @@ def _amount() -> Coalesce:
     return Coalesce(Sum("amount"), Value(_ZERO), output_field=DecimalField())
 
 
-def _computed(today: date) -> FineFigures:
+def _computed(today: date, key: str) -> FineFigures:
     total = Fine.objects.filter(treated=False).aggregate(count=Count("pk"), amount=_amount())
+    without_document = Fine.objects.filter(link_frame="").count()
     since = today - timedelta(days=RECENT_DAYS - 1)
     recent = Fine.objects.filter(received_at__gte=local_midnight(since)).aggregate(
         count=Count("pk"), amount=_amount()
@@ -171,6 +217,9 @@ def _computed(today: date) -> FineFigures:
         top_drivers=_top_drivers() if total["count"] else [],
         recent=Total(recent["count"], recent["amount"]),
         recent_since=since,
+        without_document=without_document,
+        most_fined=_most_fined() if total["count"] else [],
+        key=key,
     )
 
 
@@ -218,6 +267,33 @@ def _top_vehicles() -> list[VehicleFigure]:
             amount=row["amount"],
         )
         for row in top
+    ]
+
+
+def _most_fined() -> list[FinedVehicle]:
+    """The vehicles with the most untreated fines, under either of their plates.
+
+    Counted on the plate index alone; the payloads are read for those few only.
+    """
+    untreated = Fine.objects.filter(treated=False).exclude(registration="")
+    top = list(
+        untreated.values_list("registration")
+        .annotate(untreated=Count("pk"))
+        .order_by("-untreated", "registration")[:TOP]
+    )
+    # A plate their fines name; the old one sorts first ("ABC-1234", "ABC1234" < "ABC1C34").
+    named = dict(
+        untreated.filter(registration__in=[registration for registration, _ in top])
+        .values_list("registration")
+        .annotate(named_plate=Min(Coalesce(KT("payload__carPlate"), KT("payload__plate"))))
+    )
+    return [
+        FinedVehicle(
+            registration=registration,
+            plate=named.get(registration) or registration,
+            untreated=count,
+        )
+        for registration, count in top
     ]
 
 

@@ -1,4 +1,4 @@
-"""Fines and notifications as the pages show them: lists, filters and the dashboard's counts.
+"""Fines and notifications as the pages show them: lists, filters, totals, saved views.
 
 Records come only from webhooks (`fleet.webhooks.processing`); these are reads.
 Untreated records come first, then the most recently changed.
@@ -14,9 +14,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, F, Min, Q, QuerySet
-from django.db.models.fields.json import KT
-from django.db.models.functions import Coalesce
+from django.db.models import Count, F, Q, QuerySet
 
 from fleet import plates
 from fleet.models import Fine, Notification, SavedFineView
@@ -28,69 +26,6 @@ PER_PAGE = 50
 LIST_ORDER = ("treated", "-updated_at", "-id")
 # Rows an export reads from the database at a time.
 EXPORT_CHUNK = 500
-
-
-@dataclass(frozen=True, slots=True)
-class FinedVehicle:
-    """A vehicle with untreated fines, as the dashboard lists it."""
-
-    registration: str  # its plate in the Mercosul format: the fines list's `?plate=`
-    plate: str  # as its fines name it (the old format, for a vehicle that has one)
-    untreated: int
-
-
-@dataclass(frozen=True, slots=True)
-class RecordCounts:
-    untreated_fines: int
-    fines_without_document: int
-    untreated_notifications: int
-    most_fined: list[FinedVehicle]
-
-
-# Vehicles the dashboard lists by their untreated fines.
-MOST_FINED = 5
-
-
-def record_counts() -> RecordCounts:
-    """What the dashboard shows: four queries at most, whatever the number of records."""
-    fines = Fine.objects.aggregate(
-        untreated=Count("pk", filter=Q(treated=False)),
-        without_document=Count("pk", filter=Q(link_frame="")),
-    )
-    untreated_notifications = Notification.objects.filter(treated=False).count()
-    return RecordCounts(
-        untreated_fines=fines["untreated"],
-        fines_without_document=fines["without_document"],
-        untreated_notifications=untreated_notifications,
-        most_fined=_most_fined() if fines["untreated"] else [],
-    )
-
-
-def _most_fined() -> list[FinedVehicle]:
-    """The vehicles with the most untreated fines, under either of their plates.
-
-    Counted on the plate index alone; the payloads are read for those few only.
-    """
-    untreated = Fine.objects.filter(treated=False).exclude(registration="")
-    top = list(
-        untreated.values_list("registration")
-        .annotate(untreated=Count("pk"))
-        .order_by("-untreated", "registration")[:MOST_FINED]
-    )
-    # A plate their fines name; the old one sorts first ("ABC-1234", "ABC1234" < "ABC1C34").
-    named = dict(
-        untreated.filter(registration__in=[registration for registration, _ in top])
-        .values_list("registration")
-        .annotate(named_plate=Min(Coalesce(KT("payload__carPlate"), KT("payload__plate"))))
-    )
-    return [
-        FinedVehicle(
-            registration=registration,
-            plate=named.get(registration) or registration,
-            untreated=count,
-        )
-        for registration, count in top
-    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -548,6 +548,10 @@ class Fine(WebhookRecord):
             ),
             models.Index(fields=["occurred_at", "amount"], name="fleet_fine_occurred"),
             models.Index(fields=["received_at"], name="fleet_fine_received"),
+            # The fines still without their document, counted on their own.
+            models.Index(
+                fields=["treated"], condition=models.Q(link_frame=""), name="fleet_fine_no_document"
+            ),
             # The latest change: what the dashboard's cached figures are keyed by.
             models.Index(fields=["updated_at"], name="fleet_fine_updated"),
         ]

@@ -150,6 +150,14 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name="fine",
+            index=models.Index(
+                condition=models.Q(("link_frame", "")),
+                fields=["treated"],
+                name="fleet_fine_no_document",
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="fine",
             index=models.Index(fields=["updated_at"], name="fleet_fine_updated"),
         ),
         migrations.AddField(

@@ -531,15 +531,12 @@ class Fine(WebhookRecord):
             # The dashboard's sums, each read from an index alone: untreated in total,
             # by vehicle and by driver; by month; received lately.
             models.Index(fields=["treated", "amount"], name="fleet_fine_treated_amount"),
+            # By vehicle and by driver, in the order of a GROUP BY, with what it sums.
             models.Index(
-                fields=["registration", "amount"],
-                condition=models.Q(treated=False) & ~models.Q(registration=""),
-                name="fleet_fine_untreated_plate",
+                fields=["treated", "registration", "amount"], name="fleet_fine_treated_plate"
             ),
             models.Index(
-                fields=["driver_id", "amount"],
-                condition=models.Q(treated=False, driver_id__isnull=False),
-                name="fleet_fine_untreated_driver",
+                fields=["treated", "driver_id", "amount"], name="fleet_fine_treated_driver"
             ),
             models.Index(
                 fields=["driver_id", "treated"],
@@ -547,7 +544,7 @@ class Fine(WebhookRecord):
                 name="fleet_fine_driver",
             ),
             models.Index(fields=["occurred_at", "amount"], name="fleet_fine_occurred"),
-            models.Index(fields=["received_at"], name="fleet_fine_received"),
+            models.Index(fields=["received_at", "amount"], name="fleet_fine_received"),
             # The fines still without their document, counted on their own.
             models.Index(
                 fields=["treated"], condition=models.Q(link_frame=""), name="fleet_fine_no_document"

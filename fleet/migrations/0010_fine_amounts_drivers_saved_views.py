@@ -117,19 +117,13 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="fine",
             index=models.Index(
-                condition=models.Q(
-                    ("treated", False), models.Q(("registration", ""), _negated=True)
-                ),
-                fields=["registration", "amount"],
-                name="fleet_fine_untreated_plate",
+                fields=["treated", "registration", "amount"], name="fleet_fine_treated_plate"
             ),
         ),
         migrations.AddIndex(
             model_name="fine",
             index=models.Index(
-                condition=models.Q(("driver_id__isnull", False), ("treated", False)),
-                fields=["driver_id", "amount"],
-                name="fleet_fine_untreated_driver",
+                fields=["treated", "driver_id", "amount"], name="fleet_fine_treated_driver"
             ),
         ),
         migrations.AddIndex(
@@ -146,7 +140,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name="fine",
-            index=models.Index(fields=["received_at"], name="fleet_fine_received"),
+            index=models.Index(fields=["received_at", "amount"], name="fleet_fine_received"),
         ),
         migrations.AddIndex(
             model_name="fine",

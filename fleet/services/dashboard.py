@@ -10,15 +10,25 @@ dashboard at 100,000 fines reads two index ends, not the table, until a fine is 
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
-from typing import Any, Final
+from typing import Final
 
 from django.core.cache import cache
-from django.db.models import Count, DecimalField, Max, Min, Q, QuerySet, Sum, Value
+from django.db.models import (
+    Case,
+    Count,
+    DecimalField,
+    IntegerField,
+    Max,
+    Min,
+    QuerySet,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -228,22 +238,30 @@ def _computed(today: date, key: str) -> FineFigures:
 
 def _months(today: date) -> list[MonthFigure]:
     """Each of the last `MONTHS` months' count and R$, in one pass over the date index:
-    a filtered aggregate per month, not a truncation of every fine's date."""
-    starts = [month_start(today, back=back) for back in range(MONTHS, -1, -1)][1:]
-    bounds = [*starts, month_start(today, back=-1)]
-    aggregates: dict[str, Any] = {}
-    for number, (start, end) in enumerate(itertools.pairwise(bounds)):
-        within = Q(occurred_at__gte=local_midnight(start), occurred_at__lt=local_midnight(end))
-        aggregates[f"count_{number}"] = Count("pk", filter=within)
-        aggregates[f"amount_{number}"] = Coalesce(
-            Sum("amount", filter=within), Value(_ZERO), output_field=DecimalField()
-        )
-    found = Fine.objects.filter(
-        occurred_at__gte=local_midnight(bounds[0]), occurred_at__lt=local_midnight(bounds[-1])
-    ).aggregate(**aggregates)
+    each fine's month numbered by comparing its date with the months' starts (no date
+    function per fine, which SQLite would run in Python)."""
+    starts = [month_start(today, back=back) for back in range(MONTHS - 1, -1, -1)]
+    bounds = [local_midnight(day) for day in [*starts, month_start(today, back=-1)]]
+    number = Case(
+        *(
+            When(occurred_at__lt=end, then=Value(position))
+            for position, end in enumerate(bounds[1:])
+        ),
+        output_field=IntegerField(),
+    )
+    found = {
+        row["month"]: row
+        for row in Fine.objects.filter(occurred_at__gte=bounds[0], occurred_at__lt=bounds[-1])
+        .annotate(month=number)
+        .values("month")
+        .annotate(count=Count("pk"), amount=_amount())
+        .order_by()
+    }
     return [
-        MonthFigure(start, found[f"count_{number}"], found[f"amount_{number}"])
-        for number, start in enumerate(starts)
+        MonthFigure(start, found[position]["count"], found[position]["amount"])
+        if position in found
+        else MonthFigure(start, 0, _ZERO)
+        for position, start in enumerate(starts)
     ]
 
 

@@ -153,3 +153,36 @@ def test_the_dashboard_adds_up_the_fines_sent_and_links_to_them(
     expect(page).to_have_url(re.compile(rf"/fines/\?treated=0&driver={driver}$"))
     expect(page.get_by_test_id("fine")).to_have_count(len(amounts))
     expect(page.get_by_test_id("saved-view")).to_have_attribute("aria-current", "page")
+
+
+def test_the_driver_page_lists_the_fines_attributed_and_fits_a_phone(
+    browser, manager, emulator, live_server, fleet_settings, db_worker
+):
+    vehicle = next(v for v in emulator.vehicles() if v["driver_id"] is not None)
+    driver = vehicle["driver_id"]
+    fine = {"id": 23_100, "carPlate": vehicle["car_plate"], "amount": "293.47", "treated": False}
+    webhook = f"{live_server.url}/webhooks/fleet/dev-webhook-token/"
+    emulator.control("POST", "webhooks", url=webhook, events=[{"frame": fine}])
+    wait_for(
+        lambda: Fine.objects.filter(driver_id=driver).exists(),
+        "the worker did not attribute the fine to its driver",
+    )
+    context = browser.new_context(
+        base_url=live_server.url, locale="pt-BR", viewport={"width": 390, "height": 844}
+    )
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    log_in(page, "manager", "manager-demo-password")
+
+    page.goto(f"/vehicles/?q={vehicle['car_plate']}")
+    page.get_by_test_id("vehicle-table").get_by_role("link", name=str(driver), exact=True).click()
+
+    expect(page).to_have_url(re.compile(rf"/drivers/{driver}/$"))
+    expect(page.get_by_test_id("driver-fines")).to_have_text("1")
+    expect(page.get_by_test_id("driver-totals")).to_contain_text("R$ 293,47")
+    expect(page.get_by_test_id("driver-vehicles")).to_contain_text(vehicle["model"])
+    overflow = page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow == 0, f"the driver page scrolls sideways by {overflow} px on a phone"
+    context.close()

@@ -578,9 +578,9 @@ class Fine(WebhookRecord):
 def payload_amount(payload: object) -> Decimal | None:
     """A fine payload's `amount` in R$ with two decimals; None if absent or not a number
     that fits `Fine.amount`."""
-    text = _text(payload, "amount").strip().replace("R$", "").strip()
-    if "," in text and "." not in text:
-        text = text.replace(",", ".")  # "293,47": how a Brazilian writes it
+    text = _text(payload, "amount").replace("R$", "").strip()
+    if "," in text and text.rfind(",") > text.rfind("."):
+        text = text.replace(".", "").replace(",", ".")  # "1.293,47": as a Brazilian writes it
     try:
         value = Decimal(text).quantize(Decimal("0.01"))
     except (InvalidOperation, ValueError):

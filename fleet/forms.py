@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from datetime import date
 from typing import Any
 
 from django import forms
@@ -343,7 +344,7 @@ class NotificationFilterForm(forms.Form):
 
 class FineFilterForm(NotificationFilterForm):
     """The fine list's query string: search, plate, treated and official-document filters,
-    and page."""
+    driver, month, amount range, received since, sort, and page."""
 
     SEARCH_PLACEHOLDER = _("Notice number or infraction")
 
@@ -352,10 +353,78 @@ class FineFilterForm(NotificationFilterForm):
         ("1", _("Available")),
         ("0", _("Not yet available")),
     ]
+    SORT_CHOICES = [
+        ("", _("Untreated first, latest changed")),
+        ("-occurred_at", _("Committed, newest first")),
+        ("occurred_at", _("Committed, oldest first")),
+        ("-amount", _("Amount, highest first")),
+        ("amount", _("Amount, lowest first")),
+    ]
 
     document = forms.ChoiceField(
         label=_("Official document"), choices=DOCUMENT_CHOICES, required=False
     )
+    driver = forms.IntegerField(
+        label=_("Driver id"),
+        required=False,
+        min_value=1,
+        widget=forms.NumberInput(attrs={"inputmode": "numeric", "class": "input--short"}),
+    )
+    month = forms.RegexField(
+        label=_("Month committed"),
+        required=False,
+        regex=r"^\d{4}-(0[1-9]|1[0-2])$",
+        error_messages={"invalid": _("Choose a month, like 2026-03.")},
+        widget=forms.TextInput(attrs={"type": "month", "placeholder": "2026-03"}),
+    )
+    amount_min = forms.DecimalField(
+        label=_("From R$"),
+        required=False,
+        min_value=0,
+        max_digits=12,
+        decimal_places=2,
+        widget=forms.NumberInput(attrs={"step": "0.01", "class": "input--short"}),
+    )
+    amount_max = forms.DecimalField(
+        label=_("Up to R$"),
+        required=False,
+        min_value=0,
+        max_digits=12,
+        decimal_places=2,
+        widget=forms.NumberInput(attrs={"step": "0.01", "class": "input--short"}),
+    )
+    received_from = forms.DateField(
+        label=_("Received since"),
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+        input_formats=["%Y-%m-%d"],
+    )
+    sort = forms.ChoiceField(label=_("Sort by"), choices=SORT_CHOICES, required=False)
 
     def filters(self) -> dict[str, Any]:
-        return super().filters() | {"document": _yes_no(self.cleaned_data.get("document"))}
+        data = super().filters()  # validates
+        cleaned = self.cleaned_data
+        month = cleaned.get("month") or ""
+        return data | {
+            "document": _yes_no(cleaned.get("document")),
+            "driver": cleaned.get("driver"),
+            "month": date.fromisoformat(f"{month}-01") if month else None,
+            "amount_min": cleaned.get("amount_min"),
+            "amount_max": cleaned.get("amount_max"),
+            "received_from": cleaned.get("received_from"),
+            "sort": cleaned.get("sort") or "",
+        }
+
+
+class SavedFineViewForm(forms.Form):
+    """The name a user gives the fines list's current filters, to keep them as a tab."""
+
+    name = forms.CharField(
+        label=_("Name of the view"),
+        max_length=60,
+        widget=forms.TextInput(attrs={"autocomplete": "off", "placeholder": _("e.g. Large fines")}),
+    )
+    query = forms.CharField(required=False, max_length=500, widget=forms.HiddenInput)
+
+    def clean_name(self) -> str:
+        return " ".join(self.cleaned_data["name"].split())

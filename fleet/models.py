@@ -5,6 +5,8 @@ notifications built from them, and the payload keys the portal does not know yet
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
 from django.db import models
@@ -438,6 +440,8 @@ class WebhookDelivery(models.Model):
 
 
 REGISTRATION_LENGTH = 20
+# Digits of `Fine.amount`, two of them decimals: up to R$ 9,999,999,999.99.
+AMOUNT_DIGITS = 12
 
 
 def payload_plate(payload: object) -> str:
@@ -503,11 +507,19 @@ class Fine(WebhookRecord):
     """A traffic fine (a `frame` event): its official document and payment slip.
 
     `link_frame` is empty while the issuing authority has not made the official
-    document available (`linkFrame: null`).
+    document available (`linkFrame: null`). `amount` and `occurred_at` are the
+    payload's, read when the fine is written (null when absent or malformed: the
+    payload keeps what was sent); `driver_id` is the driver of its vehicle in the
+    fleet's vehicle list when the fine arrived (null if unknown).
     """
 
     link_frame = models.TextField(_("official infraction document"), blank=True)
     link = models.TextField(_("payment slip"), blank=True)
+    amount = models.DecimalField(
+        _("amount (R$)"), max_digits=AMOUNT_DIGITS, decimal_places=2, null=True, blank=True
+    )
+    occurred_at = models.DateTimeField(_("committed on"), null=True, blank=True)
+    driver_id = models.PositiveBigIntegerField(_("driver id"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("fine")
@@ -516,6 +528,29 @@ class Fine(WebhookRecord):
         indexes = [
             models.Index(fields=["treated", "-updated_at"], name="fleet_fine_list"),
             _registration_index("fleet_fine_plate"),
+            # The dashboard's sums, each read from an index alone: untreated in total,
+            # by vehicle and by driver; by month; received lately.
+            models.Index(fields=["treated", "amount"], name="fleet_fine_treated_amount"),
+            # By vehicle and by driver, in the order of a GROUP BY, with what it sums.
+            models.Index(
+                fields=["treated", "registration", "amount"], name="fleet_fine_treated_plate"
+            ),
+            models.Index(
+                fields=["treated", "driver_id", "amount"], name="fleet_fine_treated_driver"
+            ),
+            models.Index(
+                fields=["driver_id", "treated"],
+                condition=models.Q(driver_id__isnull=False),
+                name="fleet_fine_driver",
+            ),
+            models.Index(fields=["occurred_at", "amount"], name="fleet_fine_occurred"),
+            models.Index(fields=["received_at", "amount"], name="fleet_fine_received"),
+            # The fines still without their document, counted on their own.
+            models.Index(
+                fields=["treated"], condition=models.Q(link_frame=""), name="fleet_fine_no_document"
+            ),
+            # The latest change: what the dashboard's cached figures are keyed by.
+            models.Index(fields=["updated_at"], name="fleet_fine_updated"),
         ]
 
     def get_absolute_url(self) -> str:
@@ -530,12 +565,42 @@ class Fine(WebhookRecord):
         return _text(self.payload, "description")
 
     @property
-    def occurred_at(self) -> str:
+    def occurred_at_text(self) -> str:
+        """`occurredAt` as sent (a text that may not be a time)."""
         return _text(self.payload, "occurredAt")
 
     @property
-    def amount(self) -> str:
+    def amount_text(self) -> str:
+        """`amount` as sent (a text that may not be a number)."""
         return _text(self.payload, "amount")
+
+
+def payload_amount(payload: object) -> Decimal | None:
+    """A fine payload's `amount` in R$ with two decimals; None if absent or not a number
+    that fits `Fine.amount`."""
+    text = _text(payload, "amount").replace("R$", "").strip()
+    if "," in text and text.rfind(",") > text.rfind("."):
+        text = text.replace(".", "").replace(",", ".")  # "1.293,47": as a Brazilian writes it
+    try:
+        value = Decimal(text).quantize(Decimal("0.01"))
+    except (InvalidOperation, ValueError):
+        return None
+    if not value.is_finite() or abs(value) >= 10 ** (AMOUNT_DIGITS - 2):
+        return None
+    return value
+
+
+def payload_occurred_at(payload: object) -> datetime | None:
+    """A fine payload's `occurredAt` as an aware time (UTC when it names no offset); None
+    if absent or not an ISO 8601 time."""
+    text = _text(payload, "occurredAt")
+    try:
+        moment = datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+    if moment is None:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 class Notification(WebhookRecord):
@@ -587,6 +652,54 @@ class UnknownWebhookKey(models.Model):
 
     def __str__(self) -> str:
         return self.path
+
+
+class Driver(models.Model):
+    """A name for a driver id of the fleet's vehicle list (`driver_id`), where the portal
+    knows one: the list names none, so an administrator types it in the admin."""
+
+    driver_id = models.PositiveBigIntegerField(_("driver id"), unique=True)
+    name = models.CharField(_("driver's name"), max_length=150)
+
+    class Meta:
+        verbose_name = _("driver")
+        verbose_name_plural = _("drivers")
+        ordering = ["name", "driver_id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.driver_id})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("fleet:driver", args=[self.driver_id])
+
+
+class SavedFineView(models.Model):
+    """A user's named set of filters of the fines list (its query string), shown as a tab."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="saved_fine_views",
+        verbose_name=_("portal user"),
+    )
+    name = models.CharField(_("name of the view"), max_length=60)
+    query = models.CharField(_("filters (query string)"), max_length=500, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("saved view of the fines")
+        verbose_name_plural = _("saved views of the fines")
+        ordering = ["user", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "name"], name="fleet_saved_fine_view_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        url = reverse("fleet:fines")
+        return f"{url}?{self.query}" if self.query else url
 
 
 def _text(payload: object, *names: str) -> str:

@@ -19,6 +19,7 @@ from fleet.services.cnh import cnh_lookup_process
 from fleet.services.cnh_privacy import cnh_lookups_purge as purge_old_lookups
 from fleet.services.cnh_privacy import cnh_purge_next_run
 from fleet.services.cnh_recovery import cnh_lookups_recover_all
+from fleet.services.fines import fine_drivers_attribute
 from fleet.webhooks.processing import deliveries_process_received
 
 
@@ -71,3 +72,9 @@ def _processing_runs_prune() -> None:
     """Delete the successful processing runs older than an hour (every 10 minutes at most)."""
     if _pruned.due(_PRUNE_EVERY_S):
         worker.runs_prune("webhook_deliveries_process", kept=_RUNS_KEPT)
+
+
+@task()
+def fine_drivers_attribute_run() -> int:
+    """Give the fines written without a vehicle list at hand their vehicle's driver."""
+    return fine_drivers_attribute()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from fleet.urls_crlv import urlpatterns_crlv
-from fleet.views import cnh, dashboard, embed, fines, health, vehicles, webhook_receiver
+from fleet.views import cnh, dashboard, drivers, embed, fines, health, vehicles, webhook_receiver
 
 app_name = "fleet"
 
@@ -20,6 +20,8 @@ urlpatterns = [
     path("vehicles/export.csv", vehicles.vehicle_list_export, name="vehicles_export"),
     path("vehicles/refresh", vehicles.vehicle_list_refresh, name="vehicles_refresh"),
     *urlpatterns_crlv,
+    # A driver id is an integer: `<int:…>` never takes "cnh".
+    path("drivers/<int:driver_id>/", drivers.driver_detail, name="driver"),
     path("drivers/cnh/", cnh.cnh_lookups, name="cnh"),
     path("drivers/cnh/lookup", cnh.cnh_lookup_single, name="cnh_lookup_single"),
     path("drivers/cnh/batch", cnh.cnh_lookup_batch, name="cnh_lookup_batch"),
@@ -28,6 +30,8 @@ urlpatterns = [
     path("fines/", fines.fine_list, name="fines"),
     path("fines/export.csv", fines.fine_list_export, name="fines_export"),
     path("fines/<int:fine_id>/", fines.fine_detail, name="fine"),
+    path("fines/views/", fines.fine_view_save, name="fine_view_save"),
+    path("fines/views/<int:view_id>/delete", fines.fine_view_delete, name="fine_view_delete"),
     path("notifications/", fines.notification_list, name="notifications"),
     path("notifications/<int:notification_id>/", fines.notification_detail, name="notification"),
     path(

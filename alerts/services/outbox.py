@@ -89,8 +89,8 @@ def event_data(event: AlertEvent, record: Fine | Notification) -> dict[str, Any]
         data |= {
             "description": record.description,
             "reference": record.reference,
-            "occurred_at": record.occurred_at,
-            "amount": record.amount,
+            "occurred_at": record.occurred_at_text,
+            "amount": record.amount_text,
             "document_available": bool(record.link_frame),
         }
     else:

@@ -33,6 +33,7 @@ from fleet import plates
 from fleet.models import (
     AccessKeyMint,
     DeliveryStatus,
+    Driver,
     Fine,
     FleetAccount,
     MintOutcome,
@@ -53,11 +54,12 @@ if TYPE_CHECKING:
     _FineModelAdmin = admin.ModelAdmin[Fine]
     _NotificationModelAdmin = admin.ModelAdmin[Notification]
     _UnknownKeyModelAdmin = admin.ModelAdmin[UnknownWebhookKey]
+    _DriverModelAdmin = admin.ModelAdmin[Driver]
 else:
     _FleetAccountModelForm = forms.ModelForm
     _FleetAccountModelAdmin = _AccessKeyMintModelAdmin = admin.ModelAdmin
     _DeliveryModelAdmin = _FineModelAdmin = _NotificationModelAdmin = admin.ModelAdmin
-    _UnknownKeyModelAdmin = admin.ModelAdmin
+    _UnknownKeyModelAdmin = _DriverModelAdmin = admin.ModelAdmin
 
 
 # What an administrator can do about each failed test.
@@ -310,7 +312,7 @@ class FineAdmin(_ReadOnly, _FineModelAdmin):
     ]
     list_filter = ["treated", "received_at"]
     search_fields = ["=external_id", "key"]
-    readonly_fields = (*_RECORD_FIELDS, "link_frame", "link")
+    readonly_fields = (*_RECORD_FIELDS, "link_frame", "link", "amount", "occurred_at", "driver_id")
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Fine], search_term: str
@@ -331,6 +333,14 @@ class NotificationAdmin(_ReadOnly, _NotificationModelAdmin):
     ) -> tuple[QuerySet[Notification], bool]:
         found = super().get_search_results(request, queryset, search_term)
         return _and_by_plate(found, queryset, search_term)
+
+
+@admin.register(Driver)
+class DriverAdmin(_DriverModelAdmin):
+    """Names for the vehicle list's driver ids: what the dashboard and the driver page show."""
+
+    list_display = ["driver_id", "name"]
+    search_fields = ["name", "=driver_id"]
 
 
 @admin.register(UnknownWebhookKey)

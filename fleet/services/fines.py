@@ -1,4 +1,4 @@
-"""Fines and notifications as the pages show them: lists, filters and the dashboard's counts.
+"""Fines and notifications as the pages show them: lists, filters, totals, saved views.
 
 Records come only from webhooks (`fleet.webhooks.processing`); these are reads.
 Untreated records come first, then the most recently changed.
@@ -8,83 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Min, Q, QuerySet
-from django.db.models.fields.json import KT
-from django.db.models.functions import Coalesce
+from django.db.models import Count, F, Q, QuerySet, Sum
 
 from fleet import plates
-from fleet.models import Fine, Notification
+from fleet.models import Fine, Notification, SavedFineView
+from fleet.services.dashboard import fine_figures_forget, local_midnight, month_start
+from fleet.services.vehicles import vehicle_drivers
 
 PER_PAGE = 50
 # Untreated first, then the latest changed.
 LIST_ORDER = ("treated", "-updated_at", "-id")
 # Rows an export reads from the database at a time.
 EXPORT_CHUNK = 500
-
-
-@dataclass(frozen=True, slots=True)
-class FinedVehicle:
-    """A vehicle with untreated fines, as the dashboard lists it."""
-
-    registration: str  # its plate in the Mercosul format: the fines list's `?plate=`
-    plate: str  # as its fines name it (the old format, for a vehicle that has one)
-    untreated: int
-
-
-@dataclass(frozen=True, slots=True)
-class RecordCounts:
-    untreated_fines: int
-    fines_without_document: int
-    untreated_notifications: int
-    most_fined: list[FinedVehicle]
-
-
-# Vehicles the dashboard lists by their untreated fines.
-MOST_FINED = 5
-
-
-def record_counts() -> RecordCounts:
-    """What the dashboard shows: four queries at most, whatever the number of records."""
-    fines = Fine.objects.aggregate(
-        untreated=Count("pk", filter=Q(treated=False)),
-        without_document=Count("pk", filter=Q(link_frame="")),
-    )
-    untreated_notifications = Notification.objects.filter(treated=False).count()
-    return RecordCounts(
-        untreated_fines=fines["untreated"],
-        fines_without_document=fines["without_document"],
-        untreated_notifications=untreated_notifications,
-        most_fined=_most_fined() if fines["untreated"] else [],
-    )
-
-
-def _most_fined() -> list[FinedVehicle]:
-    """The vehicles with the most untreated fines, under either of their plates.
-
-    Counted on the plate index alone; the payloads are read for those few only.
-    """
-    untreated = Fine.objects.filter(treated=False).exclude(registration="")
-    top = list(
-        untreated.values_list("registration")
-        .annotate(untreated=Count("pk"))
-        .order_by("-untreated", "registration")[:MOST_FINED]
-    )
-    # A plate their fines name; the old one sorts first ("ABC-1234", "ABC1234" < "ABC1C34").
-    named = dict(
-        untreated.filter(registration__in=[registration for registration, _ in top])
-        .values_list("registration")
-        .annotate(named_plate=Min(Coalesce(KT("payload__carPlate"), KT("payload__plate"))))
-    )
-    return [
-        FinedVehicle(
-            registration=registration,
-            plate=named.get(registration) or registration,
-            untreated=count,
-        )
-        for registration, count in top
-    ]
 
 
 # Records a vehicle's page lists of each kind; the lists it links to have them all.
@@ -97,6 +38,8 @@ class VehicleRecords:
 
     fines: int
     untreated_fines: int
+    fines_amount: Decimal  # R$, the fines whose amount could be read
+    untreated_amount: Decimal
     notifications: int
     untreated_notifications: int
     # The first VEHICLE_LISTED of each, in the lists' order (untreated first).
@@ -108,17 +51,29 @@ def vehicle_records(plate: str) -> VehicleRecords:
     """How many fines and notifications name the vehicle `plate`, in either plate format,
     and the first of each: four queries at most."""
     registration = plates.registration(plate)  # the records' key for the vehicle
+    untreated = Q(treated=False)
     counts = {
         model: model.objects.filter(registration=registration).aggregate(
-            all=Count("pk"), untreated=Count("pk", filter=Q(treated=False))
+            all=Count("pk"), untreated=Count("pk", filter=untreated), **sums
         )
-        for model in (Fine, Notification)
+        for model, sums in (
+            (
+                Fine,
+                {
+                    "amount_all": Sum("amount", default=Decimal(0)),
+                    "untreated_amount": Sum("amount", filter=untreated, default=Decimal(0)),
+                },
+            ),
+            (Notification, {}),
+        )
     }
     fines = Fine.objects.filter(registration=registration).order_by(*LIST_ORDER)
     notifications = Notification.objects.filter(registration=registration).order_by(*LIST_ORDER)
     return VehicleRecords(
         fines=counts[Fine]["all"],
         untreated_fines=counts[Fine]["untreated"],
+        fines_amount=counts[Fine]["amount_all"],
+        untreated_amount=counts[Fine]["untreated_amount"],
         notifications=counts[Notification]["all"],
         untreated_notifications=counts[Notification]["untreated"],
         listed_fines=list(fines[:VEHICLE_LISTED]) if counts[Fine]["all"] else [],
@@ -128,33 +83,90 @@ def vehicle_records(plate: str) -> VehicleRecords:
     )
 
 
-def fine_search(
+# How the fines list may be sorted besides its default (untreated first, latest changed).
+FINE_SORTS = {
+    "-occurred_at": (F("occurred_at").desc(nulls_last=True), "-id"),
+    "occurred_at": (F("occurred_at").asc(nulls_last=True), "id"),
+    "-amount": (F("amount").desc(nulls_last=True), "-id"),
+    "amount": (F("amount").asc(nulls_last=True), "id"),
+}
+
+
+def fine_search(*, page: int = 1, **filters: Any) -> Page[Fine]:
+    """One page of fines; `fine_filtered` says what `filters` select and in which order."""
+    return Paginator(fine_filtered(**filters), PER_PAGE).get_page(page)
+
+
+def fine_export(**filters: Any) -> Iterator[Fine]:
+    """Every fine `fine_search` would list, in its order, read a chunk at a time."""
+    return fine_filtered(**filters).iterator(EXPORT_CHUNK)
+
+
+def fine_filtered(
     *,
     q: str = "",
     treated: bool | None = None,
     document: bool | None = None,
     plate: str = "",
-    page: int = 1,
-) -> Page[Fine]:
-    """One page of fines; `q` (in the notice number, the infraction or the platform's
-    id), `treated`, `document` (has its official document) and `plate` (the vehicle,
-    in either plate format) filter."""
-    fines = _fines(q=q, treated=treated, document=document, plate=plate)
-    return Paginator(fines, PER_PAGE).get_page(page)
+    driver: int | None = None,
+    month: date | None = None,
+    amount_min: Decimal | None = None,
+    amount_max: Decimal | None = None,
+    received_from: date | None = None,
+    sort: str = "",
+) -> QuerySet[Fine]:
+    """The fines the list's filters select, in the list's order.
 
-
-def fine_export(
-    *, q: str = "", treated: bool | None = None, document: bool | None = None, plate: str = ""
-) -> Iterator[Fine]:
-    """Every fine `fine_search` would list, in its order, read a chunk at a time."""
-    return _fines(q=q, treated=treated, document=document, plate=plate).iterator(EXPORT_CHUNK)
-
-
-def _fines(*, q: str, treated: bool | None, document: bool | None, plate: str) -> QuerySet[Fine]:
+    `q` looks in the notice number, the infraction and the platform's id; `treated`;
+    `document` (has its official document); `plate` (the vehicle, in either plate
+    format); `driver` (the driver id the fine was attributed to); `month` (committed
+    in that month, local time; its first day); `amount_min`/`amount_max` (R$, both
+    included); `received_from` (received on or after that local day); `sort`, one of
+    `FINE_SORTS` (else the default order).
+    """
     fines = _records(Fine, q=q, treated=treated, plate=plate)
     if document is not None:
         fines = fines.exclude(link_frame="") if document else fines.filter(link_frame="")
-    return fines.order_by(*LIST_ORDER)
+    if driver is not None:
+        fines = fines.filter(driver_id=driver)
+    if month is not None:
+        fines = fines.filter(
+            occurred_at__gte=local_midnight(month),
+            occurred_at__lt=local_midnight(month_start(month, back=-1)),
+        )
+    if amount_min is not None:
+        fines = fines.filter(amount__gte=amount_min)
+    if amount_max is not None:
+        fines = fines.filter(amount__lte=amount_max)
+    if received_from is not None:
+        fines = fines.filter(received_at__gte=local_midnight(received_from))
+    return fines.order_by(*FINE_SORTS.get(sort, LIST_ORDER))
+
+
+def fine_drivers_attribute() -> int:
+    """Give the fines without a driver the driver their vehicle has in the vehicle list
+    (fetched if need be); how many got one. One UPDATE per driver."""
+    registrations = set(
+        Fine.objects.filter(driver_id__isnull=True)
+        .exclude(registration="")
+        .values_list("registration", flat=True)
+        .distinct()
+    )
+    drivers = vehicle_drivers(registrations=registrations) if registrations else None
+    if not drivers:
+        return 0
+    by_driver: dict[int, list[str]] = {}
+    for registration, driver in drivers.items():
+        by_driver.setdefault(driver, []).append(registration)
+    attributed = sum(
+        Fine.objects.filter(driver_id__isnull=True, registration__in=plates_of).update(
+            driver_id=driver
+        )
+        for driver, plates_of in by_driver.items()
+    )
+    if attributed:
+        fine_figures_forget()
+    return attributed
 
 
 def notification_search(
@@ -192,3 +204,25 @@ def _records[R: (Fine, Notification)](
     if treated is not None:
         records = records.filter(treated=treated)
     return records
+
+
+def saved_fine_views(*, user: User) -> list[SavedFineView]:
+    """The user's saved views of the fines list, by name."""
+    return list(SavedFineView.objects.filter(user=user).order_by("name"))
+
+
+def saved_fine_view_save(*, user: User, name: str, query: str) -> SavedFineView:
+    """Save `query` (the list's filters) under `name`; a view of that name is replaced."""
+    view, _created = SavedFineView.objects.update_or_create(
+        user=user, name=name, defaults={"query": query}
+    )
+    return view
+
+
+def saved_fine_view_delete(*, user: User, view_id: int) -> str | None:
+    """Delete the user's view `view_id`; its name, or None if the user has no such view."""
+    view = SavedFineView.objects.filter(user=user, pk=view_id).first()
+    if view is None:
+        return None
+    view.delete()
+    return view.name

@@ -39,7 +39,7 @@ import threading
 import time
 import unicodedata
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -179,6 +179,38 @@ def vehicle_get(*, plate: str) -> VehicleRow | None:
     return None if index is None else snapshot.row(index)
 
 
+def vehicle_drivers(*, registrations: Iterable[str], fetch: bool = True) -> dict[str, int] | None:
+    """The driver of each vehicle among `registrations` (plates in the Mercosul format,
+    `plates.registration`) that has one in the vehicle list.
+
+    None when there is no list to read: with `fetch=False` (inside a transaction, where
+    no API call may wait) only a list this process or the cache already holds is read.
+    """
+    if fetch:
+        try:
+            snapshot, _freshness = _current()
+        except FleetDataUnavailable:
+            return None
+    else:
+        found = _load(_Keys(fleet_cache_scope()))
+        if found is None:
+            return None
+        snapshot = found
+    drivers = snapshot.drivers_by_registration()
+    return {
+        registration: drivers[registration]
+        for registration in registrations
+        if registration in drivers
+    }
+
+
+def driver_vehicles(*, driver_id: int) -> list[VehicleRow]:
+    """The vehicles the vehicle list gives to driver `driver_id`, in plate order."""
+    snapshot, _freshness = _current()
+    rows = [index for index, driver in enumerate(snapshot.drivers) if driver == driver_id]
+    return sorted(map(snapshot.row, rows), key=operator.attrgetter("plate"))
+
+
 def vehicles_refresh() -> Freshness:
     """Fetch the list now (the page's refresh button), unless the route is
     cooling down or another worker is already fetching it."""
@@ -265,6 +297,7 @@ class _Snapshot:
         self._orders: dict[str, list[int]] = {}
         self._columns: dict[str, _Columns] = {}
         self._build_lock = threading.RLock()
+        self._drivers: dict[str, int] | None = None
         # The pages asked for, by filter: a version never changes, so neither do they.
         self._pages: dict[tuple[str, bool | None, str, int, int], _Page] = {}
 
@@ -338,6 +371,18 @@ class _Snapshot:
             logger.error("the cached vehicle list %s is inconsistent; fetching it again", version)
             return None
         return snapshot
+
+    def drivers_by_registration(self) -> dict[str, int]:
+        """Each vehicle's driver by its plate in the Mercosul format (how fines name a
+        vehicle, `plates.registration`); vehicles without a driver left out. Built once."""
+        with self._build_lock:
+            if self._drivers is None:
+                self._drivers = {
+                    plates.registration(plate): driver
+                    for plate, driver in zip(self.plates, self.drivers, strict=True)
+                    if driver is not None
+                }
+            return self._drivers
 
     def row(self, index: int) -> VehicleRow:
         plate = self.plates[index]

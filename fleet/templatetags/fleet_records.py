@@ -31,7 +31,10 @@ def https_url(value: object) -> str:
 
 @register.filter
 def iso_datetime(value: object) -> datetime | str:
-    """An ISO 8601 text as a datetime (for the `date` filter); anything else as it was."""
+    """An ISO 8601 text as a datetime (for the `date` filter); a datetime as it is (a
+    fine's `occurred_at`); anything else as it was."""
+    if isinstance(value, datetime):
+        return value
     if not isinstance(value, str) or not value:
         return ""
     try:

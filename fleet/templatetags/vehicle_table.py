@@ -32,8 +32,10 @@ _SENTINEL = "__plate__"
 
 @register.simple_tag(takes_context=True)
 def vehicle_rows(context: template.Context, rows: Sequence[VehicleRow]) -> SafeString:
-    """`<tr>`s for `rows`: plate (to the vehicle page), model, status, driver, deep link."""
+    """`<tr>`s for `rows`: plate (to the vehicle page), model, status, driver (to the
+    driver page), deep link."""
     before, after = escape(reverse("fleet:vehicle", args=[_SENTINEL])).split(_SENTINEL)
+    driver_before, driver_after = reverse("fleet:driver", args=[0]).split("0", 1)
     next_page = context["request"].get_full_path()
     # Outside the f-strings: xgettext (makemessages) does not look inside them.
     open_label, active_label, inactive_label = (
@@ -48,12 +50,16 @@ def vehicle_rows(context: template.Context, rows: Sequence[VehicleRow]) -> SafeS
     )
     active = f'<td><span class="badge badge--ok">{active_label}</span></td>'
     inactive = f'<td><span class="badge">{inactive_label}</span></td>'
+
+    def driver_link(driver_id: int) -> str:  # an int: nothing to escape
+        return f'<a href="{driver_before}{driver_id}{driver_after}">{driver_id}</a>'
+
     html = [
         f'<tr><td><a class="plate" href="{before}{quote(row.plate, safe="")}{after}">'
         f"{escape(row.plate_display)}</a></td>"
         f"<td>{escape(row.model)}</td>"
         f"{active if row.active else inactive}"
-        f"<td>{'—' if row.driver_id is None else row.driver_id}</td>"
+        f"<td>{'—' if row.driver_id is None else driver_link(row.driver_id)}</td>"
         f"{open_cell}"
         for row in rows
     ]

@@ -1,4 +1,5 @@
-"""The dashboard: the page a fleet manager lands on, with the counts to act on.
+"""The dashboard: the page a fleet manager lands on, with the counts to act on and the
+money at stake (untreated R$, by month, by vehicle, by driver, lately received).
 
 The counts refresh by themselves (htmx polls the `counts` fragment every
 FLEET_COUNTS_POLL_SECONDS, and again when the window regains focus).
@@ -10,10 +11,13 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
+from django.utils.translation import get_language
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from fleet.services.fines import record_counts
+from fleet.services.dashboard import fine_figures, fine_figures_rendered, record_counts
 from fleet.views import AuthenticatedRequest, is_fragment_request
 
 
@@ -21,7 +25,21 @@ from fleet.views import AuthenticatedRequest, is_fragment_request
 @login_required
 @vary_on_headers("HX-Request")
 def dashboard(request: AuthenticatedRequest) -> HttpResponse:
-    context = {"counts": record_counts(), "poll_seconds": settings.FLEET_COUNTS_POLL_SECONDS}
+    figures = fine_figures()
+    context: dict[str, object] = {
+        "counts": record_counts(figures=figures),
+        "poll_seconds": settings.FLEET_COUNTS_POLL_SECONDS,
+    }
     partial = is_fragment_request(request)
+    if not partial:  # the figures about money are not polled: they are read once a visit
+        # Rendered here from the figures alone (no token, no nonce, no user): safe to keep.
+        money = fine_figures_rendered(
+            figures,
+            variant=get_language(),
+            render=lambda: render_to_string(
+                "fleet/dashboard.html#money", {"figures": figures}, request
+            ),
+        )
+        context["money_html"] = mark_safe(money)  # noqa: S308 - the template's own output
     template = "fleet/dashboard.html#counts" if partial else "fleet/dashboard.html"
     return render(request, template, context)

@@ -3,26 +3,33 @@ and their CSV exports."""
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.http import Http404, HttpResponse, QueryDict, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from fleet import display, plates
-from fleet.forms import FineFilterForm, NotificationFilterForm
+from fleet.forms import FineFilterForm, NotificationFilterForm, SavedFineViewForm
 from fleet.models import Fine, Notification
+from fleet.services.dashboard import fine_totals
 from fleet.services.fines import (
     fine_export,
+    fine_filtered,
     fine_search,
     notification_export,
     notification_search,
+    saved_fine_view_delete,
+    saved_fine_view_save,
+    saved_fine_views,
 )
 from fleet.views import AuthenticatedRequest, is_fragment_request
 from fleet.views.csv_export import csv_download
@@ -35,7 +42,42 @@ def fine_list(request: AuthenticatedRequest) -> HttpResponse:
     form = FineFilterForm(request.GET)
     filters = form.filters()
     page = fine_search(**filters)
-    return _render(request, "fleet/fines.html", "fleet:fines_export", filters, form, page)
+    listed = dict(filters)
+    listed.pop("page")
+    extra = {
+        "totals": fine_totals(fine_filtered(**listed)),
+        "saved_views": saved_fine_views(user=request.user),
+        "save_form": SavedFineViewForm(initial={"query": _query_string(filters)}),
+    }
+    return _render(
+        request, "fleet/fines.html", "fleet:fines_export", filters, form, page, extra=extra
+    )
+
+
+@require_POST
+@login_required
+def fine_view_save(request: AuthenticatedRequest) -> HttpResponse:
+    """Keep the fines list's current filters under a name, as one of the user's tabs."""
+    form = SavedFineViewForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, _("Give the view a name of up to 60 characters."))
+        return redirect(reverse("fleet:fines") + _safe_query(request.POST.get("query", "")))
+    # Kept as the list's own form reads it: what a later visit will apply.
+    query = _query_string(FineFilterForm(QueryDict(form.cleaned_data["query"])).filters())
+    view = saved_fine_view_save(user=request.user, name=form.cleaned_data["name"], query=query)
+    messages.success(request, _("View “%(name)s” saved.") % {"name": view.name})
+    return redirect(view.get_absolute_url())
+
+
+@require_POST
+@login_required
+def fine_view_delete(request: AuthenticatedRequest, view_id: int) -> HttpResponse:
+    """Forget one of the user's saved views (another user's is not found)."""
+    name = saved_fine_view_delete(user=request.user, view_id=view_id)
+    if name is None:
+        raise Http404
+    messages.success(request, _("View “%(name)s” deleted.") % {"name": name})
+    return redirect("fleet:fines")
 
 
 @require_GET
@@ -77,8 +119,8 @@ def fine_list_export(request: AuthenticatedRequest) -> StreamingHttpResponse:
             plates.display_if_plate(fine.plate),
             fine.description,
             fine.reference,
-            display.payload_moment(fine.occurred_at),
-            display.amount(fine.amount),
+            display.payload_moment(fine.occurred_at_text),
+            display.amount(fine.amount_text),
             handling[fine.treated],
             fine.link_frame,
             fine.link,
@@ -145,9 +187,15 @@ def _render(
     filters: dict[str, object],
     form: FineFilterForm | NotificationFilterForm,
     page: object,
+    *,
+    extra: dict[str, object] | None = None,
 ) -> HttpResponse:
     links = {"query_string": _query_string(filters), "export_url": reverse(export_view)}
-    context = {"filters": filters, "form": form, "page": page, **links}
+    filtered = any(
+        value not in (None, "") for name, value in filters.items() if name not in ("page", "sort")
+    )
+    context = {"filters": filters, "filtered": filtered, "form": form, "page": page, **links}
+    context |= extra or {}
     if not is_fragment_request(request):
         return render(request, template, context)
     # htmx swaps only the results, and the export link in the page's head (out of band).
@@ -158,10 +206,23 @@ def _render(
 
 def _query_string(filters: dict[str, object]) -> str:
     """The filters as a query string, defaults left out, for links that keep them."""
-    yes_no = {True: "1", False: "0"}
     params = {
-        name: yes_no[value] if isinstance(value, bool) else value
+        name: _query_value(name, value)
         for name, value in filters.items()
-        if name != "page" and (isinstance(value, bool) or (isinstance(value, str) and value))
+        if name != "page" and value is not None and value != ""
     }
     return urlencode(params)
+
+
+def _query_value(name: str, value: object) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, date):
+        return value.strftime("%Y-%m") if name == "month" else value.isoformat()
+    return str(value)
+
+
+def _safe_query(query: str) -> str:
+    """`?query` for a redirect to the list, with only what the list's form reads."""
+    kept = _query_string(FineFilterForm(QueryDict(query)).filters())
+    return f"?{kept}" if kept else ""

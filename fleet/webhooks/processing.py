@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from fleet import worker
 from fleet.models import DeliveryStatus, EventKind, Fine, WebhookDelivery, WebhookRecord
+from fleet.services.vehicles import vehicle_drivers
 from fleet.webhooks import payloads
 from fleet.webhooks.changes import RecordChange, records_changed
 from fleet.webhooks.records import RecordModel, record_model, record_new, record_update
@@ -207,6 +208,7 @@ def _write(reads: Sequence[_Read]) -> None:
         _mark(delivery, DeliveryStatus.PROCESSED, kind=read.kind)
         links[delivery.pk] = record  # linked below, once a new record has its id
         twins[delivery.body_sha256] = delivery.pk  # processed: the twin of a later same body
+    _drivers_attribute([record for record in created.values() if isinstance(record, Fine)])
     for model in {model for model, _ in created}:
         model.objects.bulk_create([record for (m, _), record in created.items() if m is model])
     # Each changed record once, with what changed (Django's bulk_update builds a
@@ -219,6 +221,28 @@ def _write(reads: Sequence[_Read]) -> None:
             setattr(read.delivery, link, record.pk)
     _marks_write([read.delivery for read in reads])
     _changes_announce(records, before=before, created=created)
+
+
+def _drivers_attribute(fines: Sequence[Fine]) -> None:
+    """Give new fines the driver of their vehicle, from a vehicle list already at hand
+    (no API call inside the transaction); without one, the worker does it after the
+    commit (`fine_drivers_attribute_run`), fetching the list."""
+    registrations = {fine.registration for fine in fines if fine.registration}
+    if not registrations:
+        return
+    drivers = vehicle_drivers(registrations=registrations, fetch=False)
+    if drivers is None:
+        transaction.on_commit(_attribution_ask)
+        return
+    for fine in fines:
+        fine.driver_id = drivers.get(fine.registration)
+
+
+def _attribution_ask() -> None:
+    try:
+        worker.enqueue("fine_drivers_attribute_run")
+    except Exception:
+        logger.exception("could not ask the worker to attribute new fines to their drivers")
 
 
 def _state(record: WebhookRecord) -> tuple[bool, bool]:

@@ -21,7 +21,15 @@ from typing import Any
 
 from django.utils import timezone
 
-from fleet.models import Fine, Notification, WebhookDelivery, WebhookRecord, payload_registration
+from fleet.models import (
+    Fine,
+    Notification,
+    WebhookDelivery,
+    WebhookRecord,
+    payload_amount,
+    payload_occurred_at,
+    payload_registration,
+)
 from fleet.webhooks import payloads
 
 RecordModel = type[Fine] | type[Notification]
@@ -48,6 +56,7 @@ def record_new(event: payloads.Event, delivery: WebhookDelivery) -> WebhookRecor
     }
     if event.kind == payloads.FINE:
         values |= {"link_frame": event.link_frame or "", "link": event.link or ""}
+        values |= _fine_columns(event)
     return record_model(event)(**values)
 
 
@@ -69,8 +78,10 @@ def record_update(
         }
         if event.as_of is not None:
             changed["source_updated_at"] = event.as_of
-        if isinstance(record, Fine) and event.link is not None:
-            changed["link"] = event.link
+        if isinstance(record, Fine):
+            changed |= _fine_columns(event)
+            if event.link is not None:
+                changed["link"] = event.link
     if isinstance(record, Fine) and event.link_frame and (current or not record.link_frame):
         changed["link_frame"] = event.link_frame
     changed = {name: value for name, value in changed.items() if getattr(record, name) != value}
@@ -81,6 +92,12 @@ def record_update(
         record.updated_at = timezone.now()
         fields.append("updated_at")
     return fields
+
+
+def _fine_columns(event: payloads.Event) -> dict[str, Any]:
+    """What a fine's columns hold of its payload (null for a malformed value: the
+    payload keeps it as sent)."""
+    return {"amount": payload_amount(event.data), "occurred_at": payload_occurred_at(event.data)}
 
 
 def _observation(event: payloads.Event, delivery: WebhookDelivery) -> dict[str, Any]:

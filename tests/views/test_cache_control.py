@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from fleet.models import CnhLookup, Fine, Notification
+from fleet.models import CnhLookup, Fine, Notification, SavedFineView
 
 pytestmark = pytest.mark.django_db
 
@@ -54,6 +54,10 @@ def sample_kwargs(manager_client, emulator) -> dict[str, object]:
         "lookup_id": CnhLookup.objects.get().public_id,
         "fine_id": Fine.objects.create(key="id:1", treated=False).pk,
         "notification_id": Notification.objects.create(key="id:2", treated=False).pk,
+        "driver_id": 101,
+        "view_id": SavedFineView.objects.create(
+            user=CnhLookup.objects.get().owner, name="Mine", query="treated=0"
+        ).pk,
     }
 
 

@@ -29,8 +29,11 @@ def deliver(client, *payloads) -> None:
     deliveries_process_received()  # the worker's next run
 
 
-def fine(id, plate, *, treated=False):
-    return {"frame": {"id": id, "treated": treated, "carPlate": plate}, "linkFrame": None}
+def fine(id, plate, *, treated=False, amount=None):
+    frame = {"id": id, "treated": treated, "carPlate": plate}
+    if amount is not None:
+        frame["amount"] = amount
+    return {"frame": frame, "linkFrame": None}
 
 
 def notification(id, plate, *, treated=False):
@@ -116,18 +119,19 @@ def test_the_vehicle_page_sums_up_its_fines_and_notifications(manager_client, cl
     mercosul = f"{old[:4]}{chr(ord('A') + int(old[4]))}{old[5:]}"
     deliver(
         client,
-        fine(1, f"{old[:3]}-{old[3:]}"),
-        fine(2, mercosul, treated=True),
-        fine(3, mercosul),
+        fine(1, f"{old[:3]}-{old[3:]}", amount="293.47"),
+        fine(2, mercosul, treated=True, amount="130.16"),
+        fine(3, mercosul, amount="1467.35"),
         notification(1, mercosul, treated=True),
-        fine(4, "DEF5678"),
+        fine(4, "DEF5678", amount="88.38"),
     )
 
     page = manager_client.get(f"/vehicles/{old}/", headers=ENGLISH).text
 
     # The lists are filtered by the plate the page shows; they match either format.
     assert f'<a href="/fines/?plate={old}" data-testid="vehicle-fines">3 fines</a>' in page
-    assert "2 untreated" in page
+    assert '<span data-testid="vehicle-fines-amount">(R$&nbsp;1,890.98)</span>' in page
+    assert "2 untreated, R$ 1,760.82" in page
     assert (
         f'<a href="/notifications/?plate={old}" data-testid="vehicle-notifications">'
         "1 notification</a>"

@@ -60,6 +60,8 @@ def manager_pages(manager: Any, emulator: Emulator) -> list[str]:
         lambda: CnhLookup.objects.get(pk=lookup.pk).status == CnhLookupStatus.DONE,
         "the worker did not finish the CNH lookup",
     )
+    # A driver of the fleet, whose page lists their vehicles.
+    driver = next(v["driver_id"] for v in emulator.vehicles() if v.get("driver_id"))
     return [
         "/",
         "/vehicles/",
@@ -69,6 +71,8 @@ def manager_pages(manager: Any, emulator: Emulator) -> list[str]:
         Fine.objects.first().get_absolute_url(),
         "/notifications/",
         Notification.objects.first().get_absolute_url(),
+        f"/fines/?month={Fine.objects.exclude(occurred_at=None).first().occurred_at:%Y-%m}",
+        f"/drivers/{driver}/",
         "/drivers/cnh/",
         lookup.get_absolute_url(),
         "/app/",
@@ -86,6 +90,10 @@ def admin_pages() -> list[str]:
         "/admin/fleet/fine/",
         f"/admin/fleet/fine/{fine.pk}/change/",
         "/admin/fleet/webhookdelivery/",
+        "/admin/fleet/driver/",
+        "/admin/fleet/cnhlookup/",
+        "/admin/alerts/alert/",
+        "/admin/alerts/alertdefaults/",
     ]
 
 

@@ -511,6 +511,26 @@ def identity_provider(identity_provider_process: Any) -> Iterator[Any]:
     identity_provider_process.start()  # a test that stopped it leaves it running again
 
 
+@pytest.fixture(scope="session")
+def groups_scope_provider_process(live_server: Any) -> Iterator[Any]:
+    """Another provider for the run, with the same clients and people, that releases the
+    groups claim only for the `groups` scope (as Dex, Authentik and Okta's custom
+    authorization servers do)."""
+    from tests.idp import identity_provider_or_skip
+
+    config = identity_provider_config("http://testserver", live_server.url)
+    provider = identity_provider_or_skip(config | {"groups_scope_only": True})
+    yield provider
+    provider.close()
+
+
+@pytest.fixture
+def groups_scope_provider(groups_scope_provider_process: Any) -> Any:
+    groups_scope_provider_process.start()
+    groups_scope_provider_process.reset()
+    return groups_scope_provider_process
+
+
 def oidc_app(provider: Any, **settings_: Any) -> dict[str, Any]:
     """The environment's provider (OIDC_*) as settings.py builds it."""
     return {

@@ -112,8 +112,10 @@ def _user_by_email(
         raise Refused(
             SsoOutcome.CONFLICT, "the portal user is linked to another identity of this provider"
         )
-    # A provider vouches for the e-mails of its own domains only: any other provider
-    # (one that admits by groups above all) could show anyone's address.
+    # The e-mail alone says who this is only where nothing else is at stake: not an
+    # administrator's account (a local break-glass one would be taken, or demoted), not
+    # one another provider signs in, not an address outside this provider's own domains
+    # (one that admits by groups may show anyone's, verified).
     if user.is_staff or user.is_superuser:
         why = "is an administrator (staff or superuser)"
     elif identities:

@@ -52,12 +52,12 @@ def test_a_manager_whose_groups_come_only_with_the_groups_scope_lands_on_the_das
     }
     settings.LOCAL_LOGIN = None
     asked = []
-    page.on(
-        "request",
-        lambda request: asked.append(request.url)
-        if request.url.startswith(f"{groups_scope_provider.issuer}/auth?")
-        else None,
-    )
+
+    def keep_the_authorization_request(request):
+        if request.url.startswith(f"{groups_scope_provider.issuer}/auth?"):
+            asked.append(request.url)
+
+    page.on("request", keep_the_authorization_request)
 
     sign_in_through_the_provider(page, groups_scope_provider, "manager")
 

@@ -5,6 +5,9 @@
 //
 // The first line on stdout is exactly "listening on http://HOST:PORT" (the real port when 0 was
 // given), and that is also the issuer. Nothing else goes to stdout; notices go to stderr.
+// The groups claim comes with the openid scope, or, with "groups_scope_only": true in the
+// configuration, only when the groups scope is asked for (as Dex, Authentik and Okta's custom
+// authorization servers do); the groups scope is in scopes_supported either way.
 // Users sign in on this provider's own page; consent is granted without a page; RP-initiated
 // logout with a valid id_token_hint and a registered post_logout_redirect_uri needs no click.
 
@@ -74,6 +77,9 @@ function loadConfiguration(path) {
     throw new Error(`${path}: "users" must be an array`);
   }
   config.users.forEach((user, i) => checkUser(user, `${path}: users[${i}]`));
+  if (config.groups_scope_only !== undefined && typeof config.groups_scope_only !== 'boolean') {
+    throw new Error(`${path}: "groups_scope_only" must be true or false`);
+  }
   const usernames = new Set(config.users.map((u) => u.username));
   const subs = new Set(config.users.map((u) => u.sub));
   if (usernames.size !== config.users.length || subs.size !== config.users.length) {
@@ -386,7 +392,7 @@ function buildProvider(issuer) {
     },
     scopes: ['openid'],
     claims: {
-      openid: ['sub', 'groups'],
+      openid: config.groups_scope_only ? ['sub'] : ['sub', 'groups'],
       profile: ['name', 'given_name', 'family_name', 'preferred_username'],
       email: ['email', 'email_verified'],
       groups: ['groups'],

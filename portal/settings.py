@@ -329,6 +329,23 @@ ALERTS_WEBHOOK_ALLOW_PRIVATE = env.bool("ALERTS_WEBHOOK_ALLOW_PRIVATE", default=
 # flow, signin/ decides who gets in and as what; django-axes locks local logins.
 
 
+def _oidc_scopes() -> dict[str, list[str]]:
+    """OIDC_SCOPES (space-separated) as the provider's `scope` setting; unset, nothing:
+    the portal then asks for `openid profile email` and the groups claim's scope."""
+    scopes = os.environ.get("OIDC_SCOPES", "").split()
+    if not scopes:
+        return {}
+    if "openid" not in scopes:
+        raise ImproperlyConfigured("OIDC_SCOPES must include openid.")
+    # RFC 6749 3.3: printable ASCII, no double quote or backslash.
+    if any(char in '"\\' or not "!" <= char <= "~" for scope in scopes for char in scope):
+        raise ImproperlyConfigured(
+            "OIDC_SCOPES may hold only printable ASCII, no quote or backslash, "
+            "its scopes separated by spaces."
+        )
+    return {"scope": scopes}
+
+
 def _oidc_provider() -> dict[str, object] | None:
     issuer = os.environ.get("OIDC_ISSUER", "").strip()
     if not issuer:
@@ -347,7 +364,8 @@ def _oidc_provider() -> dict[str, object] | None:
             "groups_claim": env.str("OIDC_GROUPS_CLAIM", default="groups") or "groups",
             "manager_groups": _names("OIDC_MANAGER_GROUPS"),
             "admin_groups": _names("OIDC_ADMIN_GROUPS"),
-        },
+        }
+        | _oidc_scopes(),
     }
 
 

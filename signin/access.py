@@ -46,6 +46,10 @@ class AccessPolicy:
     def lets_anyone_in(self) -> bool:
         return bool(self.allowed_domains or self.manager_groups or self.admin_groups)
 
+    def allows_domain_of(self, email: str) -> bool:
+        """Whether `email` is in one of the allowed domains (the provider's own)."""
+        return email.rpartition("@")[2].lower() in self.allowed_domains
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Decision:
@@ -73,7 +77,7 @@ def access_decide(*, policy: AccessPolicy, claims: Mapping[str, Any]) -> Decisio
         return decided(None, SsoOutcome.NO_ROLE)
     if not verified_email:
         return decided(None, SsoOutcome.UNVERIFIED_EMAIL)
-    if verified_email.rpartition("@")[2].lower() not in policy.allowed_domains:
+    if not policy.allows_domain_of(verified_email):
         return decided(None, SsoOutcome.DOMAIN_NOT_ALLOWED)
     return decided(Role.MANAGER)
 

@@ -1,5 +1,6 @@
 """The admin of sign-in: identity providers (a client secret is write-only), people's
-linked identities, the audit trail of single sign-ons, and unlocking a local login.
+linked identities (and linking one by hand), the audit trail of single sign-ons, and
+unlocking a local login.
 
 django-axes registers its own pages beside these: access attempts (delete one to
 unlock), access failures and the access log of every sign-in and sign-out.
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from allauth.socialaccount.admin import SocialAppAdmin, SocialAppForm
+from allauth.socialaccount.admin import SocialAccountAdmin, SocialAppAdmin, SocialAppForm
 from allauth.socialaccount.models import SocialAccount, SocialApp, SocialToken
 from axes.utils import reset as axes_reset
 from django import forms
@@ -22,6 +23,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from signin.models import SsoAttempt
+from signin.providers import provider_list
 
 if TYPE_CHECKING:
     _SsoAttemptAdmin = admin.ModelAdmin[SsoAttempt]
@@ -53,6 +55,38 @@ class ProviderAdmin(SocialAppAdmin):
     form = ProviderForm
     list_display = ("name", "provider_id", "client_id")
     fields = ("provider", "provider_id", "name", "client_id", "secret", "settings")
+
+
+class LinkedIdentityAdmin(SocialAccountAdmin):
+    """allauth's social accounts, as an administrator links a person's identity by hand
+    (the sign-in links by e-mail only where that is safe: signin.admission): the
+    provider chosen among the configured ones, the subject typed, nothing else."""
+
+    fields = ("user", "provider", "uid")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Another subject or provider is another identity: add it, rather than edit this one.
+        return ("provider", "uid") if obj is not None else ()
+
+    def formfield_for_dbfield(
+        self, db_field: Any, request: HttpRequest, **kwargs: Any
+    ) -> forms.Field | None:
+        if db_field.name == "provider":
+            return forms.ChoiceField(
+                label=_("provider"),
+                choices=[
+                    (provider.sub_id, f"{provider.name} ({provider.sub_id})")
+                    for provider in provider_list(request)
+                ],
+            )
+        if db_field.name == "uid":
+            kwargs["label"] = _("UID (subject at the provider)")
+            kwargs["help_text"] = _(
+                "The person's subject at the provider: their sign-in's refusal page shows it, "
+                "and so does the attempt in Single sign-on attempts."
+            )
+        field: forms.Field | None = super().formfield_for_dbfield(db_field, request, **kwargs)
+        return field
 
 
 @admin.register(SsoAttempt)
@@ -123,6 +157,8 @@ class PortalUserAdmin(_UserAdmin):
 
 admin.site.unregister(SocialApp)
 admin.site.register(SocialApp, ProviderAdmin)
+admin.site.unregister(SocialAccount)
+admin.site.register(SocialAccount, LinkedIdentityAdmin)
 # The portal keeps no provider tokens (SOCIALACCOUNT_STORE_TOKENS is off).
 admin.site.unregister(SocialToken)
 admin.site.unregister(User)

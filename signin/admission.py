@@ -2,9 +2,12 @@
 decided (signin.access), the portal user found, linked or prepared, and the role set.
 
 An existing portal user is found by the provider's subject; the first time, by a
-verified e-mail that no other identity of that provider has claimed; otherwise
-a new user is created (by allauth, after this). Roles are set again at every
-sign-in, so that a change in the provider's groups takes effect at the next one.
+verified e-mail, only where that e-mail is enough to say who the person is: the
+e-mail's domain is one of the provider's allowed domains, the user signs in
+through no other identity, and is no administrator (staff or superuser). Any
+other user with that e-mail is linked by an administrator, in the admin. With no
+such user, a new one is created (by allauth, after this). Roles are set again at
+every sign-in, so that a change in the provider's groups takes effect at the next one.
 """
 
 from __future__ import annotations
@@ -27,10 +30,11 @@ ROLE = "signin_role"
 class Refused(Exception):
     """The provider's answer does not let this person in; `outcome` says why."""
 
-    def __init__(self, outcome: SsoOutcome, detail: str = "") -> None:
+    def __init__(self, outcome: SsoOutcome, detail: str = "", *, subject: str = "") -> None:
         super().__init__(detail or outcome.value)
         self.outcome = outcome
         self.detail = detail
+        self.subject = subject  # the person's subject at the provider, when the page needs it
 
 
 def sso_login_admit(*, request: HttpRequest, sociallogin: SocialLogin) -> User:
@@ -40,9 +44,8 @@ def sso_login_admit(*, request: HttpRequest, sociallogin: SocialLogin) -> User:
     """
     claims = _claims(sociallogin)
     provider = sociallogin.account.get_provider()
-    decision = access_decide(
-        policy=AccessPolicy.from_settings(provider.app.settings), claims=claims
-    )
+    policy = AccessPolicy.from_settings(provider.app.settings)
+    decision = access_decide(policy=policy, claims=claims)
     if decision.refusal is not None or decision.role is None:
         raise Refused(decision.refusal or SsoOutcome.NO_ROLE)
     _keep_only_verified_email(sociallogin, decision.verified_email)
@@ -51,7 +54,7 @@ def sso_login_admit(*, request: HttpRequest, sociallogin: SocialLogin) -> User:
     if sociallogin.is_existing:
         user = sociallogin.user
         outcome = SsoOutcome.SIGNED_IN
-    elif (match := _user_by_email(sociallogin, decision.verified_email)) is not None:
+    elif (match := _user_by_email(sociallogin, decision.verified_email, policy)) is not None:
         user = match
         outcome = SsoOutcome.LINKED
     else:
@@ -89,7 +92,9 @@ def _keep_only_verified_email(sociallogin: SocialLogin, verified_email: str) -> 
         sociallogin.user.email = verified_email
 
 
-def _user_by_email(sociallogin: SocialLogin, verified_email: str) -> User | None:
+def _user_by_email(
+    sociallogin: SocialLogin, verified_email: str, policy: AccessPolicy
+) -> User | None:
     """The one user with this verified e-mail, to link once; `Refused` when that is unsafe."""
     if not verified_email:
         return None
@@ -99,12 +104,31 @@ def _user_by_email(sociallogin: SocialLogin, verified_email: str) -> User | None
     if len(candidates) > 1:
         raise Refused(SsoOutcome.CONFLICT, "several portal users have this e-mail")
     (user,) = candidates
-    already = SocialAccount.objects.filter(user=user, provider=sociallogin.account.provider)
-    if already.exists():
+    provider_id = sociallogin.account.provider
+    identities = set(
+        SocialAccount.objects.filter(user=user).values_list("provider", flat=True).distinct()
+    )
+    if provider_id in identities:
         raise Refused(
             SsoOutcome.CONFLICT, "the portal user is linked to another identity of this provider"
         )
-    return user
+    # The e-mail alone says who this is only where nothing else is at stake: not an
+    # administrator's account (a local break-glass one would be taken, or demoted), not
+    # one another provider signs in, not an address outside this provider's own domains
+    # (one that admits by groups may show anyone's, verified).
+    if user.is_staff or user.is_superuser:
+        why = "is an administrator (staff or superuser)"
+    elif identities:
+        why = f"signs in through {', '.join(sorted(identities))}"
+    elif not policy.allows_domain_of(verified_email):
+        why = f"has an e-mail outside the allowed domains of {provider_id}"
+    else:
+        return user
+    raise Refused(
+        SsoOutcome.LINK_BY_ADMINISTRATOR,
+        f"portal user {user.get_username()} {why}: an administrator links it in the admin",
+        subject=sociallogin.account.uid,
+    )
 
 
 def _set_role(user: User, role: Role, claims: dict[str, Any], verified_email: str) -> None:

@@ -24,6 +24,10 @@ class SsoOutcome(models.TextChoices):
     NO_ROLE = "no_role", _("refused: in no group that gives access")
     DEACTIVATED = "deactivated", _("refused: portal account deactivated")
     CONFLICT = "conflict", _("refused: e-mail already linked to another identity")
+    LINK_BY_ADMINISTRATOR = (
+        "link_by_admin",
+        _("refused: an administrator must link the account with this e-mail"),
+    )
     BAD_ANSWER = "bad_answer", _("refused: the provider's answer did not check out")
     CANCELLED = "cancelled", _("cancelled at the provider")
     UNAVAILABLE = "unavailable", _("provider unavailable")

@@ -143,6 +143,9 @@ def refused(request: HttpRequest, *, provider: Provider | None, refusal: Refused
         "provider": provider.name if provider is not None else "",
         "reason": refusal.outcome.value,
         "another_account_url": provider.get_login_url(request) if provider is not None else "",
+        # What an administrator types to link this identity (signin.admission).
+        "provider_id": provider.sub_id if provider is not None else "",
+        "subject": refusal.subject,
     }
     return render(request, "signin/refused.html", context, status=403)
 

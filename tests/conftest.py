@@ -418,14 +418,18 @@ SSO_PASSWORDS = {
     "unverified": "unverified-sso-password",
     "outsider": "outsider-sso-password",
     "partner": "partner-sso-password",
+    "carol": "carol-sso-password",
+    "mallory": "mallory-sso-password",
 }
 
 
-def _sso_user(username: str, email: str, *, verified: bool = True, groups=(), **names: str):
+def _sso_user(
+    username: str, email: str, *, verified: bool = True, groups=(), sub: str = "", **names: str
+):
     return {
         "username": username,
         "password": SSO_PASSWORDS[username],
-        "sub": f"sub-{username}-0001",
+        "sub": sub or f"sub-{username}-0001",
         "email": email,
         "email_verified": verified,
         "name": " ".join(names.values()),
@@ -435,7 +439,7 @@ def _sso_user(username: str, email: str, *, verified: bool = True, groups=(), **
 
 
 def identity_provider_config(*origins: str) -> dict[str, Any]:
-    """Two clients (the portal's two providers, RS256 and ES256) and five people."""
+    """Two clients (the portal's two providers, RS256 and ES256) and seven people."""
 
     def client(client_id: str, secret: str, provider_id: str, alg: str) -> dict[str, Any]:
         return {
@@ -473,6 +477,15 @@ def identity_provider_config(*origins: str) -> dict[str, Any]:
             _sso_user(
                 "partner", "partner@partner.test", groups=["fleet-managers"], given_name="Paula"
             ),
+            _sso_user("carol", "carol@a.example", groups=["fleet-managers"], given_name="Carol"),
+            # Someone else, whose account shows carol's address as verified.
+            _sso_user(
+                "mallory",
+                "carol@a.example",
+                sub="mallory",
+                groups=["fleet-managers"],
+                given_name="Mallory",
+            ),
         ],
     }
 
@@ -496,6 +509,26 @@ def identity_provider(identity_provider_process: Any) -> Iterator[Any]:
     identity_provider_process.reset()
     yield identity_provider_process
     identity_provider_process.start()  # a test that stopped it leaves it running again
+
+
+@pytest.fixture(scope="session")
+def groups_scope_provider_process(live_server: Any) -> Iterator[Any]:
+    """Another provider for the run, with the same clients and people, that releases the
+    groups claim only for the `groups` scope (as Dex, Authentik and Okta's custom
+    authorization servers do)."""
+    from tests.idp import identity_provider_or_skip
+
+    config = identity_provider_config("http://testserver", live_server.url)
+    provider = identity_provider_or_skip(config | {"groups_scope_only": True})
+    yield provider
+    provider.close()
+
+
+@pytest.fixture
+def groups_scope_provider(groups_scope_provider_process: Any) -> Any:
+    groups_scope_provider_process.start()
+    groups_scope_provider_process.reset()
+    return groups_scope_provider_process
 
 
 def oidc_app(provider: Any, **settings_: Any) -> dict[str, Any]:

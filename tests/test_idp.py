@@ -328,6 +328,26 @@ def test_it_accepts_a_groups_scope(idp: IdentityProvider) -> None:
     assert set(tokens["scope"].split()) == {"openid", "profile", "email", "groups"}
 
 
+def test_configured_so_it_releases_groups_only_for_the_groups_scope() -> None:
+    provider = identity_provider_or_skip(CONFIG | {"groups_scope_only": True})
+    try:
+        assert "groups" in provider.metadata()["scopes_supported"]
+        for scope, groups in [
+            ("openid profile email", None),
+            ("openid groups", ["fleet-managers"]),
+        ]:
+            _, tokens = sign_in_and_get_tokens(provider, RS_CLIENT, scope=scope)
+            assert decode_jwt(tokens["id_token"])[1].get("groups") == groups, scope
+            assert userinfo(provider, tokens["access_token"]).get("groups") == groups, scope
+    finally:
+        provider.close()
+
+
+def test_it_refuses_a_configuration_whose_groups_switch_is_not_a_boolean() -> None:
+    with pytest.raises(RuntimeError, match='"groups_scope_only" must be true or false'):
+        identity_provider_or_skip(CONFIG | {"groups_scope_only": "yes"})
+
+
 def test_it_refuses_a_code_without_its_verifier(idp: IdentityProvider) -> None:
     request = authorization_request(idp, RS_CLIENT)
     params = callback_params(

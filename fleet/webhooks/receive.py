@@ -70,15 +70,17 @@ def webhook_source_address(*, remote_addr: str, forwarded_for: str = "") -> str 
     With FLEET_WEBHOOK_PROXY_COUNT = N > 0, each of N proxies appended the
     address it received from to X-Forwarded-For: the Nth entry from the
     right is the one the outermost proxy saw (entries left of it are the
-    sender's own claims). With 0, the connection's address. None when it is
-    not an IP address.
+    sender's own claims). With 0, or with fewer entries than proxies (a
+    request that did not come through all of them: every entry may be the
+    sender's own), the connection's address, which the sender cannot choose.
+    None when it is not an IP address.
     """
     candidate = remote_addr
     proxies = settings.FLEET_WEBHOOK_PROXY_COUNT
     if proxies and forwarded_for:
         hops = [hop.strip() for hop in forwarded_for.split(",") if hop.strip()]
-        if hops:
-            candidate = hops[-proxies] if len(hops) >= proxies else hops[0]
+        if len(hops) >= proxies:
+            candidate = hops[-proxies]
     return _ip_address(candidate)
 
 

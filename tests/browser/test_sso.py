@@ -7,11 +7,12 @@ person types their password on the provider's own page, never on the portal's.
 from __future__ import annotations
 
 import re
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.conftest import SSO_PASSWORDS
+from tests.conftest import SSO_PASSWORDS, oidc_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -38,6 +39,32 @@ def test_a_manager_signs_in_on_the_provider_and_lands_on_the_dashboard(
     navigation = page.get_by_role("navigation")
     expect(navigation.get_by_role("link", name="Veículos")).to_be_visible()
     expect(navigation.get_by_role("link", name="Administração")).to_have_count(0)
+
+
+def test_a_manager_whose_groups_come_only_with_the_groups_scope_lands_on_the_dashboard(
+    page, groups_scope_provider, settings, live_server
+):
+    # A provider such as Dex, Authentik or an Okta custom authorization server; the
+    # portal admits by groups alone.
+    app = oidc_app(groups_scope_provider, allowed_domains=[], manager_groups=["fleet-managers"])
+    settings.SOCIALACCOUNT_PROVIDERS = {
+        "openid_connect": settings.SOCIALACCOUNT_PROVIDERS["openid_connect"] | {"APPS": [app]}
+    }
+    settings.LOCAL_LOGIN = None
+    asked = []
+
+    def keep_the_authorization_request(request):
+        if request.url.startswith(f"{groups_scope_provider.issuer}/auth?"):
+            asked.append(request.url)
+
+    page.on("request", keep_the_authorization_request)
+
+    sign_in_through_the_provider(page, groups_scope_provider, "manager")
+
+    expect(page).to_have_url(f"{live_server.url}/")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Olá, Marcos")
+    (authorization,) = asked
+    assert "groups" in parse_qs(urlsplit(authorization).query)["scope"][0].split()
 
 
 def test_an_administrator_lands_with_the_admin(page, identity_provider, oidc_settings):

@@ -8,6 +8,7 @@ import re
 import pytest
 import time_machine
 from axes.models import AccessAttempt, AccessFailureLog, AccessLog
+from axes.utils import reset as axes_reset
 from django.utils import timezone
 
 pytestmark = pytest.mark.django_db
@@ -137,6 +138,31 @@ def test_staff_mode_keeps_the_form_for_administrators_only(client, manager, admi
 
     assert log_in(client, username="admin", password="password").status_code == 302
     assert signed_in_as(client) == "admin"
+
+
+def test_in_staff_mode_a_managers_right_password_is_answered_as_a_wrong_one_at_every_count(
+    client, manager, settings
+):
+    """Refused after its password checked out, a manager's login must still count as a
+    failure: otherwise, one guess short of the lock, a wrong guess locks and the right
+    one does not, and the lockout tells which guess was right."""
+    settings.LOCAL_LOGIN = "staff"
+
+    def answer_after(failures, password):
+        axes_reset()
+        for attempt in range(failures):
+            log_in(client, password=f"wrong-{attempt}")
+        answer = log_in(client, password=password)
+        # The page's content, less the CSRF token (new in every page).
+        main = re.search(r"<main.*</main>", text(answer)).group(0)
+        return answer.status_code, re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", main)
+
+    for failures in range(11):
+        right = answer_after(failures, PASSWORD)
+        wrong = answer_after(failures, "wrong-again")
+        assert right == wrong, f"after {failures} failures"
+        assert right[0] == (429 if failures >= 9 else 200), f"after {failures} failures"
+    assert signed_in_as(client) is None
 
 
 def test_off_mode_shows_no_form_and_signs_nobody_in(client, admin_user, settings):

@@ -71,7 +71,8 @@ def test_the_authorization_request_carries_pkce_a_nonce_and_a_state(
     assert len(query["code_challenge"]) == 43
     assert len(query["nonce"]) >= 32
     assert len(query["state"]) >= 16
-    assert set(query["scope"].split()) == {"openid", "profile", "email"}
+    # With the scope of the groups claim: this provider lists it in its discovery.
+    assert set(query["scope"].split()) == {"openid", "profile", "email", "groups"}
     # A second sign-in gets its own.
     again = parse_qs(urlsplit(start(client)).query)
     assert again["nonce"][0] != query["nonce"]

@@ -10,6 +10,8 @@ text and in `List-Unsubscribe`, with `List-Unsubscribe-Post`.
 from __future__ import annotations
 
 import email.policy
+import re
+import unicodedata
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -73,20 +75,38 @@ def alert_email(
         text = render_to_string("alerts/email/alerts.txt", context)
         html = render_to_string("alerts/email/alerts.html", context)
     message = _AlertEmail(
-        subject=subject.replace("\n", " ")[:200],
+        subject=one_line(subject)[:200],
         body=text,
-        from_email=settings.DEFAULT_FROM_EMAIL,
-        to=[user.email],
+        from_email=one_line(settings.DEFAULT_FROM_EMAIL),
+        to=[one_line(user.email)],
         headers={
-            "Message-ID": message_id(alerts),
-            "List-Unsubscribe": f"<{unsubscribe}>",
-            "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
-            "Auto-Submitted": "auto-generated",
-            "Content-Language": language,
+            name: one_line(value)
+            for name, value in {
+                "Message-ID": message_id(alerts),
+                "List-Unsubscribe": f"<{unsubscribe}>",
+                "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+                "Auto-Submitted": "auto-generated",
+                "Content-Language": language,
+            }.items()
         },
     )
     message.attach_alternative(html, "text/html")
     return message
+
+
+# Line breaks of every kind (Python's e-mail package folds headers at all of these) and
+# tabs: one space each run. Any other control character, and a lone surrogate (which
+# UTF-8 cannot encode), is dropped.
+_BREAKS = re.compile(r"[\t\n\v\f\r\x1c-\x1f\x85\u2028\u2029]+")
+_DROPPED = frozenset({"Cc", "Cs"})
+
+
+def one_line(text: str) -> str:
+    """`text` as one line without control characters: fit for a header, and for a line of
+    the e-mail (a payload's text may hold anything, and one bad character must not
+    stop the message)."""
+    text = _BREAKS.sub(" ", text)
+    return "".join(c for c in text if unicodedata.category(c) not in _DROPPED)
 
 
 class _AlertEmail(EmailMultiAlternatives):
@@ -127,7 +147,8 @@ def unsubscribe_user_id(token: str) -> int | None:
 
 
 def _item(alert: Alert) -> Item:
-    data = alert.data
+    # The event's texts are the payload's, and may hold any character.
+    data = {key: one_line(v) if isinstance(v, str) else v for key, v in alert.data.items()}
     headings = {
         AlertEvent.NEW_FINE: _("New fine"),
         AlertEvent.FINE_DOCUMENT: _("Official document available"),

@@ -4,7 +4,9 @@ Text and HTML parts rendered from templates/alerts/email/, with the plate,
 the event's fields and an absolute link to the record's page in the portal
 (PORTAL_BASE_URL), never the platform's expiring document links. Every
 e-mail carries the one-click unsubscribe of RFC 8058: a signed link in the
-text and in `List-Unsubscribe`, with `List-Unsubscribe-Post`.
+text and in `List-Unsubscribe`, with `List-Unsubscribe-Post`; the link works
+for ALERTS_UNSUBSCRIBE_DAYS, and only while the user has the address it was
+sent to.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import unicodedata
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
@@ -26,6 +29,7 @@ from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import formats, timezone, translation
+from django.utils.crypto import constant_time_compare, salted_hmac
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
@@ -131,19 +135,81 @@ def absolute_url(path: str) -> str:
     return settings.PORTAL_BASE_URL.rstrip("/") + path
 
 
+class UnsubscribeLinkRefused(Exception):
+    """An unsubscribe link that does not unsubscribe anyone; `problem` says why."""
+
+    INVALID = "invalid"  # not signed by this portal, or its user is gone or deactivated
+    EXPIRED = "expired"  # older than ALERTS_UNSUBSCRIBE_DAYS
+    STALE = "stale"  # sent to an address the user no longer has
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
 def unsubscribe_token(user: User) -> str:
-    """A signed token naming `user`, for the unsubscribe link (no expiry: old e-mails too)."""
-    return signing.dumps({"user": user.pk}, salt=_UNSUBSCRIBE_SALT)
+    """A signed, dated token naming `user` and the address it is sent to.
+
+    The address is in it as a short keyed digest, never in clear: the link is
+    in every e-mail, and e-mails are forwarded.
+    """
+    return signing.dumps(
+        {"user": user.pk, "to": _address_digest(user.email, settings.SECRET_KEY)},
+        salt=_UNSUBSCRIBE_SALT,
+    )
 
 
-def unsubscribe_user_id(token: str) -> int | None:
-    """The user a token names, or None when it was not signed by this portal."""
+def unsubscribe_user_find(*, token: str) -> User:
+    """The user an unsubscribe link was sent to; `UnsubscribeLinkRefused` when the link was
+    not signed here, is older than ALERTS_UNSUBSCRIBE_DAYS, or was sent to an address
+    the user no longer has (changing the address ends the old links)."""
     try:
-        value = signing.loads(token, salt=_UNSUBSCRIBE_SALT)
+        value = signing.loads(
+            token,
+            salt=_UNSUBSCRIBE_SALT,
+            max_age=timedelta(days=settings.ALERTS_UNSUBSCRIBE_DAYS),
+        )
+    except signing.SignatureExpired:
+        raise UnsubscribeLinkRefused(UnsubscribeLinkRefused.EXPIRED) from None
     except signing.BadSignature:
-        return None
+        raise UnsubscribeLinkRefused(UnsubscribeLinkRefused.INVALID) from None
     user_id = value.get("user") if isinstance(value, dict) else None
-    return user_id if isinstance(user_id, int) else None
+    sent_to = value.get("to") if isinstance(value, dict) else None
+    user = (
+        User.objects.filter(pk=user_id, is_active=True).first()
+        if isinstance(user_id, int)
+        else None
+    )
+    if user is None:
+        raise UnsubscribeLinkRefused(UnsubscribeLinkRefused.INVALID)
+    secrets = [settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS]
+    if not isinstance(sent_to, str) or not any(
+        constant_time_compare(sent_to, _address_digest(user.email, secret)) for secret in secrets
+    ):
+        raise UnsubscribeLinkRefused(UnsubscribeLinkRefused.STALE)
+    return user
+
+
+def masked_address(address: str) -> str:
+    """`address` as a page may show it to whoever holds a link: `m•••@example.com`.
+
+    The local part keeps its first character only when at least two more are hidden
+    (`ab@…` and `a@…` become `•••@…`); the bullets are always three, so that they do
+    not tell the length either. The domain is shown.
+    """
+    local, at, domain = address.rpartition("@")
+    if not at:
+        local, domain = address, ""
+    shown = local[0] if len(local) >= 3 else ""
+    return f"{shown}•••{at}{domain}"
+
+
+def _address_digest(address: str, secret: str) -> str:
+    """A short keyed digest of the normalised address (case and surrounding spaces aside)."""
+    normalised = address.strip().casefold()
+    return salted_hmac(
+        _UNSUBSCRIBE_SALT, normalised, secret=secret, algorithm="sha256"
+    ).hexdigest()[:16]
 
 
 def _item(alert: Alert) -> Item:

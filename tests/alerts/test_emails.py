@@ -188,7 +188,7 @@ def test_the_unsubscribe_link_and_headers_work_in_one_click(client, smtp_server,
     anonymous = Client(enforce_csrf_checks=True)
     page = anonymous.get(path)
     assert page.status_code == 200
-    assert "Parar os e-mails de alerta para marcos@example.com?" in page.text
+    assert "Parar os e-mails de alerta para m•••@example.com?" in page.text
     assert AlertPreferences.objects.get(user=user).delivery == "immediate"
 
     # RFC 8058: the mail client's POST, with no session and no CSRF token.

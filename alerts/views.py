@@ -16,6 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from alerts.forms import AlertPreferencesForm, WebhookSubscriptionForm
 from alerts.outbound import WebhookAddressRefused
 from alerts.services.emails import UnsubscribeLinkRefused, masked_address, unsubscribe_user_find
+from alerts.services.pauses import alert_pause_to_tell
 from alerts.services.preferences import (
     alert_preferences_get,
     alert_preferences_save,
@@ -110,5 +111,6 @@ def _page(
         "webhook_form": webhook_form,
         "subscriptions": webhook_subscriptions_of(user=request.user),
         "secret": secret,
+        "pause": alert_pause_to_tell(user=request.user),
     }
     return render(request, "alerts/preferences.html", context, status=status)

@@ -17,7 +17,7 @@ import unicodedata
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
@@ -76,26 +76,17 @@ def alert_email(
             subject = ngettext(
                 "Fleet Portal: %(count)d alert", "Fleet Portal: %(count)d alerts", len(items)
             ) % {"count": len(items)}
-        text = render_to_string("alerts/email/alerts.txt", context)
-        html = render_to_string("alerts/email/alerts.html", context)
-    message = _AlertEmail(
-        subject=one_line(subject)[:200],
-        body=text,
-        from_email=one_line(settings.DEFAULT_FROM_EMAIL),
-        to=[one_line(user.email)],
-        headers={
-            name: one_line(value)
-            for name, value in {
+        return _email(
+            user=user,
+            subject=subject,
+            template="alerts/email/alerts",
+            context=context,
+            headers={
                 "Message-ID": message_id(alerts),
                 "List-Unsubscribe": f"<{unsubscribe}>",
                 "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
-                "Auto-Submitted": "auto-generated",
-                "Content-Language": language,
-            }.items()
-        },
-    )
-    message.attach_alternative(html, "text/html")
-    return message
+            },
+        )
 
 
 # Line breaks of every kind (Python's e-mail package folds headers at all of these) and
@@ -113,6 +104,46 @@ def one_line(text: str) -> str:
     return "".join(c for c in text if unicodedata.category(c) not in _DROPPED)
 
 
+def pause_notice_email(
+    *, user: User, language: str, days: int, since: datetime
+) -> EmailMultiAlternatives:
+    """The last e-mail of a person paused for not signing in: alerts stop, and signing in
+    to the portal starts them again (the link opens the alerts page, after sign-in)."""
+    with translation.override(language):
+        context: dict[str, Any] = {
+            "user": user,
+            "days": days,
+            "resume_url": absolute_url(reverse("alerts:preferences")),
+        }
+        # The same on a retry of the same pause: a repeat is recognisable.
+        stamp = int(since.timestamp())
+        return _email(
+            user=user,
+            subject=_("Fleet Portal: your alerts have stopped"),
+            template="alerts/email/paused",
+            context=context,
+            headers={"Message-ID": f"<alerts-paused-{user.pk}-{stamp}@{_message_domain()}>"},
+        )
+
+
+def _email(
+    *, user: User, subject: str, template: str, context: dict[str, Any], headers: dict[str, str]
+) -> EmailMultiAlternatives:
+    """An e-mail of the alerts to `user` in the active language, from `template`'s text and
+    HTML parts; every header one line without control characters."""
+    language = translation.get_language() or settings.LANGUAGE_CODE
+    headers = headers | {"Auto-Submitted": "auto-generated", "Content-Language": language}
+    message = _AlertEmail(
+        subject=one_line(subject)[:200],
+        body=render_to_string(f"{template}.txt", context),
+        from_email=one_line(settings.DEFAULT_FROM_EMAIL),
+        to=[one_line(user.email)],
+        headers={name: one_line(value) for name, value in headers.items()},
+    )
+    message.attach_alternative(render_to_string(f"{template}.html", context), "text/html")
+    return message
+
+
 class _AlertEmail(EmailMultiAlternatives):
     """Header lines up to RFC 5322's 998 characters, so that `List-Unsubscribe` keeps its
     URL as it is: with the usual 78, Python's e-mail package writes an unbreakable
@@ -127,8 +158,11 @@ def message_id(alerts: Sequence[Alert]) -> str:
     """The same Message-ID whenever these alerts are sent: a repeat is recognisable."""
     ids = sorted(str(alert.public_id) for alert in alerts)
     name = ids[0] if len(ids) == 1 else str(uuid.uuid5(uuid.NAMESPACE_URL, ",".join(ids)))
-    domain = urlsplit(settings.PORTAL_BASE_URL).hostname or "localhost"
-    return f"<alert-{name}@{domain}>"
+    return f"<alert-{name}@{_message_domain()}>"
+
+
+def _message_domain() -> str:
+    return urlsplit(settings.PORTAL_BASE_URL).hostname or "localhost"
 
 
 def absolute_url(path: str) -> str:
@@ -204,7 +238,7 @@ def masked_address(address: str) -> str:
     return f"{shown}•••{at}{domain}"
 
 
-def _address_digest(address: str, secret: str) -> str:
+def _address_digest(address: str, secret: str | bytes) -> str:
     """A short keyed digest of the normalised address (case and surrounding spaces aside)."""
     normalised = address.strip().casefold()
     return salted_hmac(

@@ -88,10 +88,13 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
     try:
         user = unsubscribe_user_find(token=token)
     except UnsubscribeLinkRefused as refused:
-        context = {"problem": refused.problem, "days": settings.ALERTS_UNSUBSCRIBE_DAYS}
+        problem: dict[str, Any] = {
+            "problem": refused.problem,
+            "days": settings.ALERTS_UNSUBSCRIBE_DAYS,
+        }
         status = 404 if refused.problem == UnsubscribeLinkRefused.INVALID else 410
-        return render(request, "alerts/unsubscribe.html", context, status=status)
-    context = {"email": masked_address(user.email)}
+        return render(request, "alerts/unsubscribe.html", problem, status=status)
+    context: dict[str, Any] = {"email": masked_address(user.email)}
     if request.method == "POST":
         email_unsubscribe(user=user)
         context["done"] = True

@@ -104,12 +104,10 @@ def alert_pause_to_tell(*, user: User) -> AlertPause | None:
     """The pause the alerts page tells `user` of: the current one, or one that ended at or
     since their last sign-in."""
     pause = AlertPause.objects.filter(user=user).first()
-    if pause is None or pause.paused:
+    if pause is None or pause.resumed_at is None:
         return pause
-    assert pause.resumed_at is not None
-    if user.last_login is not None and pause.resumed_at >= user.last_login:
-        return pause
-    return None
+    signed_in = user.last_login
+    return pause if signed_in is not None and pause.resumed_at >= signed_in else None
 
 
 # --- What sign-in signals -----------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The admin of the alerts: the defaults of new users, each user's choices, the outbox
-with its failures (retried from here), webhook subscriptions and their delivery log.
+with its failures (retried from here), webhook subscriptions and their delivery log,
+and the people whose alerts are paused (restored from here).
 
 Secrets are never shown: a subscription's is shown once, to its owner, when made.
 """
@@ -11,19 +12,21 @@ from typing import TYPE_CHECKING, Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
 
 from alerts.forms import AlertDefaultsForm, AlertPreferencesForm
 from alerts.models import (
     Alert,
     AlertDefaults,
+    AlertPause,
     AlertPreferences,
     AlertStatus,
     WebhookAttempt,
     WebhookSubscription,
 )
 from alerts.services.outbox import alerts_send_soon
+from alerts.services.pauses import alerts_resume
 from alerts.services.sending import alert_retry
 
 if TYPE_CHECKING:
@@ -33,9 +36,10 @@ if TYPE_CHECKING:
     _SubscriptionAdmin = admin.ModelAdmin[WebhookSubscription]
     _AttemptAdmin = admin.ModelAdmin[WebhookAttempt]
     _AttemptInline = admin.TabularInline[WebhookAttempt, Alert]
+    _PauseAdmin = admin.ModelAdmin[AlertPause]
 else:
     _DefaultsAdmin = _PreferencesAdmin = _AlertAdmin = admin.ModelAdmin
-    _SubscriptionAdmin = _AttemptAdmin = admin.ModelAdmin
+    _SubscriptionAdmin = _AttemptAdmin = _PauseAdmin = admin.ModelAdmin
     _AttemptInline = admin.TabularInline
 
 _CHOICES_FIELDSETS: Any = (
@@ -174,3 +178,69 @@ class WebhookAttemptAdmin(_AttemptAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+
+class PausedNowFilter(admin.SimpleListFilter):
+    title = _("paused now")
+    parameter_name = "paused"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [("yes", _("Yes")), ("no", _("No"))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() in ("yes", "no"):
+            return queryset.filter(resumed_at__isnull=self.value() == "yes")
+        return queryset
+
+
+@admin.register(AlertPause)
+class AlertPauseAdmin(_PauseAdmin):
+    """People whose alerts stopped when their access ended (refused at sign-in, or not
+    signed in for ALERTS_INACTIVE_DAYS): why and since when, and the action that
+    restores them (a sign-in of theirs does too)."""
+
+    list_display = ("user", "paused", "reason", "detail", "since", "resumed_at", "notice")
+    list_filter = (PausedNowFilter, "reason", "notice")
+    search_fields = ("user__username", "user__email")
+    date_hierarchy = "since"
+    actions = ["restore"]
+    readonly_fields = (
+        "user",
+        "reason",
+        "detail",
+        "since",
+        "resumed_at",
+        "resumed_by",
+        "notice",
+        "notice_attempts",
+        "notice_error",
+    )
+    fields = readonly_fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a pause comes from sign-in or the daily check, never by hand
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    @admin.display(description=_("paused now"), boolean=True)
+    def paused(self, pause: AlertPause) -> bool:
+        return pause.paused
+
+    @admin.action(description=_("Restore the alerts of the selected people"))
+    def restore(self, request: HttpRequest, queryset: QuerySet[AlertPause]) -> None:
+        by = gettext("administrator %(username)s") % {"username": request.user.get_username()}
+        count = sum(
+            alerts_resume(user=pause.user, by=by)
+            for pause in queryset.filter(resumed_at__isnull=True)
+        )
+        self.message_user(
+            request,
+            ngettext(
+                "The alerts of %(count)d person are on again.",
+                "The alerts of %(count)d people are on again.",
+                count,
+            )
+            % {"count": count},
+            messages.SUCCESS if count else messages.WARNING,
+        )

@@ -325,3 +325,62 @@ class WebhookAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subscription} · {self.status_code or self.error[:40]}"
+
+
+class PauseReason(models.TextChoices):
+    REFUSED = "refused", _("refused at sign-in")
+    INACTIVE = "inactive", _("not signed in for a long time")
+
+
+class PauseNotice(models.TextChoices):
+    """The last e-mail of a pause for inactivity: sent once, never twice."""
+
+    NONE = "", _("none")
+    PENDING = "pending", pgettext_lazy("pause notice", "to send")
+    SENDING = "sending", pgettext_lazy("pause notice", "being sent")
+    SENT = "sent", pgettext_lazy("pause notice", "sent")
+    FAILED = "failed", pgettext_lazy("pause notice", "failed")
+
+
+class PausedQuerySet(models.QuerySet["AlertPause"]):
+    def current(self) -> PausedQuerySet:
+        return self.filter(resumed_at__isnull=True)
+
+
+class AlertPause(models.Model):
+    """A person whose alerts stopped because their access ended: refused at sign-in (they
+    left the group, their domain or e-mail is no longer admitted, the account was
+    deactivated), or not signed in for ALERTS_INACTIVE_DAYS. No alert is written for them
+    and none is sent, e-mail or webhook, until they sign in again or an administrator
+    restores them (`resumed_at`). One row per person: the last pause."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="alert_pause",
+        verbose_name=_("user"),
+    )
+    reason = models.CharField(_("reason"), max_length=20, choices=PauseReason.choices)
+    detail = models.CharField(_("why, in words"), max_length=200, blank=True)
+    since = models.DateTimeField(_("paused since"), default=timezone.now)
+    resumed_at = models.DateTimeField(_("resumed at"), null=True, blank=True)
+    resumed_by = models.CharField(_("resumed by"), max_length=200, blank=True)
+    notice = models.CharField(
+        _("last e-mail"), max_length=10, choices=PauseNotice.choices, blank=True
+    )
+    notice_attempts = models.PositiveSmallIntegerField(_("last e-mail's attempts"), default=0)
+    notice_error = models.CharField(_("last e-mail's error"), max_length=500, blank=True)
+
+    objects = PausedQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("paused alerts")
+        verbose_name_plural = _("paused alerts")
+        ordering = ["-since"]
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.get_reason_display()}"
+
+    @property
+    def paused(self) -> bool:
+        return self.resumed_at is None

@@ -13,6 +13,8 @@ from django.tasks import task
 from django.utils import timezone
 
 from alerts.services.outbox import SEND_TASK
+from alerts.services.pauses import PAUSE_TASK, alert_inactivity_next_run
+from alerts.services.pauses import alerts_pause_inactive as pause_inactive_people
 from alerts.services.sending import alerts_next_due, alerts_send_due
 from fleet import worker
 from fleet.pace import Pace
@@ -29,3 +31,15 @@ def alerts_send() -> dict[str, int]:
     if _pruned.due(600.0):
         worker.runs_prune(SEND_TASK, kept=timedelta(hours=1))
     return outcomes
+
+
+@task()
+def alerts_pause_inactive() -> dict[str, int]:
+    """Pause the alerts of the people of a provider who stopped signing in, with one last
+    e-mail; the next run is tomorrow's.
+
+    The next run is asked for first, so that a run that fails is tried again
+    the next day. The first is asked for at a sign-in (alerts.services.pauses).
+    """
+    worker.enqueue_unless_waiting(PAUSE_TASK, run_after=alert_inactivity_next_run())
+    return dict(pause_inactive_people())

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
@@ -15,7 +15,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from alerts.forms import AlertPreferencesForm, WebhookSubscriptionForm
 from alerts.outbound import WebhookAddressRefused
-from alerts.services.emails import unsubscribe_user_id
+from alerts.services.emails import UnsubscribeLinkRefused, masked_address, unsubscribe_user_find
+from alerts.services.pauses import alert_pause_to_tell
 from alerts.services.preferences import (
     alert_preferences_get,
     alert_preferences_save,
@@ -83,15 +84,21 @@ def webhook_delete(request: AuthenticatedRequest, subscription_id: int) -> HttpR
 @require_http_methods(["GET", "POST"])
 def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
     """GET: a page that asks to confirm (a link scanner must not unsubscribe anyone);
-    POST: no more alert e-mails for the user the token names."""
-    user_id = unsubscribe_user_id(token)
-    user = User.objects.filter(pk=user_id, is_active=True).first() if user_id else None
-    if user is None:
-        return render(request, "alerts/unsubscribe.html", {"invalid": True}, status=404)
+    POST: no more alert e-mails for the user the link was sent to."""
+    try:
+        user = unsubscribe_user_find(token=token)
+    except UnsubscribeLinkRefused as refused:
+        problem: dict[str, Any] = {
+            "problem": refused.problem,
+            "days": settings.ALERTS_UNSUBSCRIBE_DAYS,
+        }
+        status = 404 if refused.problem == UnsubscribeLinkRefused.INVALID else 410
+        return render(request, "alerts/unsubscribe.html", problem, status=status)
+    context: dict[str, Any] = {"email": masked_address(user.email)}
     if request.method == "POST":
         email_unsubscribe(user=user)
-        return render(request, "alerts/unsubscribe.html", {"done": True, "email": user.email})
-    return render(request, "alerts/unsubscribe.html", {"email": user.email})
+        context["done"] = True
+    return render(request, "alerts/unsubscribe.html", context)
 
 
 def _page(
@@ -107,5 +114,6 @@ def _page(
         "webhook_form": webhook_form,
         "subscriptions": webhook_subscriptions_of(user=request.user),
         "secret": secret,
+        "pause": alert_pause_to_tell(user=request.user),
     }
     return render(request, "alerts/preferences.html", context, status=status)

@@ -52,6 +52,16 @@ def enqueue_unless_waiting(task: str, *, run_after: datetime | None = None) -> b
     return True
 
 
+def daily_at(hour: int) -> datetime:
+    """When a daily task runs next: the portal's next `hour` o'clock (TIME_ZONE) at least
+    an hour away (a run that asks for the next one never asks for itself again)."""
+    now = timezone.localtime()
+    at = now.replace(hour=hour, minute=0, second=0, microsecond=0)
+    while at < now + timedelta(hours=1):
+        at += timedelta(days=1)
+    return at
+
+
 def waiting_delete(task: str) -> int:
     """Delete the runs of the argument-less `task` that wait (not those under way); how many."""
     waiting = DBTaskResult.objects.filter(task_path=_path(task), status=TaskResultStatus.READY)

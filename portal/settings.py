@@ -318,6 +318,15 @@ ALERTS_MAX_ATTEMPTS = _number(
     "ALERTS_MAX_ATTEMPTS", default=8, minimum=1, kind=int, what="a whole number"
 )
 ALERTS_RETRY_SECONDS = _seconds("ALERTS_RETRY_SECONDS", default=60.0, minimum=1.0)
+# Days an e-mail's unsubscribe link works (long enough for any mailbox).
+ALERTS_UNSUBSCRIBE_DAYS = _number(
+    "ALERTS_UNSUBSCRIBE_DAYS", default=90, minimum=1, kind=int, what="a whole number"
+)
+# Days without a sign-in after which a person whose access comes from an identity
+# provider gets a last e-mail and no more alerts (until they sign in again).
+ALERTS_INACTIVE_DAYS = _number(
+    "ALERTS_INACTIVE_DAYS", default=30, minimum=1, kind=int, what="a whole number"
+)
 # Outgoing webhooks: seconds to wait for the receiver, and whether a subscription may
 # point at a loopback, private or link-local address (an SSRF door: off in production).
 ALERTS_WEBHOOK_TIMEOUT = _seconds("ALERTS_WEBHOOK_TIMEOUT", default=10.0, minimum=1.0)

@@ -2,7 +2,8 @@
 
 The social account adapter admits or refuses each person an identity provider
 vouches for (signin.admission), and turns every failed answer into a page in
-the person's language and a line in the audit trail. The account adapter
+the person's language and a line in the audit trail; a refusal that ends a
+portal user's access is signalled (signin.signals). The account adapter
 closes allauth's own sign-up, and records a completed sign-in.
 """
 
@@ -24,6 +25,7 @@ from signin import admission, sessions, views
 from signin.audit import sso_attempt_record
 from signin.models import SsoOutcome
 from signin.providers import provider_origin
+from signin.signals import ACCESS_ENDED, access_refused
 
 
 class SocialAccountAdapter(DefaultSocialAccountAdapter):
@@ -48,6 +50,10 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
                 user=sociallogin.user if sociallogin.is_existing else None,
                 detail=refusal.detail,
             )
+            if sociallogin.is_existing and refusal.outcome in ACCESS_ENDED:
+                access_refused.send(
+                    sender=type(self), user=sociallogin.user, outcome=refusal.outcome
+                )
             raise ImmediateHttpResponse(
                 views.refused(request, provider=sociallogin.account.get_provider(), refusal=refusal)
             ) from None

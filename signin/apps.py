@@ -14,6 +14,8 @@ class SigninConfig(AppConfig):
 
         from signin import sessions
         from signin.checks import providers_let_someone_in
+        from signin.signals import access_granted_send
 
         user_logged_in.connect(sessions.session_start, dispatch_uid="signin.sessions")
+        user_logged_in.connect(access_granted_send, dispatch_uid="signin.access_granted")
         checks.register(providers_let_someone_in)

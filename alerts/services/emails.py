@@ -4,15 +4,20 @@ Text and HTML parts rendered from templates/alerts/email/, with the plate,
 the event's fields and an absolute link to the record's page in the portal
 (PORTAL_BASE_URL), never the platform's expiring document links. Every
 e-mail carries the one-click unsubscribe of RFC 8058: a signed link in the
-text and in `List-Unsubscribe`, with `List-Unsubscribe-Post`.
+text and in `List-Unsubscribe`, with `List-Unsubscribe-Post`; the link works
+for ALERTS_UNSUBSCRIBE_DAYS, and only while the user has the address it was
+sent to.
 """
 
 from __future__ import annotations
 
 import email.policy
+import re
+import unicodedata
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
@@ -24,6 +29,7 @@ from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import formats, timezone, translation
+from django.utils.crypto import constant_time_compare, salted_hmac
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
@@ -70,22 +76,71 @@ def alert_email(
             subject = ngettext(
                 "Fleet Portal: %(count)d alert", "Fleet Portal: %(count)d alerts", len(items)
             ) % {"count": len(items)}
-        text = render_to_string("alerts/email/alerts.txt", context)
-        html = render_to_string("alerts/email/alerts.html", context)
+        return _email(
+            user=user,
+            subject=subject,
+            template="alerts/email/alerts",
+            context=context,
+            headers={
+                "Message-ID": message_id(alerts),
+                "List-Unsubscribe": f"<{unsubscribe}>",
+                "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+            },
+        )
+
+
+# Line breaks of every kind (Python's e-mail package folds headers at all of these) and
+# tabs: one space each run. Any other control character, and a lone surrogate (which
+# UTF-8 cannot encode), is dropped.
+_BREAKS = re.compile(r"[\t\n\v\f\r\x1c-\x1f\x85\u2028\u2029]+")
+_DROPPED = frozenset({"Cc", "Cs"})
+
+
+def one_line(text: str) -> str:
+    """`text` as one line without control characters: fit for a header, and for a line of
+    the e-mail (a payload's text may hold anything, and one bad character must not
+    stop the message)."""
+    text = _BREAKS.sub(" ", text)
+    return "".join(c for c in text if unicodedata.category(c) not in _DROPPED)
+
+
+def pause_notice_email(
+    *, user: User, language: str, days: int, since: datetime
+) -> EmailMultiAlternatives:
+    """The last e-mail of a person paused for not signing in: alerts stop, and signing in
+    to the portal starts them again (the link opens the alerts page, after sign-in)."""
+    with translation.override(language):
+        context: dict[str, Any] = {
+            "user": user,
+            "days": days,
+            "resume_url": absolute_url(reverse("alerts:preferences")),
+        }
+        # The same on a retry of the same pause: a repeat is recognisable.
+        stamp = int(since.timestamp())
+        return _email(
+            user=user,
+            subject=_("Fleet Portal: your alerts have stopped"),
+            template="alerts/email/paused",
+            context=context,
+            headers={"Message-ID": f"<alerts-paused-{user.pk}-{stamp}@{_message_domain()}>"},
+        )
+
+
+def _email(
+    *, user: User, subject: str, template: str, context: dict[str, Any], headers: dict[str, str]
+) -> EmailMultiAlternatives:
+    """An e-mail of the alerts to `user` in the active language, from `template`'s text and
+    HTML parts; every header one line without control characters."""
+    language = translation.get_language() or settings.LANGUAGE_CODE
+    headers = headers | {"Auto-Submitted": "auto-generated", "Content-Language": language}
     message = _AlertEmail(
-        subject=subject.replace("\n", " ")[:200],
-        body=text,
-        from_email=settings.DEFAULT_FROM_EMAIL,
-        to=[user.email],
-        headers={
-            "Message-ID": message_id(alerts),
-            "List-Unsubscribe": f"<{unsubscribe}>",
-            "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
-            "Auto-Submitted": "auto-generated",
-            "Content-Language": language,
-        },
+        subject=one_line(subject)[:200],
+        body=render_to_string(f"{template}.txt", context),
+        from_email=one_line(settings.DEFAULT_FROM_EMAIL),
+        to=[one_line(user.email)],
+        headers={name: one_line(value) for name, value in headers.items()},
     )
-    message.attach_alternative(html, "text/html")
+    message.attach_alternative(render_to_string(f"{template}.html", context), "text/html")
     return message
 
 
@@ -103,31 +158,97 @@ def message_id(alerts: Sequence[Alert]) -> str:
     """The same Message-ID whenever these alerts are sent: a repeat is recognisable."""
     ids = sorted(str(alert.public_id) for alert in alerts)
     name = ids[0] if len(ids) == 1 else str(uuid.uuid5(uuid.NAMESPACE_URL, ",".join(ids)))
-    domain = urlsplit(settings.PORTAL_BASE_URL).hostname or "localhost"
-    return f"<alert-{name}@{domain}>"
+    return f"<alert-{name}@{_message_domain()}>"
+
+
+def _message_domain() -> str:
+    return urlsplit(settings.PORTAL_BASE_URL).hostname or "localhost"
 
 
 def absolute_url(path: str) -> str:
     return settings.PORTAL_BASE_URL.rstrip("/") + path
 
 
+class UnsubscribeLinkRefused(Exception):
+    """An unsubscribe link that does not unsubscribe anyone; `problem` says why."""
+
+    INVALID = "invalid"  # not signed by this portal, or its user is gone or deactivated
+    EXPIRED = "expired"  # older than ALERTS_UNSUBSCRIBE_DAYS
+    STALE = "stale"  # sent to an address the user no longer has
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
 def unsubscribe_token(user: User) -> str:
-    """A signed token naming `user`, for the unsubscribe link (no expiry: old e-mails too)."""
-    return signing.dumps({"user": user.pk}, salt=_UNSUBSCRIBE_SALT)
+    """A signed, dated token naming `user` and the address it is sent to.
+
+    The address is in it as a short keyed digest, never in clear: the link is
+    in every e-mail, and e-mails are forwarded.
+    """
+    return signing.dumps(
+        {"user": user.pk, "to": _address_digest(user.email, settings.SECRET_KEY)},
+        salt=_UNSUBSCRIBE_SALT,
+    )
 
 
-def unsubscribe_user_id(token: str) -> int | None:
-    """The user a token names, or None when it was not signed by this portal."""
+def unsubscribe_user_find(*, token: str) -> User:
+    """The user an unsubscribe link was sent to; `UnsubscribeLinkRefused` when the link was
+    not signed here, is older than ALERTS_UNSUBSCRIBE_DAYS, or was sent to an address
+    the user no longer has (changing the address ends the old links)."""
     try:
-        value = signing.loads(token, salt=_UNSUBSCRIBE_SALT)
+        value = signing.loads(
+            token,
+            salt=_UNSUBSCRIBE_SALT,
+            max_age=timedelta(days=settings.ALERTS_UNSUBSCRIBE_DAYS),
+        )
+    except signing.SignatureExpired:
+        raise UnsubscribeLinkRefused(UnsubscribeLinkRefused.EXPIRED) from None
     except signing.BadSignature:
-        return None
+        raise UnsubscribeLinkRefused(UnsubscribeLinkRefused.INVALID) from None
     user_id = value.get("user") if isinstance(value, dict) else None
-    return user_id if isinstance(user_id, int) else None
+    sent_to = value.get("to") if isinstance(value, dict) else None
+    user = (
+        User.objects.filter(pk=user_id, is_active=True).first()
+        if isinstance(user_id, int)
+        else None
+    )
+    if user is None:
+        raise UnsubscribeLinkRefused(UnsubscribeLinkRefused.INVALID)
+    secrets = [settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS]
+    if not isinstance(sent_to, str) or not any(
+        constant_time_compare(sent_to, _address_digest(user.email, secret)) for secret in secrets
+    ):
+        raise UnsubscribeLinkRefused(UnsubscribeLinkRefused.STALE)
+    return user
+
+
+def masked_address(address: str) -> str:
+    """`address` as a page may show it to whoever holds a link: `m•••@example.com`.
+
+    The local part keeps its first character only when at least two more are hidden
+    (`ab@…` and `a@…` become `•••@…`); the bullets are always three, so that they do
+    not tell the length either. The domain is shown.
+    """
+    local, at, domain = address.rpartition("@")
+    if not at:
+        local, domain = address, ""
+    shown = local[0] if len(local) >= 3 else ""
+    return f"{shown}•••{at}{domain}"
+
+
+def _address_digest(address: str, secret: str | bytes) -> str:
+    """A short keyed digest of the normalised address (case and surrounding spaces aside)."""
+    normalised = address.strip().casefold()
+    return salted_hmac(
+        _UNSUBSCRIBE_SALT, normalised, secret=secret, algorithm="sha256"
+    ).hexdigest()[:16]
 
 
 def _item(alert: Alert) -> Item:
-    data = alert.data
+    # The event's texts are the payload's, and may hold any character.
+    data = {key: one_line(v) if isinstance(v, str) else v for key, v in alert.data.items()}
     headings = {
         AlertEvent.NEW_FINE: _("New fine"),
         AlertEvent.FINE_DOCUMENT: _("Official document available"),

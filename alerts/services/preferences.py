@@ -16,6 +16,7 @@ from alerts.models import (
     AlertChoices,
     AlertDefaults,
     AlertDelivery,
+    AlertPause,
     AlertPreferences,
     AlertStatus,
 )
@@ -59,10 +60,12 @@ def alert_preferences_save(*, user: User, **choices: Any) -> AlertPreferences:
 
 def alert_recipients() -> list[tuple[User, AlertChoices]]:
     """Every active user who can be told something (an e-mail address or an active webhook
-    subscription), with their choices; their active subscriptions prefetched."""
+    subscription) and whose alerts are not paused (alerts.services.pauses), with their
+    choices; their active subscriptions prefetched."""
     defaults: AlertDefaults | None = None
     users = (
         User.objects.filter(is_active=True)
+        .exclude(pk__in=AlertPause.objects.current().values("user_id"))
         .filter(~Q(email="") | Q(alert_webhooks__active=True))
         .distinct()
         .select_related("alert_preferences")

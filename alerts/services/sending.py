@@ -57,6 +57,7 @@ from alerts.models import (
 from alerts.outbound import webhook_post
 from alerts.services.emails import absolute_url, alert_email
 from alerts.services.outbox import SEND_TASK
+from alerts.services.pauses import alerts_paused
 from alerts.services.preferences import alert_preferences_get
 from alerts.signing import signed_headers
 from fleet import worker
@@ -246,7 +247,12 @@ def _emails_send(claimed: list[Alert]) -> Counter[str]:
     outcomes: Counter[str] = Counter()
     user = claimed[0].user
     choices = alert_preferences_get(user=user)
-    if not user.is_active or not user.email or choices.delivery == AlertDelivery.OFF:
+    if (
+        not user.is_active
+        or not user.email
+        or choices.delivery == AlertDelivery.OFF
+        or alerts_paused(user=user)
+    ):
         _mark_cancelled(claimed, reason="the user no longer receives alert e-mails")
         outcomes["cancelled"] += len(claimed)
         return outcomes
@@ -306,7 +312,7 @@ def _emails_sent_since(user: User, since: datetime) -> list[datetime]:
 def _webhook_send(alert: Alert) -> str:
     subscription = alert.subscription
     assert subscription is not None  # a constraint of the table
-    if not subscription.active or not alert.user.is_active:
+    if not subscription.active or not alert.user.is_active or alerts_paused(user=alert.user):
         _mark_cancelled([alert], reason="the subscription or its user is no longer active")
         return "cancelled"
     body = orjson.dumps(webhook_payload(alert))

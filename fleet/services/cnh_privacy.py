@@ -129,11 +129,7 @@ _PURGE_HOUR = 3
 
 def cnh_purge_next_run() -> datetime:
     """When the purge runs next: the portal's next 3:00 at least an hour away."""
-    now = timezone.localtime()
-    at = now.replace(hour=_PURGE_HOUR, minute=0, second=0, microsecond=0)
-    while at < now + timedelta(hours=1):
-        at += timedelta(days=1)
-    return at
+    return worker.daily_at(_PURGE_HOUR)
 
 
 def cnh_retention_schedule() -> None:

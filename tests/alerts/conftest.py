@@ -4,12 +4,17 @@ the background tasks run here (tests/conftest.py's `run_tasks`)."""
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.alerts.receiver import Receiver, serve
+
 PORTAL = "https://portal.example"
 RECEIVER = "/webhooks/fleet/dev-webhook-token/"
+PAGE = "/account/alerts/"
 
 
 @pytest.fixture(autouse=True)
@@ -33,6 +38,27 @@ def person(django_user_model: Any) -> Any:
         return user
 
     return make
+
+
+@pytest.fixture
+def receiver(settings: Any) -> Iterator[Receiver]:
+    """A company's system on loopback that verifies the portal's webhooks (receiver.py)."""
+    settings.ALERTS_WEBHOOK_ALLOW_PRIVATE = True  # the receiver is on loopback
+    receiver = Receiver()
+    server = serve(receiver)
+    yield receiver
+    server.shutdown()
+    server.server_close()
+
+
+def subscribe(client: Any, receiver: Receiver) -> str:
+    """Add the receiver on the alerts page; the secret, as the page shows it once."""
+    page = client.post(PAGE + "webhooks/", {"url": receiver.url, "description": "ERP"})
+    assert page.status_code == 200
+    found = re.search(r"<code>(whsec_[A-Za-z0-9+/=]+)</code>", page.text)
+    assert found is not None
+    receiver.secret = found.group(1)
+    return receiver.secret
 
 
 def post(client: Any, payload: dict[str, Any] | bytes) -> None:

@@ -188,7 +188,7 @@ def test_the_unsubscribe_link_and_headers_work_in_one_click(client, smtp_server,
     anonymous = Client(enforce_csrf_checks=True)
     page = anonymous.get(path)
     assert page.status_code == 200
-    assert "Parar os e-mails de alerta para marcos@example.com?" in page.text
+    assert "Parar os e-mails de alerta para m•••@example.com?" in page.text
     assert AlertPreferences.objects.get(user=user).delivery == "immediate"
 
     # RFC 8058: the mail client's POST, with no session and no CSRF token.
@@ -268,3 +268,33 @@ def test_a_refused_email_is_retried_with_backoff_then_kept_as_failed_in_the_admi
     assert "1 alerta" in page.text
     detail = admin_client.get(f"/admin/alerts/alert/{failed.pk}/change/")
     assert "451" in detail.text
+
+
+HOSTILE = ("\r", "\n", "\x00", "\x1b", "\u2028")
+
+
+def test_control_characters_in_a_fine_never_stop_its_email(client, smtp_server, person):
+    person("marcos")
+    post(
+        client,
+        fine(
+            1,
+            plate="ABC\r1D23\x1b",
+            description="Avançar\ro sinal\n\x00vermelho\x1b[31m\u2028do semáforo",
+        ),
+    )
+    run_tasks()
+
+    (message,) = smtp_server.mailbox.wait_for(1)
+    alert = Alert.objects.get()
+    assert (alert.status, alert.attempts) == (AlertStatus.SENT, 1)
+    assert subject(message) == "Nova multa: ABC 1D23 · Avançar o sinal vermelho[31m do semáforo"
+    (raw,) = smtp_server.mailbox.raw
+    head = raw.partition(b"\r\n\r\n")[0].decode()
+    for line in head.split("\r\n"):
+        assert not any(character in line for character in HOSTILE), line
+    for value in message.values():
+        assert not any(character in str(value) for character in HOSTILE), value
+    for part in (text_of(message), html_of(message)):
+        assert "Avançar o sinal vermelho[31m do semáforo" in part
+        assert "ABC 1D23" in part

@@ -5,8 +5,6 @@ with backoff and the delivery log in the admin; addresses the portal refuses."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -14,31 +12,10 @@ import time_machine
 
 from alerts.models import Alert, AlertStatus, WebhookAttempt, WebhookSubscription
 from fleet.models import Fine
-from tests.alerts.conftest import PORTAL, fine, notification, post
-from tests.alerts.receiver import Receiver, serve
+from tests.alerts.conftest import PAGE, PORTAL, fine, notification, post, subscribe
 from tests.conftest import run_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-PAGE = "/account/alerts/"
-
-
-@pytest.fixture
-def receiver(settings) -> Iterator[Receiver]:
-    settings.ALERTS_WEBHOOK_ALLOW_PRIVATE = True  # the receiver is on loopback
-    receiver = Receiver()
-    server = serve(receiver)
-    yield receiver
-    server.shutdown()
-    server.server_close()
-
-
-def subscribe(client, receiver: Receiver) -> str:
-    """Add the receiver on the alerts page; the secret, as the page shows it once."""
-    page = client.post(PAGE + "webhooks/", {"url": receiver.url, "description": "ERP"})
-    assert page.status_code == 200
-    receiver.secret = re.search(r"<code>(whsec_[A-Za-z0-9+/=]+)</code>", page.text).group(1)
-    return receiver.secret
 
 
 @pytest.fixture

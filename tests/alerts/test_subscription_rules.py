@@ -198,9 +198,8 @@ def test_one_users_attempts_do_not_count_against_another(client, manager, person
 def test_a_bad_list_of_ports_stops_start_up_naming_the_variable_not_the_value(value):
     result = start(ALERTS_WEBHOOK_PORTS=value)
 
-    message = result.stderr.strip().splitlines()[-1]
     assert result.returncode != 0
-    assert message == (
+    assert result.stderr.strip().splitlines()[-1] == (
         "django.core.exceptions.ImproperlyConfigured: ALERTS_WEBHOOK_PORTS must list port "
         "numbers (1 to 65535) separated by commas."
     )

@@ -228,7 +228,11 @@ def _connect(target: _Target, *, deadline: float, ssl_context: ssl.SSLContext) -
     """A connection to the first checked address that answers, TLS done for https."""
     failure: OSError | None = None
     for family, kind, proto, _name, address in _checked_addresses(target, deadline=deadline):
-        sock = socket.socket(family, kind, proto)
+        try:
+            sock = socket.socket(family, kind, proto)
+        except OSError as error:  # a family this host cannot use (IPv6 turned off)
+            failure = error
+            continue
         try:
             sock.settimeout(_left(deadline, httpcore.ConnectTimeout))
             sock.connect(address)

@@ -11,6 +11,7 @@ answer differently between two lookups); every other name goes to the real one.
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -115,6 +116,24 @@ def test_a_subscriber_that_drips_its_tls_handshake_cannot_hold_a_post_past_its_d
     assert elapsed < DEADLINE_S + MARGIN_S
     assert outcome.status_code is None
     assert outcome.error == "ConnectTimeout (localhost)"
+
+
+def test_posts_from_several_threads_at_once_each_keep_their_own_deadline(serve):
+    dripping, answering = serve(drip(NO_CONTENT, every_s=0.5)), serve(status(204))
+    urls = [dripping.url(), answering.url()] * 3
+    results: dict[int, tuple[PostOutcome, float]] = {}
+    threads = [
+        threading.Thread(target=lambda n=n, url=url: results.__setitem__(n, post_to(url)))
+        for n, url in enumerate(urls)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(DEADLINE_S + 10)
+
+    assert [results[n][0].error for n in range(len(urls))] == ["ReadTimeout (127.0.0.1)", ""] * 3
+    assert max(elapsed for _outcome, elapsed in results.values()) < DEADLINE_S + MARGIN_S
+    assert max(results[n][1] for n in range(1, len(urls), 2)) < MARGIN_S  # not held by the others
 
 
 def test_a_slow_resolver_cannot_hold_a_post_past_its_deadline(monkeypatch):

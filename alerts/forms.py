@@ -12,7 +12,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from alerts.models import AlertChoices, AlertDefaults, AlertPreferences
-from alerts.outbound import WebhookAddressRefused, webhook_address_check
+from alerts.outbound import WebhookAddressRefused, webhook_url_check
 from alerts.services.preferences import CHOICE_FIELDS
 from fleet import plates
 
@@ -113,9 +113,11 @@ class WebhookSubscriptionForm(forms.Form):
     description = forms.CharField(label=_("What it is for"), max_length=200, required=False)
 
     def clean_url(self) -> str:
+        """The address's form only: where it leads is looked up by the service, which
+        counts the attempt first."""
         url: str = self.cleaned_data["url"]
         try:
-            webhook_address_check(url)
+            webhook_url_check(url)
         except WebhookAddressRefused as refused:
             raise forms.ValidationError(str(refused)) from None
         return url

@@ -23,6 +23,7 @@ from alerts.services.preferences import (
     email_unsubscribe,
 )
 from alerts.services.subscriptions import (
+    WebhookSubscriptionRefused,
     webhook_subscription_create,
     webhook_subscription_delete,
     webhook_subscriptions_of,
@@ -49,6 +50,7 @@ def webhook_create(request: AuthenticatedRequest) -> HttpResponse:
     """A new subscription; its secret is on the answer, and never again."""
     form = WebhookSubscriptionForm(request.POST)
     secret = ""
+    retry_after: int | None = None
     if form.is_valid():
         try:
             _subscription, secret = webhook_subscription_create(
@@ -58,16 +60,22 @@ def webhook_create(request: AuthenticatedRequest) -> HttpResponse:
             )
         except WebhookAddressRefused as refused:
             form.add_error("url", str(refused))
+        except WebhookSubscriptionRefused as refused:
+            form.add_error(None, str(refused))
+            retry_after = refused.retry_after
         else:
             form = WebhookSubscriptionForm()
     preferences_form = AlertPreferencesForm(instance=alert_preferences_get(user=request.user))
-    return _page(
+    response = _page(
         request,
         form=preferences_form,
         webhook_form=form,
         secret=secret,
-        status=200 if secret else 400,
+        status=200 if secret else 400 if retry_after is None else 429,
     )
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
+    return response
 
 
 @require_POST

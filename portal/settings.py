@@ -327,10 +327,27 @@ ALERTS_UNSUBSCRIBE_DAYS = _number(
 ALERTS_INACTIVE_DAYS = _number(
     "ALERTS_INACTIVE_DAYS", default=30, minimum=1, kind=int, what="a whole number"
 )
-# Outgoing webhooks: seconds to wait for the receiver, and whether a subscription may
-# point at a loopback, private or link-local address (an SSRF door: off in production).
+# Outgoing webhooks (alerts/outbound.py): total seconds for one POST, from the address
+# lookup to the last byte; whether a subscription may point at a loopback, private or
+# link-local address (an SSRF door: off in production); the ports a subscription may use
+# outside the emulator (https only there); and how many subscriptions one user may hold.
 ALERTS_WEBHOOK_TIMEOUT = _seconds("ALERTS_WEBHOOK_TIMEOUT", default=10.0, minimum=1.0)
 ALERTS_WEBHOOK_ALLOW_PRIVATE = env.bool("ALERTS_WEBHOOK_ALLOW_PRIVATE", default=DEBUG)
+
+
+def _ports(name: str, *, default: list[int]) -> list[int]:
+    names = _names(name)
+    if not all(port.isascii() and port.isdigit() and 1 <= int(port) <= 65535 for port in names):
+        raise ImproperlyConfigured(
+            f"{name} must list port numbers (1 to 65535) separated by commas."
+        )
+    return [int(port) for port in names] or default
+
+
+ALERTS_WEBHOOK_PORTS = _ports("ALERTS_WEBHOOK_PORTS", default=[443])
+ALERTS_WEBHOOKS_PER_USER = _number(
+    "ALERTS_WEBHOOKS_PER_USER", default=5, minimum=1, kind=int, what="a whole number"
+)
 
 # --- Portal sign-in (signin/) -----------------------------------------------------
 # The organisation's identity provider (OpenID Connect), one from the environment;

@@ -22,7 +22,10 @@ What a crash does, honestly:
 
 A failure (refused, timed out, unreachable) is retried with a doubling wait
 (ALERTS_RETRY_SECONDS, 2x, 4x... at most six hours), ALERTS_MAX_ATTEMPTS
-times, then kept as `failed` with its error, for the admin.
+times, then kept as `failed` with its error, for the admin. Each claim counts
+as an attempt, so an alert whose sending kills the worker (or outlives its
+lease) every time is not claimed for ever: once its attempts are spent, the
+next claim marks it `failed` and says why.
 
 E-mail: one user's due alerts are claimed together. Those of a daily digest
 (or folded by the cap) go as one e-mail; immediate ones one by one, up to
@@ -43,7 +46,8 @@ from typing import Any, Final
 import orjson
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import F, Min, Q, QuerySet
+from django.db.models import CharField, F, Min, Q, QuerySet, Value
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from alerts.models import (
@@ -160,8 +164,12 @@ def _due(now: datetime) -> Q:
 
 
 def _claim(candidates: QuerySet[Alert], limit: int) -> list[Alert]:
-    """Claim up to `limit` due alerts of `candidates` for this run; those it got."""
+    """Claim up to `limit` due alerts of `candidates` for this run; those it got.
+
+    Those due whose attempts are spent are marked failed instead (`_spent_give_up`).
+    """
     now = timezone.now()
+    _spent_give_up(candidates, now)
     pks = list(
         candidates.filter(_due(now)).order_by("due_at", "pk").values_list("pk", flat=True)[:limit]
     )
@@ -191,6 +199,36 @@ def _claim(candidates: QuerySet[Alert], limit: int) -> list[Alert]:
         .select_related("user", "subscription")
         .order_by("pk")
     )
+
+
+def _spent_give_up(candidates: QuerySet[Alert], now: datetime) -> None:
+    """Mark failed the due alerts of `candidates` whose attempts are all spent.
+
+    A `sending` one among them is due because its lease ran out: its last attempt never
+    ended (the worker died sending it, or outlived its lease). A `waiting` one can only
+    have been left by a lower ALERTS_MAX_ATTEMPTS: its last error stands.
+    """
+    spent = candidates.filter(_due(now), attempts__gte=settings.ALERTS_MAX_ATTEMPTS)
+    abandoned = spent.filter(status=AlertStatus.SENDING).update(
+        status=AlertStatus.FAILED,
+        claim=None,
+        lease_until=None,
+        last_error=Concat(
+            Value("given up after attempt "),
+            Cast("attempts", output_field=CharField()),
+            Value(
+                ", which never ended: the worker stopped (or outlived its lease) while sending it"
+            ),
+            output_field=CharField(),
+        ),
+    )
+    if abandoned:
+        logger.warning(
+            "%d alerts given up: their last attempt never ended (the worker stopped while"
+            " sending them)",
+            abandoned,
+        )
+    spent.filter(status=AlertStatus.PENDING).update(status=AlertStatus.FAILED)
 
 
 def _mark_sent(alerts: Sequence[Alert], *, message: str) -> None:

@@ -153,3 +153,96 @@ class Dripping(_Stalling):
             if not chunk:
                 return
             body += chunk
+
+
+# --- The soak's three subscribers ------------------------------------------------------
+
+DESCRIPTION = "soak: "  # + the subscriber's name, on its subscription
+HEALTHY, DRIPS, SILENT = "healthy", "drips", "never answers"
+
+# Run by `manage.py shell` with the portal's environment: one subscription per line of
+# stdin's JSON, made as the alerts page makes them.
+SUBSCRIBE = """
+import json, sys
+from django.contrib.auth import get_user_model
+from alerts.services.subscriptions import webhook_subscription_create
+for wanted in json.load(sys.stdin):
+    user = get_user_model().objects.get(username=wanted["username"])
+    webhook_subscription_create(user=user, url=wanted["url"], description=wanted["description"])
+"""
+
+
+class Subscribers:
+    """A healthy receiver, one that drips and one that never answers, each the webhook
+    subscription of one manager."""
+
+    def __init__(self) -> None:
+        self.healthy = Counting()
+        # Longer than the portal's deadline for one POST (ALERTS_WEBHOOK_TIMEOUT, 10 s).
+        self.dripping = Dripping(every=1.0, longest=30.0)
+        self.silent = Silent()
+
+    def stop(self) -> None:
+        for server in (self.healthy, self.dripping, self.silent):
+            server.stop()
+
+    def subscriptions(self, usernames: list[str]) -> list[dict[str, str]]:
+        """What SUBSCRIBE reads: the first three of `usernames`, one subscriber each."""
+        urls = {HEALTHY: self.healthy.url, DRIPS: self.dripping.url, SILENT: self.silent.url}
+        return [
+            {"username": username, "url": url, "description": DESCRIPTION + name}
+            for username, (name, url) in zip(usernames, urls.items(), strict=False)
+        ]
+
+    def report(self, state: dict[str, Any], *, worker_kills: int) -> int:
+        """Print what each subscriber got; the healthy one's alerts lost or sent more than
+        the worker's kills explain (one repeat each at most: the POST under way)."""
+        print("\n== Outgoing webhooks: three managers' subscriptions ==")
+        healthy = state.get(HEALTHY)
+        if healthy is None:
+            print("  no subscriptions (fewer than three managers)")
+            return 0
+        sent = set(healthy["sent_ids"])
+        received = self.healthy.received
+        lost = sum(n for status, n in healthy["alerts"].items() if status != "sent")
+        lost += len(sent - set(received))
+        repeats = sum(n - 1 for n in received.values() if n > 1)
+        print(
+            f"  {HEALTHY:<14} {sum(healthy['alerts'].values()):>6,} alerts, {len(sent):,} sent;"
+            f" received {len(received):,} ({repeats} twice: a worker killed between the"
+            f" answer and the mark), {lost} lost"
+        )
+        for name, server in ((DRIPS, self.dripping), (SILENT, self.silent)):
+            got = state[name]
+            statuses = ", ".join(f"{status} {n:,}" for status, n in sorted(got["alerts"].items()))
+            errors = ", ".join(f"{error} {n}" for error, n in got["errors"].items()) or "none"
+            print(
+                f"  {name:<14} {sum(got['alerts'].values()):>6,} alerts ({statuses});"
+                f" {server.connections} POSTs, {got['ok']} answered 2xx, the longest"
+                f" {got['longest_ms'] / 1000:.1f} s; errors: {errors}"
+            )
+        unexplained_repeats = max(0, repeats - worker_kills)
+        return lost + unexplained_repeats
+
+
+def portal_state() -> dict[str, Any]:
+    """Per soak subscription: its alerts by status, the ids of those sent, and its
+    attempts (in a configured Django process: `bench.support.portal_call`)."""
+    from django.db.models import Max
+
+    from alerts.models import Alert, WebhookAttempt, WebhookSubscription
+
+    found: dict[str, Any] = {}
+    for subscription in WebhookSubscription.objects.filter(description__startswith=DESCRIPTION):
+        alerts = Alert.objects.filter(subscription=subscription)
+        attempts = WebhookAttempt.objects.filter(subscription=subscription)
+        failures = attempts.exclude(error="").values_list("error", flat=True)
+        errors = Counter(error.split(":")[0] for error in failures)  # its kind, not the detail
+        found[subscription.description.removeprefix(DESCRIPTION)] = {
+            "alerts": dict(Counter(alerts.values_list("status", flat=True))),
+            "sent_ids": list(alerts.filter(status="sent").values_list("message_id", flat=True)),
+            "ok": attempts.filter(ok=True).count(),
+            "errors": dict(errors.most_common(3)),
+            "longest_ms": attempts.aggregate(longest=Max("duration_ms"))["longest"] or 0,
+        }
+    return found

@@ -128,10 +128,10 @@ class Dripping(_Stalling):
         connection.sendall(b"\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
 
     def _read_request(self, connection: socket.socket) -> None:
-        """The headers and the body (by its content-length): the whole POST was sent."""
+        """Read until the headers and the body (by its content-length) have come."""
         data = b""
         end = time.monotonic() + 10
-        while b"\r\n\r\n" not in data and time.monotonic() < end:
+        while not _whole_request(data) and time.monotonic() < end:
             try:
                 chunk = connection.recv(65536)
             except TimeoutError:
@@ -139,20 +139,17 @@ class Dripping(_Stalling):
             if not chunk:
                 return
             data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value.strip() or 0)
-        while len(body) < length and time.monotonic() < end:
-            try:
-                chunk = connection.recv(65536)
-            except TimeoutError:
-                continue
-            if not chunk:
-                return
-            body += chunk
+
+
+def _whole_request(data: bytes) -> bool:
+    head, ended, body = data.partition(b"\r\n\r\n")
+    if not ended:
+        return False
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(body) >= int(value.strip() or 0)
+    return True
 
 
 # --- The soak's three subscribers ------------------------------------------------------

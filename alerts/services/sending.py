@@ -96,8 +96,9 @@ _unconfigured = Pace()
 def alerts_send_due(*, budget_s: float = 30.0) -> Counter[str]:
     """Send what is due: e-mails user by user, then webhooks; how many ended how.
 
-    Stops after `budget_s` seconds; what is left is due, and the task asks for
-    its next run (`alerts_next_due`).
+    Stops after `budget_s` seconds, or once the worker is stopping (after the POSTs
+    under way); what is left is due, and the task asks for its next run
+    (`alerts_next_due`).
     """
     outcomes: Counter[str] = Counter()
     if not settings.PORTAL_BASE_URL:

@@ -1,4 +1,8 @@
-"""The alerts' background task, run by `manage.py db_worker`.
+"""The alerts' background task, run by `manage.py db_worker` on a queue of its own.
+
+Its queue ("alerts") has a worker of its own in `db_worker`, so that a run
+waiting on subscribers' endpoints never delays webhook processing or CNH
+lookups (the "default" queue).
 
 It is asked for when alerts are written (`alerts.services.outbox`), by a
 run that claims alerts (a run at its lease's end, should it die), and by
@@ -22,7 +26,7 @@ from fleet.pace import Pace
 _pruned = Pace()
 
 
-@task()
+@task(queue_name="alerts")
 def alerts_send() -> dict[str, int]:
     """Send the alerts that are due; ask for the run that sends the next ones."""
     outcomes = dict(alerts_send_due())

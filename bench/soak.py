@@ -22,6 +22,13 @@ of the run):
           down for 2 s)
     0.85  calm: the senders' retries get through
 
+Three managers subscribe to outgoing webhooks (`bench.soak_subscribers`): a
+healthy receiver that counts what it gets, one that drips its answer a byte a
+second and one that never answers; the portal's processes allow these loopback
+addresses (ALERTS_WEBHOOK_ALLOW_PRIVATE) and hold claimed alerts for 60 s
+(ALERTS_SEND_LEASE_SECONDS), so that those of the killed worker go out before
+the end.
+
 The first two stretches hold no fault: the p95 of the normal pages in each
 is the "without / with the slow connections" comparison. After the traffic
 stops, it waits for the worker to process every stored delivery and to end
@@ -34,12 +41,15 @@ every CNH lookup, then reads the portal's database and prints:
   and not stored); duplicate effects (a record held twice or not in the final
   state its events lead to);
 - CNH lookups by status; stuck ones (not finished, or failed without a reason);
+- what each subscriber got: the healthy one each of its alerts once (a repeat only
+  for the worker's kill), none lost; the POSTs the two others held, and how they ended;
 - the last line: `soak: R requests, E unexplained 5xx, L lost deliveries, S stuck lookups`.
 
 Exit status 0 when E, L, S and the duplicate effects are all 0 (and every
-delivery got through), 1 otherwise, 2 when a server could not start, 130 when
-interrupted. Needs Debian's nginx, postgresql and redis-server, and locust
-(requirements-soak.txt; `make soak` installs both).
+delivery got through, and the healthy subscriber got every alert), 1 otherwise,
+2 when a server could not start, 130 when interrupted. Needs Debian's nginx,
+postgresql and redis-server, and locust (requirements-soak.txt; `make soak`
+installs both).
 """
 
 from __future__ import annotations
@@ -63,7 +73,7 @@ from typing import Any
 
 import requests
 
-from bench import webhooks_reliability
+from bench import soak_subscribers, webhooks_reliability
 from bench.nginx import NGINX, start_nginx
 from bench.soak_services import (
     Postgres,
@@ -74,6 +84,7 @@ from bench.soak_services import (
     start_gunicorn,
 )
 from bench.soak_slow import SlowConnections
+from bench.soak_subscribers import DESCRIPTION, HEALTHY, SUBSCRIBE, Subscribers
 from bench.support import (
     DEMO_FLEET_EMAIL,
     DEMO_FLEET_PASSWORD,
@@ -160,6 +171,7 @@ class Portal:
     nginx_url: str
     nginx_port: int
     token: str
+    subscribers: Subscribers
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -203,7 +215,8 @@ def _soak(folder: Path, args: argparse.Namespace) -> int:
         faults = _drive(folder, plan, portal, timeline, slow)
         slow.stop()
         print("Traffic over; waiting for the worker to finish …", flush=True)
-        # A CNH lookup whose worker died ends after its lease (fleet.services.cnh).
+        # A CNH lookup whose worker died ends after its lease (fleet.services.cnh), and so
+        # do the alerts it had claimed.
         drained = _drain(portal, timeout=max(180.0, args.seconds / 4))
         state = portal_call(portal.environment, "bench.soak:portal_state")
         return _report(plan, timeline, faults, slow, state, drained, portal)
@@ -240,6 +253,8 @@ def _start(folder: Path, args: argparse.Namespace, stack: ExitStack) -> Portal:
         "FLEET_CNH_DAILY_LIMIT": "1000000",  # officers look up all day long here
         "FLEET_READ_TIMEOUT": str(READ_TIMEOUT),
         "SECURE_SSL_REDIRECT": "False",  # plain HTTP on loopback
+        "ALERTS_WEBHOOK_ALLOW_PRIVATE": "true",  # the subscribers are on loopback
+        "ALERTS_SEND_LEASE_SECONDS": "60",  # a run lasts 30 s and a POST 10 s at most
     }
     portal_migrate(environment)
     _manage(environment, "collectstatic", "--no-input", "-v", "0")
@@ -251,8 +266,19 @@ def _start(folder: Path, args: argparse.Namespace, stack: ExitStack) -> Portal:
         "db_worker", read_unit("fleet-portal-worker.service"), environment, folder / "worker.log"
     )
     stack.callback(worker.stop)
+    subscribers = Subscribers()
+    stack.callback(subscribers.stop)
     return Portal(
-        environment, postgres, redis, gunicorn, worker, emulator.url, nginx.url, nginx.port, token
+        environment,
+        postgres,
+        redis,
+        gunicorn,
+        worker,
+        emulator.url,
+        nginx.url,
+        nginx.port,
+        token,
+        subscribers,
     )
 
 
@@ -311,6 +337,11 @@ def _plan(
         "-c",
         _CREATE_USERS,
         stdin=json.dumps([person | fleet for person in people]),
+    )
+    managers = [person["username"] for person in people if person["role"] == "manager"]
+    subscriptions = portal.subscribers.subscriptions(managers)
+    _manage(
+        portal.environment, "shell", "-v", "0", "-c", SUBSCRIBE, stdin=json.dumps(subscriptions)
     )
     cars = upstream_session().get(f"{portal.emulator_url}/key/list-cars", timeout=60)
     plates = [car["car_plate"] for car in cars.json()["cars"]["data"]]
@@ -465,23 +496,26 @@ def _fault_schedule(
 
 # --- Afterwards: the worker's catching up, and what the database holds -------------------
 
-_PENDING = """
+_PENDING = f"""
+from alerts.models import Alert
 from fleet.models import CnhLookup, WebhookDelivery
 received = WebhookDelivery.objects.filter(status="received").count()
 open_lookups = CnhLookup.objects.exclude(status__in=["done", "failed", "unknown"]).count()
-print(received, open_lookups)
+to_healthy = Alert.objects.filter(
+    subscription__description={DESCRIPTION + HEALTHY!r}, status__in=["pending", "sending"]
+).count()
+print(received, open_lookups, to_healthy)
 """
 
 
 def _drain(portal: Portal, *, timeout: float) -> float | None:
-    """Wait until no delivery waits to be processed and every CNH lookup has ended: the
-    seconds it took, None if `timeout` passed first."""
+    """Wait until no delivery waits to be processed, every CNH lookup has ended and the
+    healthy subscriber has got every alert: the seconds it took, None if `timeout`
+    passed first."""
     began = time.monotonic()
     while time.monotonic() - began < timeout:
-        received, open_lookups = map(
-            int, _manage(portal.environment, "shell", "-v", "0", "-c", _PENDING).split()
-        )
-        if received == 0 and open_lookups == 0:
+        waiting = _manage(portal.environment, "shell", "-v", "0", "-c", _PENDING).split()
+        if not any(map(int, waiting)):
             return time.monotonic() - began
         time.sleep(3)
     return None
@@ -499,6 +533,7 @@ def portal_state() -> dict[str, Any]:
         "records": webhooks_reliability.portal_state()["records"],
         "deliveries": deliveries,
         "lookups": list(CnhLookup.objects.values_list("status", "reason")),
+        "subscribers": soak_subscribers.portal_state(),
     }
 
 
@@ -644,6 +679,8 @@ def _report(
     deliveries = _deliveries(plan, state)
     _print_deliveries(rows, timeline, deliveries)
     stuck = _print_lookups(state, drained)
+    kills = sum(1 for fault in faults if fault.name.startswith("db_worker"))
+    alerts_lost = portal.subscribers.report(state["subscribers"], worker_kills=kills)
     without = _p95_of_normal_pages(rows, timeline.without_slow)
     with_slow = _p95_of_normal_pages(rows, timeline.with_slow)
     print("\n== Slow connections ==")
@@ -662,6 +699,7 @@ def _report(
         or deliveries.duplicate_effects
         or deliveries.unacknowledged
         or deliveries.not_processed
+        or alerts_lost
     )
     print(
         f"\nsoak: {len(rows)} requests, {unexplained} unexplained 5xx,"

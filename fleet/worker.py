@@ -9,6 +9,7 @@ named by their dotted path (`alerts.tasks.alerts_send`).
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,6 +20,8 @@ from django.utils.module_loading import import_string
 from django_tasks_db.models import DBTaskResult, get_date_max
 
 logger = logging.getLogger(__name__)
+
+_stopping = threading.Event()
 
 
 def enqueue(task: str, *args: Any, run_after: datetime | None = None, **kwargs: Any) -> None:
@@ -82,6 +85,20 @@ def runs_prune(task: str, *, kept: timedelta) -> int:
     if deleted:
         logger.info("deleted %d finished runs of %s", deleted, task)
     return deleted
+
+
+def stopping() -> bool:
+    """Whether this worker process was asked to stop (SIGTERM, Ctrl-C).
+
+    A task that works through a backlog (sending alerts) checks it and ends its run
+    early: what it leaves is due, and the next worker's run takes it.
+    """
+    return _stopping.is_set()
+
+
+def stopping_begin() -> None:
+    """Tell this process's tasks that the worker is stopping (`manage.py db_worker` does)."""
+    _stopping.set()
 
 
 def _path(task: str) -> str:

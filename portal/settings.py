@@ -437,9 +437,11 @@ INSTALLED_APPS = [
     "allauth.socialaccount",
     "allauth.socialaccount.providers.openid_connect",
     "axes",
-    "fleet.tasks_app.BackgroundTasksConfig",  # django_tasks_db, named for the admin
     "signin",
     "fleet",
+    # django_tasks_db, named for the admin; after fleet, whose `db_worker` (a worker per
+    # queue) replaces the package's: Django takes a command from the app listed first.
+    "fleet.tasks_app.BackgroundTasksConfig",
     "alerts",
 ]
 
@@ -504,9 +506,11 @@ CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://fleet-portal"
 if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":
     CACHES["default"]["BACKEND"] = "portal.cache.RedisCache"  # one client per pool, not per call
 
-# Background tasks (django.tasks) stored in the database: `manage.py db_worker` runs them.
+# Background tasks (django.tasks) stored in the database: `manage.py db_worker` runs them,
+# each queue with a worker of its own, so that alerts (which wait on subscribers'
+# endpoints) never delay webhook processing or CNH lookups ("default").
 TASKS = {
-    "default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]},
+    "default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default", "alerts"]},
 }
 
 AUTH_PASSWORD_VALIDATORS = [

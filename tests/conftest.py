@@ -238,14 +238,16 @@ def run_tasks() -> int:
     """Run every background task that is due, here, as `manage.py db_worker --batch` does.
 
     The real worker's loop (django-tasks-db's `Worker`), in this process and
-    thread, so that time-machine moves its clock. Tests that use it need
+    thread, so that time-machine moves its clock; on every queue (webhooks and
+    CNH lookups, alerts), one task after the other. Tests that use it need
     `django_db(transaction=True)`: the worker commits as it goes. Returns how
     many tasks ran.
     """
+    from django.conf import settings
     from django_tasks_db.management.commands.db_worker import Worker
 
     worker = Worker(
-        queue_names=["default"],
+        queue_names=list(settings.TASKS["default"]["QUEUES"]),
         interval=0,
         batch=True,
         backend_name="default",

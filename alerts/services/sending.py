@@ -22,7 +22,16 @@ What a crash does, honestly:
 
 A failure (refused, timed out, unreachable) is retried with a doubling wait
 (ALERTS_RETRY_SECONDS, 2x, 4x... at most six hours), ALERTS_MAX_ATTEMPTS
-times, then kept as `failed` with its error, for the admin.
+times, then kept as `failed` with its error, for the admin. Each claim counts
+as an attempt, so an alert whose sending kills the worker (or outlives its
+lease) every time is not claimed for ever: once its attempts are spent, the
+next claim marks it `failed` and says why.
+
+Webhooks: one subscription's due alerts are claimed together and posted in
+order, by a small pool of threads, a subscription per thread: a subscriber
+that is slow or never answers holds one thread for one POST (its other alerts
+wait for its next retry), never the other subscribers' alerts. The threads do
+HTTP only; claiming, composing and marking happen in the run's thread.
 
 E-mail: one user's due alerts are claimed together. Those of a daily digest
 (or folded by the cap) go as one e-mail; immediate ones one by one, up to
@@ -35,15 +44,18 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
 import orjson
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import F, Min, Q, QuerySet
+from django.db.models import CharField, F, Min, Q, QuerySet, Value
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from alerts.models import (
@@ -54,7 +66,7 @@ from alerts.models import (
     AlertStatus,
     WebhookAttempt,
 )
-from alerts.outbound import webhook_post
+from alerts.outbound import PostOutcome, webhook_post
 from alerts.services.emails import absolute_url, alert_email
 from alerts.services.outbox import SEND_TASK
 from alerts.services.pauses import alerts_paused
@@ -66,7 +78,9 @@ from fleet.pace import Pace
 logger = logging.getLogger(__name__)
 
 _EMAIL_CLAIM: Final = 100  # one user's alerts in one claim (and so in one digest at most)
-_WEBHOOK_CLAIM: Final = 10
+_WEBHOOK_CLAIM: Final = 10  # one subscription's alerts in one claim, posted in order
+_WEBHOOK_SENDERS: Final = 8  # subscriptions posted to at once (threads of one run)
+_LOOK_AGAIN_S: Final = 0.5  # while POSTs are under way, how often to look for more due
 _USERS_AT_ONCE: Final = 20
 _HOUR: Final = timedelta(hours=1)
 _LONGEST_WAIT: Final = timedelta(hours=6)
@@ -83,8 +97,9 @@ _unconfigured = Pace()
 def alerts_send_due(*, budget_s: float = 30.0) -> Counter[str]:
     """Send what is due: e-mails user by user, then webhooks; how many ended how.
 
-    Stops after `budget_s` seconds; what is left is due, and the task asks for
-    its next run (`alerts_next_due`).
+    Stops after `budget_s` seconds, or once the worker is stopping (after the POSTs
+    under way); what is left is due, and the task asks for its next run
+    (`alerts_next_due`).
     """
     outcomes: Counter[str] = Counter()
     if not settings.PORTAL_BASE_URL:
@@ -93,7 +108,7 @@ def alerts_send_due(*, budget_s: float = 30.0) -> Counter[str]:
         return outcomes
     deadline = time.monotonic() + budget_s
     done: set[int] = set()
-    while time.monotonic() < deadline:
+    while _time_left(deadline):
         users = list(
             Alert.objects.filter(_due(timezone.now()), channel=AlertChannel.EMAIL)
             .exclude(user_id__in=done)
@@ -110,12 +125,7 @@ def alerts_send_due(*, budget_s: float = 30.0) -> Counter[str]:
             )
             if claimed:
                 outcomes.update(_emails_send(claimed))
-    while time.monotonic() < deadline:
-        claimed = _claim(Alert.objects.filter(channel=AlertChannel.WEBHOOK), _WEBHOOK_CLAIM)
-        if not claimed:
-            break
-        for alert in claimed:
-            outcomes[_webhook_send(alert)] += 1
+    outcomes.update(_webhooks_send(deadline))
     return outcomes
 
 
@@ -160,9 +170,18 @@ def _due(now: datetime) -> Q:
     )
 
 
+def _time_left(deadline: float) -> bool:
+    """Whether this run may start more work: its budget lasts and the worker is not stopping."""
+    return time.monotonic() < deadline and not worker.stopping()
+
+
 def _claim(candidates: QuerySet[Alert], limit: int) -> list[Alert]:
-    """Claim up to `limit` due alerts of `candidates` for this run; those it got."""
+    """Claim up to `limit` due alerts of `candidates` for this run; those it got.
+
+    Those due whose attempts are spent are marked failed instead (`_spent_give_up`).
+    """
     now = timezone.now()
+    _spent_give_up(candidates, now)
     pks = list(
         candidates.filter(_due(now)).order_by("due_at", "pk").values_list("pk", flat=True)[:limit]
     )
@@ -192,6 +211,36 @@ def _claim(candidates: QuerySet[Alert], limit: int) -> list[Alert]:
         .select_related("user", "subscription")
         .order_by("pk")
     )
+
+
+def _spent_give_up(candidates: QuerySet[Alert], now: datetime) -> None:
+    """Mark failed the due alerts of `candidates` whose attempts are all spent.
+
+    A `sending` one among them is due because its lease ran out: its last attempt never
+    ended (the worker died sending it, or outlived its lease). A `waiting` one can only
+    have been left by a lower ALERTS_MAX_ATTEMPTS: its last error stands.
+    """
+    spent = candidates.filter(_due(now), attempts__gte=settings.ALERTS_MAX_ATTEMPTS)
+    abandoned = spent.filter(status=AlertStatus.SENDING).update(
+        status=AlertStatus.FAILED,
+        claim=None,
+        lease_until=None,
+        last_error=Concat(
+            Value("given up after attempt "),
+            Cast("attempts", output_field=CharField()),
+            Value(
+                ", which never ended: the worker stopped (or outlived its lease) while sending it"
+            ),
+            output_field=CharField(),
+        ),
+    )
+    if abandoned:
+        logger.warning(
+            "%d alerts given up: their last attempt never ended (the worker stopped while"
+            " sending them)",
+            abandoned,
+        )
+    spent.filter(status=AlertStatus.PENDING).update(status=AlertStatus.FAILED)
 
 
 def _mark_sent(alerts: Sequence[Alert], *, message: str) -> None:
@@ -309,35 +358,151 @@ def _emails_sent_since(user: User, since: datetime) -> list[datetime]:
 # --- Webhooks ----------------------------------------------------------------------------
 
 
-def _webhook_send(alert: Alert) -> str:
+@dataclass(frozen=True, slots=True)
+class _Post:
+    """One webhook POST, composed in the run's thread: all a sender thread needs."""
+
+    alert: Alert
+    subscription_id: int
+    url: str
+    body: bytes
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Posted:
+    started_at: datetime
+    outcome: PostOutcome
+
+
+def _webhooks_send(deadline: float) -> Counter[str]:
+    """Post the due webhook alerts until `deadline`, each subscription's in order, up to
+    _WEBHOOK_SENDERS subscriptions at once.
+
+    Each POST is marked as soon as it ends, so that a worker killed meanwhile repeats
+    at most the POSTs under way. After a failure, the rest of that subscription's claim
+    waits for its retry; at the run's end, it is due for the next run.
+    """
+    outcomes: Counter[str] = Counter()
+    claimed_posts: dict[int, deque[_Post]] = {}  # per subscription under way: the next ones
+    under_way: dict[Future[_Posted], _Post] = {}
+    with ThreadPoolExecutor(_WEBHOOK_SENDERS, thread_name_prefix="alerts-webhooks") as pool:
+
+        def post_next(posts: deque[_Post]) -> None:
+            post = posts.popleft()
+            claimed_posts[post.subscription_id] = posts
+            under_way[pool.submit(_webhook_post, post)] = post
+
+        while True:
+            found: list[int] = []
+            if _time_left(deadline):
+                found = _subscriptions_due(
+                    busy=set(claimed_posts), limit=_WEBHOOK_SENDERS - len(claimed_posts)
+                )
+            for subscription_id in found:
+                claimed = _claim(
+                    Alert.objects.filter(
+                        channel=AlertChannel.WEBHOOK, subscription_id=subscription_id
+                    ),
+                    _WEBHOOK_CLAIM,
+                )
+                posts = deque(post for alert in claimed if (post := _webhook_compose(alert)))
+                outcomes["cancelled"] += len(claimed) - len(posts)
+                if posts:
+                    post_next(posts)
+            if not under_way:
+                if found:  # all cancelled or given up: more may be due
+                    continue
+                break
+            # Not for ever: alerts due meanwhile for other subscriptions go out meanwhile.
+            finished, _ = wait(under_way, timeout=_LOOK_AGAIN_S, return_when=FIRST_COMPLETED)
+            for future in finished:
+                post = under_way.pop(future)
+                rest = claimed_posts.pop(post.subscription_id)
+                try:
+                    posted = future.result()
+                except Exception:  # a bug, not the receiver's doing: its lease ends it
+                    logger.exception("posting webhook alert %s failed", post.alert.pk)
+                    continue
+                outcomes[_webhook_record(post, posted)] += 1
+                if rest and posted.outcome.ok and _time_left(deadline):
+                    post_next(rest)
+                elif rest:
+                    failed = None if posted.outcome.ok else post.alert
+                    _webhooks_put_back([later.alert for later in rest], after=failed)
+                    outcomes["put back"] += len(rest)
+    return outcomes
+
+
+def _subscriptions_due(*, busy: set[int], limit: int) -> list[int]:
+    """Up to `limit` subscriptions with webhook alerts due (not `busy`), longest waiting first."""
+    if limit <= 0:
+        return []
+    return list(
+        Alert.objects.filter(_due(timezone.now()), channel=AlertChannel.WEBHOOK)
+        .exclude(subscription_id__in=busy)
+        .values("subscription_id")
+        .annotate(first_due=Min("due_at"))
+        .order_by("first_due")
+        .values_list("subscription_id", flat=True)[:limit]
+    )
+
+
+def _webhook_compose(alert: Alert) -> _Post | None:
+    """The signed POST of `alert`; None (and the alert cancelled) if it is not to be sent."""
     subscription = alert.subscription
     assert subscription is not None  # a constraint of the table
     if not subscription.active or not alert.user.is_active or alerts_paused(user=alert.user):
         _mark_cancelled([alert], reason="the subscription or its user is no longer active")
-        return "cancelled"
+        return None
     body = orjson.dumps(webhook_payload(alert))
-    message = webhook_message_id(alert)
     headers = signed_headers(
         secret=subscription.secret(),
-        message_id=message,
+        message_id=webhook_message_id(alert),
         timestamp=int(timezone.now().timestamp()),
         body=body,
     )
+    return _Post(alert, subscription.pk, subscription.url, body, headers)
+
+
+def _webhook_post(post: _Post) -> _Posted:
+    """In a sender thread: HTTP only, no database."""
     started_at = timezone.now()
-    outcome = webhook_post(url=subscription.url, body=body, headers=headers)
+    return _Posted(started_at, webhook_post(url=post.url, body=post.body, headers=post.headers))
+
+
+def _webhook_record(post: _Post, posted: _Posted) -> str:
+    """Log the attempt for the admin and mark the alert; how it ended."""
+    alert, outcome = post.alert, posted.outcome
     WebhookAttempt.objects.create(
         alert=alert,
-        started_at=started_at,
-        subscription=subscription,
+        started_at=posted.started_at,
+        subscription_id=post.subscription_id,
         status_code=outcome.status_code,
         ok=outcome.ok,
         error=outcome.error,
         duration_ms=outcome.duration_ms,
     )
+    message = webhook_message_id(alert)
     if not outcome.ok:
         logger.warning(
-            "alert webhook %s to subscription %s: %s", message, subscription.pk, outcome.error
+            "alert webhook %s to subscription %s: %s", message, post.subscription_id, outcome.error
         )
         return _mark_failed([alert], error=outcome.error)
     _mark_sent([alert], message=message)
     return "sent"
+
+
+def _webhooks_put_back(alerts: list[Alert], *, after: Alert | None) -> None:
+    """Make claimed alerts that were not tried wait again: due with the retry of `after`
+    (the alert that failed before them), or, with None, as they were."""
+    values: dict[str, Any] = {}
+    if after is not None:
+        values["due_at"] = timezone.now() + _backoff(after.attempts)
+    _claimed(alerts).update(
+        status=AlertStatus.PENDING,
+        claim=None,
+        lease_until=None,
+        attempts=F("attempts") - 1,  # not tried: not an attempt
+        **values,
+    )

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import sys
 
+import requests
+
 from bench.soak import WEBHOOK_ROUTE, Fault, Request, Timeline, _explanation
 from bench.soak_services import read_unit
+from bench.soak_subscribers import Subscribers
 from tests.conftest import ROOT
 
 
@@ -57,3 +60,27 @@ def test_the_ten_minute_run_has_two_bursts_of_30_s_at_the_rate_asked():
     ]
     assert timeline.deliveries == 13_200
     assert timeline.without_slow[1] <= 90.0 <= timeline.with_slow[0]  # slowloris opens at 90 s
+
+
+def test_the_healthy_subscriber_counts_lost_alerts_and_repeats_beyond_the_workers_kills():
+    subscribers = Subscribers()
+    try:
+        for message in ("msg_1", "msg_2", "msg_2", "msg_3", "msg_3"):
+            requests.post(
+                subscribers.healthy.url, data=b"{}", headers={"webhook-id": message}, timeout=5
+            )
+        held = {"alerts": {}, "ok": 0, "errors": {}, "longest_ms": 0}
+        state = {
+            "healthy": {
+                "alerts": {"sent": 4, "pending": 1},
+                "sent_ids": ["msg_1", "msg_2", "msg_3", "msg_4"],
+            },
+            "drips": held,
+            "never answers": held,
+        }
+
+        # msg_4 sent but never received, one alert still waiting; two repeats, one killed worker.
+        assert subscribers.report(state, worker_kills=1) == 2 + 1
+        assert subscribers.report(state, worker_kills=2) == 2
+    finally:
+        subscribers.stop()

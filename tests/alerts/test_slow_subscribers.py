@@ -1,0 +1,160 @@
+"""A manager's webhook endpoint that never answers, or drips its answer, against a real
+`manage.py db_worker` (started as the README says, with no option): fines sent by the
+emulator meanwhile are processed on time, other managers' alerts still go out, and a
+stop does not wait on the subscriber. The subscribers are real sockets on loopback
+(bench/soak_subscribers.py)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+from django.tasks import TaskResultStatus
+from django_tasks_db.models import DBTaskResult
+
+from alerts.models import Alert, AlertStatus
+from alerts.services.subscriptions import webhook_subscription_create
+from bench.soak_subscribers import Dripping, Silent
+from fleet.models import Fine, WebhookDelivery
+from tests.alerts.conftest import fine
+from tests.alerts.receiver import Receiver, serve
+from tests.conftest import start_db_worker, stop_db_worker
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FINES_ON_TIME_S = 10.0
+
+
+def wait_until(condition, *, timeout: float, what: str) -> float:
+    """Seconds until `condition()` held; fails after `timeout`."""
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < timeout, f"{what}: not within {timeout} s"
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+def worker_env(live_server: Any, **more: str) -> dict[str, str]:
+    return {
+        # The key the subscriptions' secrets were encrypted with, here.
+        "FLEET_FIELD_KEYS": ",".join(django_settings.FLEET_FIELD_KEYS),
+        "PORTAL_BASE_URL": live_server.url,
+        "FLEET_WEBHOOK_BATCH_SECONDS": "0",
+        "ALERTS_WEBHOOK_ALLOW_PRIVATE": "true",  # the subscribers are on loopback
+    } | more
+
+
+def send_fines(emulator: Any, live_server: Any, numbers: range) -> None:
+    """The emulator posts these fines to the live portal's webhook receiver, four at once."""
+    receiver = f"{live_server.url}/webhooks/fleet/dev-webhook-token/"
+    events = [fine(n) for n in numbers]
+    emulator.control("POST", "webhooks", url=receiver, events=events, concurrency=4)
+
+
+def subscribed(person: Any, name: str, url: str) -> Any:
+    user = person(name, delivery="off")  # webhooks only
+    webhook_subscription_create(user=user, url=url)
+    return user
+
+
+def assert_no_task_failed() -> None:
+    """The two queues' workers wrote the one SQLite file at once: no task met "database is
+    locked" (nor anything else)."""
+    ended = DBTaskResult.objects.filter(finished_at__isnull=False)
+    assert not ended.exclude(status=TaskResultStatus.SUCCESSFUL).exists()
+
+
+@pytest.fixture(autouse=True)
+def loopback_subscribers(settings: Any) -> None:
+    settings.ALERTS_WEBHOOK_ALLOW_PRIVATE = True
+
+
+@pytest.fixture(params=["never answers", "drips"])
+def stalling(request: pytest.FixtureRequest) -> Iterator[Silent | Dripping]:
+    subscriber = Silent() if request.param == "never answers" else Dripping(every=0.5)
+    yield subscriber
+    subscriber.stop()
+
+
+def test_fines_are_processed_on_time_while_a_subscriber_holds_the_alerts_post(
+    stalling, person, emulator, live_server
+):
+    subscribed(person, "marcos", stalling.url)
+    worker = start_db_worker(emulator, **worker_env(live_server))
+    try:
+        # A few fines first: their alerts' POSTs are under way, held by the subscriber.
+        send_fines(emulator, live_server, range(1, 6))
+        wait_until(lambda: stalling.connections >= 1, timeout=20, what="no POST to it")
+
+        started = time.monotonic()
+        send_fines(emulator, live_server, range(6, 106))
+        wait_until(
+            lambda: (
+                Fine.objects.count() == 105
+                and not WebhookDelivery.objects.filter(status="received").exists()
+            ),
+            timeout=started + FINES_ON_TIME_S - time.monotonic(),
+            what="the 100 fines were not processed",
+        )
+        on_time = time.monotonic() - started
+    finally:
+        stalling.stop()  # first: the worker's POST under way ends, and so does the worker
+        stop_db_worker(worker)
+
+    assert on_time < FINES_ON_TIME_S
+    # Their alerts wait for the subscriber (none lost): one per fine.
+    assert Alert.objects.count() == 105
+    assert_no_task_failed()
+
+
+def test_a_subscriber_that_never_answers_does_not_hold_other_managers_alerts(
+    person, emulator, live_server
+):
+    silent = Silent()
+    healthy = Receiver()
+    server = serve(healthy)
+    subscribed(person, "marcos", silent.url)
+    ana = person("ana", delivery="off")
+    _, healthy.secret = webhook_subscription_create(user=ana, url=healthy.url)
+    # Longer than the test: a POST held by the silent one ends only with the worker.
+    worker = start_db_worker(emulator, **worker_env(live_server, ALERTS_WEBHOOK_TIMEOUT="60"))
+    try:
+        send_fines(emulator, live_server, range(1, 21))
+        wait_until(
+            lambda: len(healthy.accepted()) == 20,
+            timeout=15,
+            what="ana's receiver did not get her 20 alerts",
+        )
+        assert silent.connections == 1  # marcos's first alert, still held
+    finally:
+        silent.stop()
+        stop_db_worker(worker)
+        server.shutdown()
+        server.server_close()
+
+    assert [d.verdict for d in healthy.deliveries] == ["accepted"] * 20
+    assert_no_task_failed()
+
+
+def test_a_stop_ends_the_alerts_run_after_the_post_under_way(person, emulator, live_server):
+    silent = Silent()
+    subscribed(person, "marcos", silent.url)
+    worker = start_db_worker(emulator, **worker_env(live_server, ALERTS_WEBHOOK_TIMEOUT="3"))
+    try:
+        send_fines(emulator, live_server, range(1, 6))
+        wait_until(lambda: silent.connections >= 1, timeout=20, what="no POST to it")
+        worker.send_signal(signal.SIGTERM)
+        wait_until(lambda: worker.poll() is not None, timeout=8, what="still running")
+    finally:
+        stop_db_worker(worker)
+        silent.stop()
+
+    assert worker.returncode == 0
+    # The POST under way timed out and waits for its retry; the others were not tried.
+    statuses = sorted(Alert.objects.values_list("status", "attempts"))
+    assert statuses == [(AlertStatus.PENDING, 0)] * 4 + [(AlertStatus.PENDING, 1)]
+    assert silent.connections == 1

@@ -73,6 +73,7 @@ from alerts.services.pauses import alerts_paused
 from alerts.services.preferences import alert_preferences_get
 from alerts.signing import signed_headers
 from fleet import worker
+from fleet.encryption import UndecryptableSecret
 from fleet.pace import Pace
 
 logger = logging.getLogger(__name__)
@@ -407,7 +408,7 @@ def _webhooks_send(deadline: float) -> Counter[str]:
                     _WEBHOOK_CLAIM,
                 )
                 posts = deque(post for alert in claimed if (post := _webhook_compose(alert)))
-                outcomes["cancelled"] += len(claimed) - len(posts)
+                outcomes["not posted"] += len(claimed) - len(posts)
                 if posts:
                     post_next(posts)
             if not under_way:
@@ -449,15 +450,23 @@ def _subscriptions_due(*, busy: set[int], limit: int) -> list[int]:
 
 
 def _webhook_compose(alert: Alert) -> _Post | None:
-    """The signed POST of `alert`; None (and the alert cancelled) if it is not to be sent."""
+    """The signed POST of `alert`; None (the alert cancelled, or failed) if it is not to be sent."""
     subscription = alert.subscription
     assert subscription is not None  # a constraint of the table
     if not subscription.active or not alert.user.is_active or alerts_paused(user=alert.user):
         _mark_cancelled([alert], reason="the subscription or its user is no longer active")
         return None
+    try:
+        secret = subscription.secret()
+    except UndecryptableSecret as error:
+        # The operator's keys, not the subscriber's doing: kept for the admin's retry once
+        # the key is restored, rather than failing the whole run for every subscriber.
+        logger.error("webhook subscription %s: %s", subscription.pk, error)
+        _mark_failed([alert], error=f"the subscription's secret: {error}")
+        return None
     body = orjson.dumps(webhook_payload(alert))
     headers = signed_headers(
-        secret=subscription.secret(),
+        secret=secret,
         message_id=webhook_message_id(alert),
         timestamp=int(timezone.now().timestamp()),
         body=body,

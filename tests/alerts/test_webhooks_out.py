@@ -146,3 +146,35 @@ def test_an_address_refused_later_is_not_posted_to(manager_client, receiver, set
     (attempt,) = WebhookAttempt.objects.all()
     assert attempt.status_code is None
     assert attempt.error.startswith("refused:")
+
+
+def test_a_secret_no_key_decrypts_fails_its_own_alert_and_no_one_elses(
+    client, person, receiver, settings
+):
+    from cryptography.fernet import Fernet
+
+    from tests.alerts.receiver import Receiver, serve
+
+    other = Receiver()
+    server = serve(other)
+    try:
+        client.force_login(person("ana", delivery="off"))
+        subscribe(client, receiver)
+        client.force_login(person("bia", delivery="off"))
+        subscribe(client, other)
+        # Bia's secret was encrypted under a key the operator has since lost.
+        lost = Fernet(Fernet.generate_key()).encrypt(b"whsec_c2VjcmV0").decode()
+        WebhookSubscription.objects.filter(user__username="bia").update(secret_encrypted=lost)
+
+        post(client, fine(1))
+        run_tasks()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    assert [d.verdict for d in receiver.deliveries] == ["accepted"]
+    assert other.deliveries == []
+    stuck = Alert.objects.get(user__username="bia")
+    assert stuck.status == AlertStatus.PENDING  # tried again later, once the key is back
+    assert "FLEET_FIELD_KEYS" in stuck.last_error
+    assert Alert.objects.get(user__username="ana").status == AlertStatus.SENT

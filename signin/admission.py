@@ -6,8 +6,10 @@ verified e-mail, only where that e-mail is enough to say who the person is: the
 e-mail's domain is one of the provider's allowed domains, the user signs in
 through no other identity, and is no administrator (staff or superuser). Any
 other user with that e-mail is linked by an administrator, in the admin. With no
-such user, a new one is created (by allauth, after this). Roles are set again at
-every sign-in, so that a change in the provider's groups takes effect at the next one.
+such user, a new one is created (by allauth, after this). A provider gives a user
+(new or not) only an e-mail it may vouch for: one of its own domains, or one no
+other provider lets in. Roles are set again at every sign-in, so that a change in
+the provider's groups takes effect at the next one.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ import hmac
 from typing import Any
 
 from allauth.socialaccount.models import SocialAccount, SocialLogin
+from allauth.socialaccount.providers.base import Provider
 from django.contrib.auth.models import User
 from django.http import HttpRequest
 
 from signin.access import AccessPolicy, access_decide
 from signin.models import Role, SsoOutcome
+from signin.providers import provider_list
 
 # SocialLogin.state carries these from here to the end of the sign-in (signin.adapters).
 OUTCOME = "signin_outcome"
@@ -48,12 +52,17 @@ def sso_login_admit(*, request: HttpRequest, sociallogin: SocialLogin) -> User:
     decision = access_decide(policy=policy, claims=claims)
     if decision.refusal is not None or decision.role is None:
         raise Refused(decision.refusal or SsoOutcome.NO_ROLE)
-    _keep_only_verified_email(sociallogin, decision.verified_email)
+    email = decision.verified_email
+    if email and not _vouched_for(email, policy, request=request, provider=provider):
+        email = ""
+    _keep_only_verified_email(sociallogin, email)
 
     user: User
     if sociallogin.is_existing:
         user = sociallogin.user
         outcome = SsoOutcome.SIGNED_IN
+    # The address as shown: an account that already has it is linked by its rules, or
+    # the person is told that an administrator links it.
     elif (match := _user_by_email(sociallogin, decision.verified_email, policy)) is not None:
         user = match
         outcome = SsoOutcome.LINKED
@@ -62,7 +71,7 @@ def sso_login_admit(*, request: HttpRequest, sociallogin: SocialLogin) -> User:
         outcome = SsoOutcome.PROVISIONED
     if not user.is_active:
         raise Refused(SsoOutcome.DEACTIVATED)
-    _set_role(user, decision.role, claims, decision.verified_email)
+    _set_role(user, decision.role, claims, email)
     if outcome is SsoOutcome.LINKED:
         sociallogin.connect(request, user)  # saves the user and the identity
     elif user.pk:
@@ -83,8 +92,27 @@ def _claims(sociallogin: SocialLogin) -> dict[str, Any]:
     return {**id_token, **(extra.get("userinfo") or {})}
 
 
+def _vouched_for(
+    email: str, policy: AccessPolicy, *, request: HttpRequest, provider: Provider
+) -> bool:
+    """Whether the provider may give a portal user this verified e-mail (where alerts go).
+
+    Its own allowed domains, yes. A domain another provider lets in is that provider's
+    to vouch for: a provider that admits by groups may show anyone's address, verified,
+    and the fines of its members would be e-mailed to that address.
+    """
+    if policy.allows_domain_of(email):
+        return True
+    return not any(
+        AccessPolicy.from_settings(other.app.settings).allows_domain_of(email)
+        for other in provider_list(request)
+        if other.app.provider_id != provider.app.provider_id
+    )
+
+
 def _keep_only_verified_email(sociallogin: SocialLogin, verified_email: str) -> None:
-    """An e-mail the provider has not verified is nobody's: not stored, not matched."""
+    """An e-mail the provider has not verified, or may not vouch for, is nobody's: not
+    stored, not matched."""
     sociallogin.email_addresses = [
         address for address in sociallogin.email_addresses if address.email == verified_email
     ]

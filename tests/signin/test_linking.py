@@ -161,3 +161,43 @@ def test_a_verified_email_never_links_an_administrator(
     # Their own door still opens.
     client.post("/accounts/login/", {"username": "admin", "password": "password"})
     assert user_of(client) == admin_user
+
+
+def test_a_provider_admitting_by_groups_gives_no_account_the_address_of_another_providers_domain(
+    client, oidc_settings, identity_provider, group_provider
+):
+    # Acme vouches for a.example; the group provider lets its members in, whatever their
+    # address, and Mallory shows carol's, verified.
+    acme = oidc_app(identity_provider, allowed_domains=["a.example"])
+    oidc_settings.SOCIALACCOUNT_PROVIDERS["openid_connect"]["APPS"] = [acme]
+    admitting_by_groups(group_provider)
+
+    assert sso(client, "mallory", provider="group").status_code == 302
+    mallory = user_of(client)
+    client.post("/accounts/logout/")
+
+    assert mallory.email == ""  # carol's mailbox gets none of Mallory's fines
+    # Carol, when she comes, is not taken for Mallory's account.
+    assert sso(client, "carol").status_code == 302
+    carol = user_of(client)
+    assert carol != mallory
+    assert carol.email == "carol@a.example"
+    assert identities(carol) == {("acme", "sub-carol-0001")}
+
+
+def test_a_provider_admitting_by_groups_cannot_move_its_member_to_another_providers_address(
+    client, oidc_settings, identity_provider, group_provider
+):
+    acme = oidc_app(identity_provider, allowed_domains=["a.example"])
+    oidc_settings.SOCIALACCOUNT_PROVIDERS["openid_connect"]["APPS"] = [acme]
+    admitting_by_groups(group_provider)
+    assert sso(client, "partner", provider="group").status_code == 302
+    partner = user_of(client)
+    client.post("/accounts/logout/")
+    assert partner.email == "partner@partner.test"  # a domain nobody else lets in
+
+    identity_provider.update_user("partner", email="carol@a.example")
+    assert sso(client, "partner", provider="group").status_code == 302
+
+    partner.refresh_from_db()
+    assert partner.email == "partner@partner.test"

@@ -1,1 +1,1 @@
-"""Alerts: managers hear of new fines and notifications by e-mail or webhook (issue 22)."""
+"""Alerts: managers hear of new fines and notifications by e-mail or webhook."""

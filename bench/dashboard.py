@@ -1,4 +1,4 @@
-"""The dashboard's server time at 10,000 and 100,000 fines against the bare view (issue 23).
+"""The dashboard's server time at 10,000 and 100,000 fines against the bare view.
 
 The portal runs under gunicorn (one worker, one thread: requests one at a time) on its
 own SQLite database, filled with fines written straight into the table (as processing

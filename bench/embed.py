@@ -1,4 +1,4 @@
-"""What the embed page costs over the bare `POST /key/generator` it wraps (issue 3).
+"""What the embed page costs over the bare `POST /key/generator` it wraps.
 
 `python -m bench.embed [--requests N] [--warmup N]` starts the emulator and
 the portal (gunicorn, SQLite), logs a manager in, then times, interleaved in

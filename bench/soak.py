@@ -1,4 +1,4 @@
-"""The soak: the production shape on loopback, under mixed traffic, while things fail (issue 21).
+"""The soak: the production shape on loopback, under mixed traffic, while things fail.
 
     python -m bench.soak [--seconds 600]        # or: make soak SOAK_SECONDS=600
 

@@ -1,4 +1,4 @@
-"""The vehicles page for fleets of 1,000 to 50,000 vehicles, warm and cold (issue 4).
+"""The vehicles page for fleets of 1,000 to 50,000 vehicles, warm and cold.
 
 `python -m bench.vehicles [--sizes 1000,10000,50000] [--duration S] [--cold-rounds N]`
 starts one portal (gunicorn, Redis as the shared cache, SQLite) and, for
@@ -392,7 +392,7 @@ def served(target: Target, start: int, probe: Probe) -> list[Hit]:
 
 
 def check_page(target: Target, probe: Probe, result: SizeResult) -> None:
-    """One request that must show the whole fleet (or, searching, the vehicles found)."""
+    """One request that shows the whole fleet (or, searching, the vehicles found)."""
     response = target.browser.get(
         f"{target.portal.url}{probe.path}", allow_redirects=False, timeout=60
     )

@@ -1,4 +1,4 @@
-"""Sustained webhook deliveries per second, against the floor of storing (issue 19).
+"""Sustained webhook deliveries per second, against the floor of storing.
 
 `python -m bench.webhooks [--duration 18] [--rounds 3] [--connections 8]
 [--workers 4 --threads 1] [--worker during|after] [--database-url URL]` starts one portal under
@@ -31,7 +31,7 @@ Every body is a different fine event, numbered on from the previous round:
 three in four create a fine, one in four updates one made just before
 (`treated: true`). The order of the three turns every round. It prints
 requests/s of each and client p50/p99, and as the headline the ratio
-receiver / floor: the target is >= 0.8 (issue 5's target, >= 0.5 of the bare
+receiver / floor: the target is >= 0.8 (an earlier target, >= 0.5 of the bare
 view that stores nothing, is retired); receiver / bare is printed for
 information. Whether the target was met is a finding, not a failure. It
 also prints how long after each receiver round the worker processed its last
@@ -82,7 +82,7 @@ from bench.support import (
 )
 
 TOKEN = "bench-webhook-token"
-TARGET = 0.8  # receiver / floor (issue 19); issue 5's 0.5 of the bare view is retired
+TARGET = 0.8  # receiver / floor; the earlier 0.5 of the bare view is retired
 # Each worker its own listening socket: the kernel shares connections out among them.
 # On one shared socket, the worker that woke first often took all of a round's
 # keep-alive connections, and a round measured one worker of two (the bare view at

@@ -1,4 +1,4 @@
-"""The webhook receiver loses nothing and applies everything once (issue 5, must-show 2).
+"""The webhook receiver loses nothing and applies everything once.
 
 `python -m bench.webhooks_reliability [--count 10000] [--duplicates 0.2] [--malformed 0.05]`
 starts the portal under gunicorn (2 workers x 4 threads, its own SQLite

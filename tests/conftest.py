@@ -304,6 +304,16 @@ def log_records() -> Iterator[Recorder]:
         logger.setLevel(level)
 
 
+def wait_until(condition: Any, *, timeout: float = 20.0, what: str = "timed out") -> float:
+    """Seconds until `condition()` held, polled every 50 ms; the test fails after `timeout`
+    saying `what`."""
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < timeout, f"{what}: not within {timeout} s"
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
 _WORKER_START_TIMEOUT = 30.0
 
 

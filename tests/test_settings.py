@@ -315,7 +315,7 @@ def test_production_refuses_an_identity_provider_over_plain_http():
 
 
 def test_the_deploy_check_of_a_production_configuration_has_no_warning():
-    """Must-show of the hardening issue: `check --deploy` passes at WARNING level; what
+    """`check --deploy` passes at WARNING level; what
     it would still say is silenced in portal/settings.py, each with its reason."""
     production = PRODUCTION | {
         "DEBUG": "False",

@@ -1,4 +1,4 @@
-"""Must-show 1 of issue 22: alert e-mails through a real SMTP server on loopback
+"""Alert e-mails through a real SMTP server on loopback
 (aiosmtpd), sent by the background worker's task, never by the webhook request."""
 
 from __future__ import annotations

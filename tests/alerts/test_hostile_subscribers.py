@@ -32,7 +32,7 @@ from tests.alerts.hostile import (
     huge,
     status,
 )
-from tests.conftest import run_tasks, start_db_worker, stop_db_worker
+from tests.conftest import run_tasks, start_db_worker, stop_db_worker, wait_until
 
 DEADLINE_S = 2
 MARGIN_S = 1.5  # a loaded machine's scheduling, not the portal's slowness
@@ -313,13 +313,6 @@ def peak_memory_kib(pid: int) -> int:
     raise AssertionError("no VmHWM")
 
 
-def wait_until(condition: Callable[[], bool], *, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_posting_to_a_huge_answer_and_a_gzip_bomb_keeps_its_memory(
     client, person, serve, emulator, settings
@@ -348,13 +341,13 @@ def test_a_worker_posting_to_a_huge_answer_and_a_gzip_bomb_keeps_its_memory(
     try:
         # Warmed up: a fine processed and posted, every module of the way imported.
         post(client, fine(1))
-        wait_until(lambda: Alert.objects.filter(status=AlertStatus.SENT).exists())
+        wait_until(lambda: Alert.objects.filter(status=AlertStatus.SENT).exists(), timeout=30)
         warm = peak_memory_kib(worker.pid)
 
         subscribe(huge_receiver)
         subscribe(bomb)
         post(client, fine(2))
-        wait_until(lambda: WebhookAttempt.objects.count() == 4)
+        wait_until(lambda: WebhookAttempt.objects.count() == 4, timeout=30)
         peak = peak_memory_kib(worker.pid)
     finally:
         stop_db_worker(worker)

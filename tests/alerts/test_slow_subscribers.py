@@ -22,20 +22,11 @@ from bench.soak_subscribers import Dripping, Silent
 from fleet.models import Fine, WebhookDelivery
 from tests.alerts.conftest import fine
 from tests.alerts.receiver import Receiver, serve
-from tests.conftest import start_db_worker, stop_db_worker
+from tests.conftest import start_db_worker, stop_db_worker, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 FINES_ON_TIME_S = 10.0
-
-
-def wait_until(condition, *, timeout: float, what: str) -> float:
-    """Seconds until `condition()` held; fails after `timeout`."""
-    started = time.monotonic()
-    while not condition():
-        assert time.monotonic() - started < timeout, f"{what}: not within {timeout} s"
-        time.sleep(0.05)
-    return time.monotonic() - started
 
 
 def worker_env(live_server: Any, **more: str) -> dict[str, str]:

@@ -21,20 +21,13 @@ from alerts.services.subscriptions import webhook_subscription_create
 from bench.soak_subscribers import Silent
 from tests.alerts.conftest import fine, post
 from tests.alerts.receiver import Receiver, serve
-from tests.conftest import run_tasks, start_db_worker, stop_db_worker
+from tests.conftest import run_tasks, start_db_worker, stop_db_worker, wait_until
 from tests.mail import text_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 LEASE_S = 2
 GIVEN_UP = "given up after attempt {n}, which never ended: the worker stopped"
-
-
-def wait_until(condition, *, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
-        time.sleep(0.05)
 
 
 @pytest.fixture

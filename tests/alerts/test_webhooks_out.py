@@ -1,4 +1,4 @@
-"""Must-show 3 of issue 22: the outgoing webhook, checked by a receiver on loopback that
+"""The outgoing webhook, checked by a receiver on loopback that
 verifies the signature with the Standard Webhooks algorithm (tests/alerts/receiver.py,
 written from the specification) and rejects a replayed or tampered delivery; retries
 with backoff and the delivery log in the admin; addresses the portal refuses."""

@@ -1,4 +1,4 @@
-"""Must-show 1 of issue 22, the hard part: a real `manage.py db_worker` killed (SIGKILL) in
+"""Exactly once, the hard part: a real `manage.py db_worker` killed (SIGKILL) in
 the middle of a batch of e-mails, then another worker: every alert arrives exactly once.
 Two workers at once do not send anything twice either. Nothing is patched: the lease is
 short through its setting (ALERTS_SEND_LEASE_SECONDS), as an operator could set it."""
@@ -27,13 +27,6 @@ def worker_env(smtp_server, **more: str) -> dict[str, str]:
         "ALERTS_SEND_LEASE_SECONDS": str(LEASE_S),
         "FLEET_WEBHOOK_BATCH_SECONDS": "0",
     } | more
-
-
-def wait_until(condition, *, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def test_a_worker_killed_in_the_middle_of_a_batch_loses_nothing_and_repeats_nothing(

@@ -1,4 +1,4 @@
-"""Must-show 2 of issue 22: a manager chooses their alerts on the page, the emulator sends a
+"""A manager chooses their alerts on the page, the emulator sends a
 fine (its control surface), a real `manage.py db_worker` processes it and e-mails the
 alert to a real SMTP server on loopback, and the e-mail's link opens that fine."""
 

@@ -1,4 +1,4 @@
-"""Must-show of the CNH issue: a lookup moves to its result before the manager's eyes.
+"""A CNH lookup moves to its result before the manager's eyes.
 
 The lookups run as they do under `make run`: a real `manage.py db_worker`
 process, started here against the test database (a file for SQLite, see

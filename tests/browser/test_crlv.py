@@ -1,4 +1,4 @@
-"""Must-show of the e-CRLV pages: a status that changes before your eyes, and the PDF."""
+"""The e-CRLV pages: a status that changes before your eyes, and the PDF."""
 
 from __future__ import annotations
 

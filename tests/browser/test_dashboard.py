@@ -1,4 +1,4 @@
-"""Issue 23's must-show 1: fines the emulator sends, processed by a real `manage.py
+"""Fines the emulator sends, processed by a real `manage.py
 db_worker`, are the dashboard's figures (untreated R$ and count, per month, per vehicle,
 per driver); the chart's text alternative reads the same numbers; a figure opens the
 matching filtered list; a saved view comes back after signing out and in."""

@@ -1,4 +1,4 @@
-"""Must-show of the SSO issue: a manager is logged into the fleet app without typing."""
+"""Single sign-on into the fleet app: a manager is logged into the fleet app without typing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Must-show 4 of the fines issue: events the emulator sends appear on /fines/, the
+"""Events the emulator sends appear on /fines/, the
 dashboard's counts change without a reload, and the filters work. The receiver stores
 them; a real `manage.py db_worker` processes them, as under `make run`."""
 

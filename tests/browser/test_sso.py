@@ -1,4 +1,4 @@
-"""Must-show of the single sign-on issue: people sign in on their organisation's provider.
+"""People sign in on their organisation's provider.
 
 Chromium, the live portal and a real OpenID provider (tests/idp.py) on loopback; the
 person types their password on the provider's own page, never on the portal's.

@@ -1,4 +1,4 @@
-"""Must-show of the vehicles issue: search as you type, bookmarkable, back button."""
+"""The vehicles page: search as you type, bookmarkable, back button."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The shared vehicle list: one API call for the whole deployment, stale rather than nothing.
 
-Issue 4, "The vehicle list behind it" and must-show items 2 and 4. Every test
+The shared vehicle list: one call for many requests, the cooldown. Every test
 talks to a real emulator over loopback; time-machine moves the wall clock the
 TTL and the Retry-After cooldown run on.
 """
@@ -68,7 +68,7 @@ def another_worker() -> None:
     vehicles._memo.clear()
 
 
-# --- Must show: one call for many concurrent requests ---------------------------
+# --- One call for many concurrent requests ------------------------------------
 
 
 def test_many_concurrent_requests_on_a_cold_cache_make_exactly_one_api_call(
@@ -140,7 +140,7 @@ def test_a_refresh_running_elsewhere_is_not_duplicated(
     assert cache.get(lock) == "another-worker"  # never released by a worker that does not own it
 
 
-# --- Must show: a Retry-After pauses every worker -------------------------------
+# --- A Retry-After pauses every worker ----------------------------------------
 
 
 def test_a_429_with_retry_after_30_stops_all_calls_to_list_cars_for_30_seconds(

@@ -1,4 +1,4 @@
-"""Must-show of the single sign-on issue: no client secret, code, token or password in a
+"""Single sign-on: no client secret, code, token or password in a
 log line, a page, an error message or the audit trail."""
 
 from __future__ import annotations

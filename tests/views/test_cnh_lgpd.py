@@ -1,4 +1,4 @@
-"""Issue 20's personal-data rules for CNH lookups (LGPD), through Django's test client.
+"""The personal-data rules for CNH lookups (LGPD), through Django's test client.
 
 Who sees a full CPF (an explicit permission; each display recorded), the
 purpose every lookup states, the daily limit and when it renews, ids in URLs

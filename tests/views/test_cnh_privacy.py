@@ -1,4 +1,4 @@
-"""Must-show of the CNH issue (LGPD): no full CPF in any log record, ever.
+"""CNH lookups and the LGPD: no full CPF in any log record, ever.
 
 Every way a CPF can travel through the portal (forms, good and bad; single
 lookups, batches, the timeout CPF with its retries and its final failure;

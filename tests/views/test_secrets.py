@@ -1,4 +1,4 @@
-"""Must-show of the SSO issue: secrets and keys stay where they belong.
+"""Secrets and keys stay where they belong.
 
 The Fleet secret key, the request signature and the fleet password appear in
 no response, log record or audit row; each minted accessKey appears only in

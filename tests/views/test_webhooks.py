@@ -4,7 +4,7 @@
 (`deliveries_process_received`); tests/webhooks/test_processing.py runs the
 worker itself.
 
-Must-show 1 of the fines issue: duplicate, reordered, additive-key,
+Duplicate, reordered, additive-key,
 null-`treated`, malformed-JSON, wrong-token and oversized deliveries, each
 with its effect and nothing lost; replay after a fix (also in
 tests/commands/test_replay_webhooks.py).

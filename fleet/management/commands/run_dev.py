@@ -3,9 +3,9 @@
 Starts `python -m emulator` (when FLEET_ENVIRONMENT is `emulator`), the demo
 identity provider (`idp/`, when Node.js and its packages are there and no
 OIDC_ISSUER is configured), the development server and the background worker
-(`manage.py db_worker`, which runs the CNH lookups) as child processes, waits
-until they are up, prints the addresses and the demo logins, and stops them all
-on Ctrl-C or when one exits.
+(`manage.py db_worker`: webhook deliveries, CNH lookups and alerts) as child
+processes, waits until they are up, prints the addresses and the demo logins, and
+stops them all on Ctrl-C or when one exits.
 """
 
 from __future__ import annotations

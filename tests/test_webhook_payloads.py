@@ -38,6 +38,17 @@ def test_a_declared_latin1_body_is_read_as_such():
     assert payload["frame"]["description"] == "Infração"
 
 
+def test_a_nul_character_is_read_out_of_every_text_of_a_payload():
+    # PostgreSQL's text and jsonb cannot hold U+0000: kept, it would make the fine unwritable.
+    body = (
+        rb'{"frame": {"id": 1, "treated": false, "description": "A\u0000B", "k\u0000": ["\u0000"]}}'
+    )
+
+    payload = parse_body(body, "application/json")
+
+    assert payload["frame"] == {"id": 1, "treated": False, "description": "AB", "k": [""]}
+
+
 def test_an_unknown_charset_is_invalid():
     with pytest.raises(InvalidPayload, match="not valid"):
         parse_body(b"{}", "application/json; charset=klingon")

@@ -98,7 +98,21 @@ def parse_body(body: bytes, content_type: str) -> dict[str, Any]:
         raise InvalidPayload(f"the body is not valid JSON: {error}") from None
     if not isinstance(payload, dict):
         raise InvalidPayload(f"the body is JSON but not an object (a {_type_name(payload)})")
+    if b"\\u0000" in body:  # JSON spells U+0000 so, and only so
+        payload = _without_nul(payload)
     return payload
+
+
+def _without_nul(value: Any) -> Any:
+    """`value` with U+0000 dropped from every string, key or value: PostgreSQL's text and
+    jsonb cannot hold it, and no text of a fine needs it. The body as received keeps it."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(item) for item in value]
+    return value
 
 
 def kind_of(payload: dict[str, Any]) -> str | None:

@@ -76,6 +76,19 @@ def test_with_no_wait_every_delivery_asks_for_a_run_due_at_once(client, settings
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_nul_character_in_a_fines_text_does_not_keep_it_from_being_written(client, settings):
+    settings.FLEET_WEBHOOK_BATCH_SECONDS = 0
+    raw = rb'{"frame": {"id": 7, "treated": false, "description": "Avan\u00e7ar\u0000 sinal"}}'
+
+    post(client, raw)
+    run_tasks()
+
+    assert WebhookDelivery.objects.get().status == DeliveryStatus.PROCESSED
+    assert bytes(WebhookDelivery.objects.get().body) == raw  # as received, NUL and all
+    assert Fine.objects.get().description == "Avançar sinal"
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_run_out_of_time_asks_for_its_sequel_which_finishes_the_work(client, settings):
     settings.FLEET_WEBHOOK_BATCH_SECONDS = 3600  # no run asked for by the receiver after the first
     for number in range(1, 8):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import ipaddress
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -23,6 +22,7 @@ from django.utils.translation import gettext_lazy as _
 from fleet.api.client import CNH_BATCH, CNH_LOOKUP, api_path
 from fleet.api.credentials import credential_problems
 from fleet.webhooks.tokens import webhook_token_problems
+from portal import environment as read
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -41,76 +41,27 @@ if FLEET_ENVIRONMENT not in FLEET_ENVIRONMENTS:
 _ON_EMULATOR = FLEET_ENVIRONMENT == "emulator"
 
 
-def _credential(name: str, *, default: str | None) -> str:
-    """Read a credential and refuse the copy-paste mistakes of spec section 5.3."""
-    value = os.environ.get(name, default if default is not None else None)
-    if value is None:
-        raise ImproperlyConfigured(f"{name} is not set.")
-    problems = credential_problems(value)
-    if problems:
-        raise ImproperlyConfigured(f"{name} {'; '.join(problems)}.")
-    return value
-
-
-def _url(name: str, *, default: str | None) -> str:
-    value = os.environ.get(name, default)
-    if not value:
-        raise ImproperlyConfigured(f"{name} is not set.")
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ImproperlyConfigured(f"{name} must be an absolute http(s) URL.")
-    # The spec requires HTTPS; plain HTTP is only for the local emulator.
-    if parts.scheme != "https" and not _ON_EMULATOR:
-        raise ImproperlyConfigured(
-            f"{name} must use https when FLEET_ENVIRONMENT is {FLEET_ENVIRONMENT}."
-        )
-    return value.rstrip("/")
-
-
-def _names(name: str) -> list[str]:
-    """A comma-separated variable as a list, spaces around the commas allowed."""
-    return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
-
-
-def _hosts(name: str) -> list[str]:
-    """Host names, or `.example.com` for a domain and its subdomains; no URLs, no wildcards."""
-    hosts = [host.lower().strip("[]") for host in _names(name)]
-    for host in hosts:
-        if (
-            not host.strip(".")
-            or any(mark in host for mark in ("/", "*", "@", "\\", " "))
-            or (":" in host and not _is_ipv6(host))  # a port: the host alone is compared
-        ):
-            raise ImproperlyConfigured(
-                f"{name} must list host names (docs.vendor.example, or .vendor.example for it "
-                "and its subdomains), not URLs or wildcards."
-            )
-    return hosts
-
-
-def _is_ipv6(host: str) -> bool:
-    try:
-        ipaddress.IPv6Address(host)
-    except ValueError:
-        return False
-    return True
-
-
 _SECRET_KEY_DEFAULT = "django-insecure-dev-only-not-for-production" if DEBUG else None
-SECRET_KEY = _credential("DJANGO_SECRET_KEY", default=_SECRET_KEY_DEFAULT)
+SECRET_KEY = read.credential("DJANGO_SECRET_KEY", default=_SECRET_KEY_DEFAULT)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 # --- The Fleet API -----------------------------------------------------------
 
 _EMULATOR_URL = "http://127.0.0.1:8001"
-FLEET_BASE_URL = _url("FLEET_BASE_URL", default=_EMULATOR_URL if _ON_EMULATOR else None)
-FLEET_LOGIN_URL = _url("FLEET_LOGIN_URL", default=f"{_EMULATOR_URL}/app" if _ON_EMULATOR else None)
+FLEET_BASE_URL = read.url(
+    "FLEET_BASE_URL", default=_EMULATOR_URL if _ON_EMULATOR else None, environment=FLEET_ENVIRONMENT
+)
+FLEET_LOGIN_URL = read.url(
+    "FLEET_LOGIN_URL",
+    default=f"{_EMULATOR_URL}/app" if _ON_EMULATOR else None,
+    environment=FLEET_ENVIRONMENT,
+)
 # The emulator's demo pair is public (its README); real pairs must be given.
-FLEET_ACCESS_TOKEN = _credential(
+FLEET_ACCESS_TOKEN = read.credential(
     "FLEET_ACCESS_TOKEN", default="demo-access-token" if _ON_EMULATOR else None
 )
-FLEET_SECRET_KEY = _credential(
+FLEET_SECRET_KEY = read.credential(
     "FLEET_SECRET_KEY", default="demo-secret-key" if _ON_EMULATOR else None
 )
 
@@ -174,35 +125,20 @@ FLEET_READ_TIMEOUT = env.float("FLEET_READ_TIMEOUT", default=10.0)
 # The hosts an e-CRLV download may send a browser to (fleet/services/crlv.py). Empty: the
 # hosts of FLEET_BASE_URL and FLEET_LOGIN_URL; set it when the vendor serves documents
 # from another host (a storage or CDN domain).
-FLEET_DOWNLOAD_HOSTS = _hosts("FLEET_DOWNLOAD_HOSTS")
-
-
-def _number[N: (int, float)](name: str, *, default: N, minimum: N, kind: type[N], what: str) -> N:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be {what}.") from None
-    if not minimum <= value < float("inf"):
-        raise ImproperlyConfigured(f"{name} must be {what}, at least {minimum:g}.")
-    return value
-
-
-def _seconds(name: str, *, default: float, minimum: float = 0.0) -> float:
-    return _number(name, default=default, minimum=minimum, kind=float, what="a number of seconds")
+FLEET_DOWNLOAD_HOSTS = read.hosts("FLEET_DOWNLOAD_HOSTS")
 
 
 # The shared snapshot of the vehicle list (fleet/services/vehicles.py): fresh
 # for FLEET_VEHICLES_TTL, then refreshed by one worker; served stale while the
 # API fails for up to FLEET_VEHICLES_KEEP.
-FLEET_VEHICLES_TTL = _seconds("FLEET_VEHICLES_TTL", default=60.0, minimum=1.0)
-FLEET_VEHICLES_KEEP = _seconds("FLEET_VEHICLES_KEEP", default=86400.0, minimum=FLEET_VEHICLES_TTL)
+FLEET_VEHICLES_TTL = read.seconds("FLEET_VEHICLES_TTL", default=60.0, minimum=1.0)
+FLEET_VEHICLES_KEEP = read.seconds(
+    "FLEET_VEHICLES_KEEP", default=86400.0, minimum=FLEET_VEHICLES_TTL
+)
 # How long a request with no data at all waits for another worker's refresh.
-FLEET_VEHICLES_WAIT = _seconds("FLEET_VEHICLES_WAIT", default=5.0)
+FLEET_VEHICLES_WAIT = read.seconds("FLEET_VEHICLES_WAIT", default=5.0)
 # After a failed refresh (without Retry-After), no worker tries again for this long.
-FLEET_VEHICLES_FAILURE_BACKOFF = _seconds("FLEET_VEHICLES_FAILURE_BACKOFF", default=10.0)
+FLEET_VEHICLES_FAILURE_BACKOFF = read.seconds("FLEET_VEHICLES_FAILURE_BACKOFF", default=10.0)
 
 
 # Driver licence (CNH) lookups (fleet/services/cnh.py). The spec does not show
@@ -221,40 +157,40 @@ def _api_path(name: str, *, default: str) -> str:
 FLEET_CNH_LOOKUP_PATH = _api_path("FLEET_CNH_LOOKUP_PATH", default=CNH_LOOKUP)
 FLEET_CNH_BATCH_PATH = _api_path("FLEET_CNH_BATCH_PATH", default=CNH_BATCH)
 # Calls of one lookup (the first and its automatic retries) before it is marked failed.
-FLEET_CNH_MAX_ATTEMPTS = _number(
+FLEET_CNH_MAX_ATTEMPTS = read.number(
     "FLEET_CNH_MAX_ATTEMPTS", default=5, minimum=1, kind=int, what="a whole number"
 )
 # CPFs in one batch lookup (the spec does not show the API's limit).
-FLEET_CNH_BATCH_LIMIT = _number(
+FLEET_CNH_BATCH_LIMIT = read.number(
     "FLEET_CNH_BATCH_LIMIT", default=100, minimum=1, kind=int, what="a whole number"
 )
 # CPFs one user may look up in a day (the portal's time zone's day), and how many
 # days lookups (CPFs and licences: personal data) are kept before the worker purges them.
-FLEET_CNH_DAILY_LIMIT = _number(
+FLEET_CNH_DAILY_LIMIT = read.number(
     "FLEET_CNH_DAILY_LIMIT", default=300, minimum=1, kind=int, what="a whole number"
 )
-FLEET_CNH_RETENTION_DAYS = _number(
+FLEET_CNH_RETENTION_DAYS = read.number(
     "FLEET_CNH_RETENTION_DAYS", default=180, minimum=1, kind=int, what="a whole number"
 )
 # The webhook receiver (fleet/views/webhook_receiver.py): the largest body it stores,
 # and how many reverse proxies in front of the portal append to X-Forwarded-For
 # (0: the source address is the connection's own, REMOTE_ADDR).
-FLEET_WEBHOOK_MAX_BYTES = _number(
+FLEET_WEBHOOK_MAX_BYTES = read.number(
     "FLEET_WEBHOOK_MAX_BYTES", default=256 * 1024, minimum=1024, kind=int, what="a whole number"
 )
-FLEET_WEBHOOK_PROXY_COUNT = _number(
+FLEET_WEBHOOK_PROXY_COUNT = read.number(
     "FLEET_WEBHOOK_PROXY_COUNT", default=0, minimum=0, kind=int, what="a whole number"
 )
 # Seconds a stored webhook delivery may wait for the worker to process it with others.
-FLEET_WEBHOOK_BATCH_SECONDS = _seconds("FLEET_WEBHOOK_BATCH_SECONDS", default=1.0)
+FLEET_WEBHOOK_BATCH_SECONDS = read.seconds("FLEET_WEBHOOK_BATCH_SECONDS", default=1.0)
 # Payload keys never seen before that one delivery may add to the admin's report of
 # unknown keys; beyond that they are counted on the delivery (a payload of thousands
 # of made-up keys must not become thousands of rows).
-FLEET_WEBHOOK_UNKNOWN_KEYS_MAX = _number(
+FLEET_WEBHOOK_UNKNOWN_KEYS_MAX = read.number(
     "FLEET_WEBHOOK_UNKNOWN_KEYS_MAX", default=100, minimum=0, kind=int, what="a whole number"
 )
 # Seconds between two refreshes of the dashboard's counts of fines and notifications.
-FLEET_COUNTS_POLL_SECONDS = _number(
+FLEET_COUNTS_POLL_SECONDS = read.number(
     "FLEET_COUNTS_POLL_SECONDS", default=10, minimum=1, kind=int, what="a whole number"
 )
 
@@ -288,7 +224,7 @@ def _mailer() -> dict[str, object]:
         }
         options = {name: parsed[key] for key, name in names.items() if parsed.get(key)}
         options.setdefault("host", "localhost")
-        options["timeout"] = _seconds("EMAIL_TIMEOUT", default=30.0, minimum=1.0)
+        options["timeout"] = read.seconds("EMAIL_TIMEOUT", default=30.0, minimum=1.0)
     elif backend.endswith(".filebased.EmailBackend"):
         folder = parsed["EMAIL_FILE_PATH"]  # the URL's path without its first slash
         options["file_path"] = f"/{folder}" if folder else str(BASE_DIR / "sent-emails")
@@ -302,50 +238,41 @@ SERVER_EMAIL = env.str("SERVER_EMAIL", default=DEFAULT_FROM_EMAIL)
 # read outside any request). Empty outside the emulator until set: alerts then wait,
 # and the worker says why in its log.
 PORTAL_BASE_URL = (
-    _url("PORTAL_BASE_URL", default="http://127.0.0.1:8000")
+    read.url("PORTAL_BASE_URL", default="http://127.0.0.1:8000", environment=FLEET_ENVIRONMENT)
     if os.environ.get("PORTAL_BASE_URL", "").strip() or _ON_EMULATOR
     else ""
 )
 # Immediate e-mails one user gets in an hour; beyond it, alerts wait and go as one digest.
-ALERTS_HOURLY_CAP = _number(
+ALERTS_HOURLY_CAP = read.number(
     "ALERTS_HOURLY_CAP", default=10, minimum=1, kind=int, what="a whole number"
 )
 # A worker that claimed alerts and died: after this long another worker sends them.
-ALERTS_SEND_LEASE_SECONDS = _seconds("ALERTS_SEND_LEASE_SECONDS", default=300.0, minimum=1.0)
+ALERTS_SEND_LEASE_SECONDS = read.seconds("ALERTS_SEND_LEASE_SECONDS", default=300.0, minimum=1.0)
 # Attempts of one alert before it is kept as failed (shown in the admin), and the first
 # wait between attempts (doubled after each failure, at most six hours).
-ALERTS_MAX_ATTEMPTS = _number(
+ALERTS_MAX_ATTEMPTS = read.number(
     "ALERTS_MAX_ATTEMPTS", default=8, minimum=1, kind=int, what="a whole number"
 )
-ALERTS_RETRY_SECONDS = _seconds("ALERTS_RETRY_SECONDS", default=60.0, minimum=1.0)
+ALERTS_RETRY_SECONDS = read.seconds("ALERTS_RETRY_SECONDS", default=60.0, minimum=1.0)
 # Days an e-mail's unsubscribe link works (long enough for any mailbox).
-ALERTS_UNSUBSCRIBE_DAYS = _number(
+ALERTS_UNSUBSCRIBE_DAYS = read.number(
     "ALERTS_UNSUBSCRIBE_DAYS", default=90, minimum=1, kind=int, what="a whole number"
 )
 # Days without a sign-in after which a person whose access comes from an identity
 # provider gets a last e-mail and no more alerts (until they sign in again).
-ALERTS_INACTIVE_DAYS = _number(
+ALERTS_INACTIVE_DAYS = read.number(
     "ALERTS_INACTIVE_DAYS", default=30, minimum=1, kind=int, what="a whole number"
 )
 # Outgoing webhooks (alerts/outbound.py): total seconds for one POST, from the address
 # lookup to the last byte; whether a subscription may point at a loopback, private or
 # link-local address (an SSRF door: off in production); the ports a subscription may use
 # outside the emulator (https only there); and how many subscriptions one user may hold.
-ALERTS_WEBHOOK_TIMEOUT = _seconds("ALERTS_WEBHOOK_TIMEOUT", default=10.0, minimum=1.0)
+ALERTS_WEBHOOK_TIMEOUT = read.seconds("ALERTS_WEBHOOK_TIMEOUT", default=10.0, minimum=1.0)
 ALERTS_WEBHOOK_ALLOW_PRIVATE = env.bool("ALERTS_WEBHOOK_ALLOW_PRIVATE", default=DEBUG)
 
 
-def _ports(name: str, *, default: list[int]) -> list[int]:
-    names = _names(name)
-    if not all(port.isascii() and port.isdigit() and 1 <= int(port) <= 65535 for port in names):
-        raise ImproperlyConfigured(
-            f"{name} must list port numbers (1 to 65535) separated by commas."
-        )
-    return [int(port) for port in names] or default
-
-
-ALERTS_WEBHOOK_PORTS = _ports("ALERTS_WEBHOOK_PORTS", default=[443])
-ALERTS_WEBHOOKS_PER_USER = _number(
+ALERTS_WEBHOOK_PORTS = read.ports("ALERTS_WEBHOOK_PORTS", default=[443])
+ALERTS_WEBHOOKS_PER_USER = read.number(
     "ALERTS_WEBHOOKS_PER_USER", default=5, minimum=1, kind=int, what="a whole number"
 )
 
@@ -376,9 +303,9 @@ def _oidc_provider() -> dict[str, object] | None:
     issuer = os.environ.get("OIDC_ISSUER", "").strip()
     if not issuer:
         return None
-    issuer = _url("OIDC_ISSUER", default=None)
-    client_id = _credential("OIDC_CLIENT_ID", default=None)
-    client_secret = _credential("OIDC_CLIENT_SECRET", default=None)
+    issuer = read.url("OIDC_ISSUER", default=None, environment=FLEET_ENVIRONMENT)
+    client_id = read.credential("OIDC_CLIENT_ID", default=None)
+    client_secret = read.credential("OIDC_CLIENT_SECRET", default=None)
     return {
         "provider_id": env.str("OIDC_PROVIDER_ID", default="sso"),
         "name": env.str("OIDC_PROVIDER_NAME", default="") or urlsplit(issuer).hostname,
@@ -386,10 +313,10 @@ def _oidc_provider() -> dict[str, object] | None:
         "secret": client_secret,
         "settings": {
             "server_url": issuer,
-            "allowed_domains": _names("OIDC_ALLOWED_DOMAINS"),
+            "allowed_domains": read.names("OIDC_ALLOWED_DOMAINS"),
             "groups_claim": env.str("OIDC_GROUPS_CLAIM", default="groups") or "groups",
-            "manager_groups": _names("OIDC_MANAGER_GROUPS"),
-            "admin_groups": _names("OIDC_ADMIN_GROUPS"),
+            "manager_groups": read.names("OIDC_MANAGER_GROUPS"),
+            "admin_groups": read.names("OIDC_ADMIN_GROUPS"),
         }
         | _oidc_scopes(),
     }
@@ -530,20 +457,20 @@ AUTHENTICATION_BACKENDS = [
 ]
 # Sessions end after SESSION_IDLE_MINUTES without activity (signin.middleware)
 # and SESSION_MAX_HOURS after sign-in whatever happens.
-SESSION_IDLE_MINUTES = _number(
+SESSION_IDLE_MINUTES = read.number(
     "SESSION_IDLE_MINUTES", default=30, minimum=1, kind=int, what="a whole number of minutes"
 )
-SESSION_MAX_HOURS = _number(
+SESSION_MAX_HOURS = read.number(
     "SESSION_MAX_HOURS", default=12, minimum=1, kind=int, what="a whole number of hours"
 )
 SESSION_COOKIE_AGE = SESSION_MAX_HOURS * 3600
 # Local logins: after LOGIN_FAILURE_LIMIT wrong passwords for one username or from one
 # address, that username or address is locked for LOGIN_LOCKOUT_MINUTES (django-axes).
-AXES_FAILURE_LIMIT = _number(
+AXES_FAILURE_LIMIT = read.number(
     "LOGIN_FAILURE_LIMIT", default=10, minimum=1, kind=int, what="a whole number"
 )
 AXES_COOLOFF_TIME = timedelta(
-    minutes=_number(
+    minutes=read.number(
         "LOGIN_LOCKOUT_MINUTES", default=15, minimum=1, kind=int, what="a whole number of minutes"
     )
 )

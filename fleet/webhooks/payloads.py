@@ -99,7 +99,8 @@ def parse_body(body: bytes, content_type: str) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise InvalidPayload(f"the body is JSON but not an object (a {_type_name(payload)})")
     if b"\\u0000" in body:  # JSON spells U+0000 so, and only so
-        payload = _without_nul(payload)
+        cleaned: dict[str, Any] = _without_nul(payload)
+        return cleaned
     return payload
 
 

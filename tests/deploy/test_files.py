@@ -10,7 +10,7 @@ from tests.conftest import ROOT
 DEPLOY = ROOT / "deploy"
 # A variable the settings read: the first argument of env(...), env.<kind>(...),
 # os.environ.get(...) or one of the settings' own readers (_number, _url...).
-_READ = re.compile(r'(?:\benv(?:\.\w+)?|\b_\w+|environ\.get)\(\s*"([A-Z][A-Z0-9_]{2,})"')
+_READ = re.compile(r'(?:\benv(?:\.\w+)?|\bread\.\w+|\b_\w+|environ\.get)\(\s*"([A-Z][A-Z0-9_]{2,})"')
 
 
 def _variables_read(path) -> set[str]:

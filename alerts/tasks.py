@@ -37,7 +37,7 @@ def alerts_send() -> dict[str, int]:
     return outcomes
 
 
-@task()
+@task(queue_name="alerts")  # it sends e-mails: never in the way of deliveries
 def alerts_pause_inactive() -> dict[str, int]:
     """Pause the alerts of the people of a provider who stopped signing in, with one last
     e-mail; the next run is tomorrow's.

@@ -9,8 +9,11 @@ from tests.conftest import ROOT
 
 DEPLOY = ROOT / "deploy"
 # A variable the settings read: the first argument of env(...), env.<kind>(...),
-# os.environ.get(...) or one of the settings' own readers (_number, _url...).
-_READ = re.compile(r'(?:\benv(?:\.\w+)?|\bread\.\w+|\b_\w+|environ\.get)\(\s*"([A-Z][A-Z0-9_]{2,})"')
+# os.environ.get(...), a reader of portal/environment.py (read.number, read.url...) or
+# one of the settings' own (_oidc_scopes...).
+_READ = re.compile(
+    r'(?:\benv(?:\.\w+)?|\bread\.\w+|\b_\w+|environ\.get)\(\s*"([A-Z][A-Z0-9_]{2,})"'
+)
 
 
 def _variables_read(path) -> set[str]:

@@ -94,6 +94,8 @@ def admin_pages() -> list[str]:
         "/admin/fleet/cnhlookup/",
         "/admin/alerts/alert/",
         "/admin/alerts/alertdefaults/",
+        "/admin/alerts/alertpause/",
+        "/admin/socialaccount/socialaccount/add/",
     ]
 
 

@@ -352,5 +352,6 @@ def test_a_worker_posting_to_a_huge_answer_and_a_gzip_bomb_keeps_its_memory(
     finally:
         stop_db_worker(worker)
 
+    print(f"db_worker peak RSS: {warm / 1024:.1f} MiB warm, {peak / 1024:.1f} MiB after")
     assert len(huge_receiver.requests) == len(bomb.requests) == 1
     assert peak - warm < 50 * 1024, f"the worker grew by {(peak - warm) // 1024} MiB"

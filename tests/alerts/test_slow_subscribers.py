@@ -96,6 +96,7 @@ def test_fines_are_processed_on_time_while_a_subscriber_holds_the_alerts_post(
         stalling.stop()  # first: the worker's POST under way ends, and so does the worker
         stop_db_worker(worker)
 
+    print(f"100 fines processed in {on_time:.2f} s while the subscriber held a POST")
     assert on_time < FINES_ON_TIME_S
     # Their alerts wait for the subscriber (none lost): one per fine.
     assert Alert.objects.count() == 105

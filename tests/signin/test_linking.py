@@ -163,15 +163,19 @@ def test_a_verified_email_never_links_an_administrator(
     assert user_of(client) == admin_user
 
 
-def test_a_provider_admitting_by_groups_gives_no_account_the_address_of_another_providers_domain(
-    client, oidc_settings, identity_provider, group_provider
-):
-    # Acme vouches for a.example; the group provider lets its members in, whatever their
-    # address, and Mallory shows carol's, verified.
+@pytest.fixture
+def two_providers(oidc_settings, identity_provider, group_provider):
+    """Acme vouches for a.example; the group provider lets its members in, whatever their
+    address."""
     acme = oidc_app(identity_provider, allowed_domains=["a.example"])
     oidc_settings.SOCIALACCOUNT_PROVIDERS["openid_connect"]["APPS"] = [acme]
-    admitting_by_groups(group_provider)
+    return admitting_by_groups(group_provider)
 
+
+def test_a_provider_admitting_by_groups_gives_no_account_the_address_of_another_providers_domain(
+    client, two_providers
+):
+    # Mallory, a member of the group, shows carol's address, verified.
     assert sso(client, "mallory", provider="group").status_code == 302
     mallory = user_of(client)
     client.post("/accounts/logout/")
@@ -186,11 +190,8 @@ def test_a_provider_admitting_by_groups_gives_no_account_the_address_of_another_
 
 
 def test_a_provider_admitting_by_groups_cannot_move_its_member_to_another_providers_address(
-    client, oidc_settings, identity_provider, group_provider
+    client, identity_provider, two_providers
 ):
-    acme = oidc_app(identity_provider, allowed_domains=["a.example"])
-    oidc_settings.SOCIALACCOUNT_PROVIDERS["openid_connect"]["APPS"] = [acme]
-    admitting_by_groups(group_provider)
     assert sso(client, "partner", provider="group").status_code == 302
     partner = user_of(client)
     client.post("/accounts/logout/")

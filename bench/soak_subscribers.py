@@ -1,22 +1,28 @@
 """Webhook subscribers on loopback, real sockets: one that takes every alert and counts
-it, one that drips its answer a byte at a time, one that never answers.
+it, and `HostileServer`, whose every connection is read (the request, by its
+Content-Length) then handed to an `answer` that may drip it a byte at a time
+(`drip`, `dripping_head`) or never answer (`never_answering`).
 
-The soak subscribes managers to them (`bench.soak`), and the tests of the worker
-beside slow subscribers use the last two (tests/alerts/test_slow_subscribers.py).
+The soak subscribes managers to a healthy one, one that drips and one that never
+answers (`bench.soak`); the tests of the outgoing webhooks use them too
+(tests/alerts/: test_slow_subscribers.py, and hostile.py's further answers).
 """
 
 from __future__ import annotations
 
-import contextlib
 import socket
-import socketserver
+import ssl
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from bench.support import LOOPBACK
+
+HEAD_END = b"\r\n\r\n"
 
 
 class Counting:
@@ -50,106 +56,161 @@ class Counting:
         self._server.server_close()
 
 
-class _Server(socketserver.ThreadingTCPServer):
-    daemon_threads = True
+@dataclass
+class Request:
+    head: bytes
+    body: bytes
+
+    @property
+    def headers(self) -> dict[str, str]:
+        lines = self.head.decode("latin-1").split("\r\n")[1:]
+        return {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
 
 
-class _Stalling:
-    """A TCP server whose every connection is handled by `stall` in a thread of its own;
-    `connections` counts those accepted."""
+@dataclass
+class HostileServer:
+    """A server on 127.0.0.1 whose `answer(connection, server)` follows each request."""
 
-    def __init__(self) -> None:
-        self.connections = 0
-        self._stopping = threading.Event()
-        self._lock = threading.Lock()
-        stalling = self
+    answer: Callable[[socket.socket, HostileServer], None]
+    tls: ssl.SSLContext | None = None
+    read_request: bool = True  # False: answer at once (before a TLS ClientHello is read)
+    requests: list[Request] = field(default_factory=list)
+    connections: int = 0
+    bytes_sent: int = 0
+    server_names: list[str | None] = field(default_factory=list)  # SNI, over TLS
+    hung_up: threading.Event = field(default_factory=threading.Event)  # the client left
+    stopped: threading.Event = field(default_factory=threading.Event)  # answers end early
+    _listener: socket.socket = field(init=False)
 
-        class Handler(socketserver.BaseRequestHandler):
-            def handle(self) -> None:
-                with stalling._lock:
-                    stalling.connections += 1
-                self.request.settimeout(0.2)
-                # OSError: the portal gave up and closed, as it is meant to.
-                with contextlib.suppress(OSError):
-                    stalling.stall(self.request)
+    def __post_init__(self) -> None:
+        self._listener = socket.create_server((LOOPBACK, 0))
+        if self.tls is not None:
+            self.tls.sni_callback = lambda sock, name, context: self.server_names.append(name)
+        threading.Thread(target=self._accept, daemon=True).start()
 
-        self._server = _Server((LOOPBACK, 0), Handler)
-        self.url = f"http://{LOOPBACK}:{self._server.server_address[1]}/fleet-events"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+    @property
+    def port(self) -> int:
+        return int(self._listener.getsockname()[1])
 
-    def stall(self, connection: socket.socket) -> None:
-        raise NotImplementedError
+    def url(self, path: str = "/hook", *, host: str = LOOPBACK) -> str:
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}{path}"
 
-    def _read_until_closed(self, connection: socket.socket, *, seconds: float) -> None:
-        """Read (and drop) what comes for up to `seconds`, or until the peer closes."""
-        end = time.monotonic() + seconds
-        while not self._stopping.is_set() and time.monotonic() < end:
+    def stop(self) -> None:
+        self.stopped.set()
+        self._listener.close()
+
+    def send(self, connection: socket.socket, data: bytes) -> bool:
+        """Send `data`; False once the client has hung up."""
+        try:
+            connection.sendall(data)
+        except OSError:
+            self.hung_up.set()
+            return False
+        self.bytes_sent += len(data)
+        return True
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return  # stopped
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
+
+    def _serve(self, connection: socket.socket) -> None:
+        try:
+            if self.tls is not None:
+                connection.settimeout(10)
+                connection = self.tls.wrap_socket(connection, server_side=True)
+            if self.read_request:
+                self.requests.append(_read_request(connection))
+            self.answer(connection, self)
+        except OSError:
+            self.hung_up.set()
+        finally:
+            connection.close()
+
+
+def _read_request(connection: socket.socket) -> Request:
+    connection.settimeout(10)
+    data = b""
+    while HEAD_END not in data:
+        chunk = connection.recv(65536)
+        if not chunk:
+            raise ConnectionResetError("the client left before its request ended")
+        data += chunk
+    head, _, body = data.partition(HEAD_END)
+    request = Request(head, body)
+    length = int(request.headers.get("content-length", "0"))
+    while len(request.body) < length:
+        chunk = connection.recv(65536)
+        if not chunk:
+            break
+        request.body += chunk
+    return request
+
+
+# --- Answers ------------------------------------------------------------------------
+
+
+def status(code: int) -> Callable[[socket.socket, HostileServer], None]:
+    """A plain answer: `code` and no body."""
+
+    def answer(connection: socket.socket, server: HostileServer) -> None:
+        server.send(connection, f"HTTP/1.1 {code} Whatever\r\nContent-Length: 0\r\n\r\n".encode())
+
+    return answer
+
+
+def drip(payload: bytes, *, every_s: float) -> Callable[[socket.socket, HostileServer], None]:
+    """`payload` one byte at a time, `every_s` apart, until it ends, the client leaves or
+    the server stops."""
+
+    def answer(connection: socket.socket, server: HostileServer) -> None:
+        for byte in payload:
+            if server.stopped.is_set() or not server.send(connection, bytes([byte])):
+                return
+            time.sleep(every_s)
+
+    return answer
+
+
+def never_answering(*, hold: float = 300.0) -> Callable[[socket.socket, HostileServer], None]:
+    """Reads the POST and never sends a byte, for up to `hold` seconds (or until the client
+    leaves or the server stops), then closes."""
+
+    def answer(connection: socket.socket, server: HostileServer) -> None:
+        connection.settimeout(0.2)
+        end = time.monotonic() + hold
+        while not server.stopped.is_set() and time.monotonic() < end:
             try:
                 if not connection.recv(65536):
                     return
             except TimeoutError:
                 continue
 
-    def stop(self) -> None:
-        self._stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
+    return answer
 
 
-class Silent(_Stalling):
-    """Accepts the connection, reads the POST, and never sends a byte (for up to `hold`
-    seconds, then closes)."""
+def dripping_head(
+    *, every: float = 0.5, longest: float = 60.0
+) -> Callable[[socket.socket, HostileServer], None]:
+    """A 200 one byte every `every` seconds: a header that goes on for `longest` seconds
+    (or until the server stops), then the end of the answer. A reader that waits for each
+    byte only a few seconds never times out."""
 
-    def __init__(self, *, hold: float = 300.0) -> None:
-        self.hold = hold
-        super().__init__()
-
-    def stall(self, connection: socket.socket) -> None:
-        self._read_until_closed(connection, seconds=self.hold)
-
-
-class Dripping(_Stalling):
-    """Reads the POST, then answers a 200 one byte every `every` seconds: a header that
-    goes on for `longest` seconds, then the end of the answer. A reader that waits for
-    each byte only a few seconds never times out."""
-
-    def __init__(self, *, every: float = 0.5, longest: float = 60.0) -> None:
-        self.every = every
-        self.longest = longest
-        super().__init__()
-
-    def stall(self, connection: socket.socket) -> None:
-        self._read_request(connection)
-        connection.sendall(b"HTTP/1.1 200 OK\r\nx-drip: ")
-        end = time.monotonic() + self.longest
-        while not self._stopping.is_set() and time.monotonic() < end:
-            connection.sendall(b"z")
-            time.sleep(self.every)
-        connection.sendall(b"\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-
-    def _read_request(self, connection: socket.socket) -> None:
-        """Read until the headers and the body (by its content-length) have come."""
-        data = b""
-        end = time.monotonic() + 10
-        while not _whole_request(data) and time.monotonic() < end:
-            try:
-                chunk = connection.recv(65536)
-            except TimeoutError:
-                continue
-            if not chunk:
+    def answer(connection: socket.socket, server: HostileServer) -> None:
+        if not server.send(connection, b"HTTP/1.1 200 OK\r\nx-drip: "):
+            return
+        end = time.monotonic() + longest
+        while not server.stopped.is_set() and time.monotonic() < end:
+            if not server.send(connection, b"z"):
                 return
-            data += chunk
+            time.sleep(every)
+        server.send(connection, b"\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
 
-
-def _whole_request(data: bytes) -> bool:
-    head, ended, body = data.partition(b"\r\n\r\n")
-    if not ended:
-        return False
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            return len(body) >= int(value.strip() or 0)
-    return True
+    return answer
 
 
 # --- The soak's three subscribers ------------------------------------------------------
@@ -176,8 +237,8 @@ class Subscribers:
     def __init__(self) -> None:
         self.healthy = Counting()
         # Longer than the portal's deadline for one POST (ALERTS_WEBHOOK_TIMEOUT, 10 s).
-        self.dripping = Dripping(every=1.0, longest=30.0)
-        self.silent = Silent()
+        self.dripping = HostileServer(dripping_head(every=1.0, longest=30.0))
+        self.silent = HostileServer(never_answering())
 
     def stop(self) -> None:
         for server in (self.healthy, self.dripping, self.silent):
@@ -185,7 +246,11 @@ class Subscribers:
 
     def subscriptions(self, usernames: list[str]) -> list[dict[str, str]]:
         """What SUBSCRIBE reads: the first three of `usernames`, one subscriber each."""
-        urls = {HEALTHY: self.healthy.url, DRIPS: self.dripping.url, SILENT: self.silent.url}
+        urls = {
+            HEALTHY: self.healthy.url,
+            DRIPS: self.dripping.url("/fleet-events"),
+            SILENT: self.silent.url("/fleet-events"),
+        }
         return [
             {"username": username, "url": url, "description": DESCRIPTION + name}
             for username, (name, url) in zip(usernames, urls.items(), strict=False)

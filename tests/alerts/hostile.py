@@ -1,18 +1,13 @@
-"""Webhook subscribers that fight back: real TCP servers on loopback that answer a POST
-too slowly, too much, or compressed to explode, and a certificate authority of the
-test's own for subscribers served over TLS.
-
-Each server reads the request (head and body, by Content-Length), records it, then
-hands the socket to its `answer`; one thread per connection.
-"""
+"""Webhook subscribers that fight back, beyond the soak's (`bench.soak_subscribers`'s
+`HostileServer`, which serves them): answers too
+large or compressed to explode, and a certificate authority of the test's own for
+subscribers served over TLS."""
 
 from __future__ import annotations
 
 import datetime
 import socket
 import ssl
-import threading
-import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,125 +19,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from bench.soak_subscribers import HEAD_END, HostileServer
+
 MIB = 1024 * 1024
-HEAD_END = b"\r\n\r\n"
-
-
-@dataclass
-class Request:
-    head: bytes
-    body: bytes
-
-    @property
-    def headers(self) -> dict[str, str]:
-        lines = self.head.decode("latin-1").split("\r\n")[1:]
-        return {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
-
-
-@dataclass
-class HostileServer:
-    """A server on 127.0.0.1 whose `answer(connection, server)` follows each request."""
-
-    answer: Callable[[socket.socket, HostileServer], None]
-    tls: ssl.SSLContext | None = None
-    read_request: bool = True  # False: answer at once (before a TLS ClientHello is read)
-    requests: list[Request] = field(default_factory=list)
-    connections: int = 0
-    bytes_sent: int = 0
-    server_names: list[str | None] = field(default_factory=list)  # SNI, over TLS
-    hung_up: threading.Event = field(default_factory=threading.Event)  # the client left
-    _listener: socket.socket = field(init=False)
-
-    def __post_init__(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        if self.tls is not None:
-            self.tls.sni_callback = lambda sock, name, context: self.server_names.append(name)
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    @property
-    def port(self) -> int:
-        return int(self._listener.getsockname()[1])
-
-    def url(self, path: str = "/hook", *, host: str = "127.0.0.1") -> str:
-        return f"{'https' if self.tls else 'http'}://{host}:{self.port}{path}"
-
-    def stop(self) -> None:
-        self._listener.close()
-
-    def send(self, connection: socket.socket, data: bytes) -> bool:
-        """Send `data`; False once the client has hung up."""
-        try:
-            connection.sendall(data)
-        except OSError:
-            self.hung_up.set()
-            return False
-        self.bytes_sent += len(data)
-        return True
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self._listener.accept()
-            except OSError:
-                return  # stopped
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
-
-    def _serve(self, connection: socket.socket) -> None:
-        try:
-            if self.tls is not None:
-                connection.settimeout(10)
-                connection = self.tls.wrap_socket(connection, server_side=True)
-            if self.read_request:
-                self.requests.append(_read_request(connection))
-            self.answer(connection, self)
-        except OSError:
-            self.hung_up.set()
-        finally:
-            connection.close()
-
-
-def _read_request(connection: socket.socket) -> Request:
-    connection.settimeout(10)
-    data = b""
-    while HEAD_END not in data:
-        chunk = connection.recv(65536)
-        if not chunk:
-            raise ConnectionResetError("the client left before its request ended")
-        data += chunk
-    head, _, body = data.partition(HEAD_END)
-    request = Request(head, body)
-    length = int(request.headers.get("content-length", "0"))
-    while len(request.body) < length:
-        chunk = connection.recv(65536)
-        if not chunk:
-            break
-        request.body += chunk
-    return request
-
-
-# --- Answers ------------------------------------------------------------------------
-
-
-def status(code: int) -> Callable[[socket.socket, HostileServer], None]:
-    """A plain answer: `code` and no body."""
-
-    def answer(connection: socket.socket, server: HostileServer) -> None:
-        server.send(connection, f"HTTP/1.1 {code} Whatever\r\nContent-Length: 0\r\n\r\n".encode())
-
-    return answer
-
-
-def drip(payload: bytes, *, every_s: float) -> Callable[[socket.socket, HostileServer], None]:
-    """`payload` one byte at a time, `every_s` apart, until it ends or the client leaves."""
-
-    def answer(connection: socket.socket, server: HostileServer) -> None:
-        for byte in payload:
-            if not server.send(connection, bytes([byte])):
-                return
-            time.sleep(every_s)
-
-    return answer
 
 
 def huge(size: int) -> Callable[[socket.socket, HostileServer], None]:

@@ -21,17 +21,9 @@ import pytest
 
 from alerts.models import Alert, AlertStatus, WebhookAttempt
 from alerts.outbound import PostOutcome, webhook_post
+from bench.soak_subscribers import HostileServer, drip, status
 from tests.alerts.conftest import fine, post
-from tests.alerts.hostile import (
-    MIB,
-    Authority,
-    HostileServer,
-    drip,
-    gzip_bomb,
-    gzip_bombing,
-    huge,
-    status,
-)
+from tests.alerts.hostile import MIB, Authority, gzip_bomb, gzip_bombing, huge
 from tests.conftest import run_tasks, start_db_worker, stop_db_worker, wait_until
 
 DEADLINE_S = 2

@@ -18,7 +18,7 @@ from django_tasks_db.models import DBTaskResult
 
 from alerts.models import Alert, AlertStatus
 from alerts.services.subscriptions import webhook_subscription_create
-from bench.soak_subscribers import Dripping, Silent
+from bench.soak_subscribers import HostileServer, dripping_head, never_answering
 from fleet.models import Fine, WebhookDelivery
 from tests.alerts.conftest import fine
 from tests.alerts.receiver import Receiver, serve
@@ -65,8 +65,10 @@ def loopback_subscribers(settings: Any) -> None:
 
 
 @pytest.fixture(params=["never answers", "drips"])
-def stalling(request: pytest.FixtureRequest) -> Iterator[Silent | Dripping]:
-    subscriber = Silent() if request.param == "never answers" else Dripping(every=0.5)
+def stalling(request: pytest.FixtureRequest) -> Iterator[HostileServer]:
+    subscriber = HostileServer(
+        never_answering() if request.param == "never answers" else dripping_head(every=0.5)
+    )
     yield subscriber
     subscriber.stop()
 
@@ -74,7 +76,7 @@ def stalling(request: pytest.FixtureRequest) -> Iterator[Silent | Dripping]:
 def test_fines_are_processed_on_time_while_a_subscriber_holds_the_alerts_post(
     stalling, person, emulator, live_server
 ):
-    subscribed(person, "marcos", stalling.url)
+    subscribed(person, "marcos", stalling.url())
     worker = start_db_worker(emulator, **worker_env(live_server))
     try:
         # A few fines first: their alerts' POSTs are under way, held by the subscriber.
@@ -106,10 +108,10 @@ def test_fines_are_processed_on_time_while_a_subscriber_holds_the_alerts_post(
 def test_a_subscriber_that_never_answers_does_not_hold_other_managers_alerts(
     person, emulator, live_server
 ):
-    silent = Silent()
+    silent = HostileServer(never_answering())
     healthy = Receiver()
     server = serve(healthy)
-    subscribed(person, "marcos", silent.url)
+    subscribed(person, "marcos", silent.url())
     ana = person("ana", delivery="off")
     _, healthy.secret = webhook_subscription_create(user=ana, url=healthy.url)
     # Longer than the test: a POST held by the silent one ends only with the worker.
@@ -133,8 +135,8 @@ def test_a_subscriber_that_never_answers_does_not_hold_other_managers_alerts(
 
 
 def test_a_stop_ends_the_alerts_run_after_the_post_under_way(person, emulator, live_server):
-    silent = Silent()
-    subscribed(person, "marcos", silent.url)
+    silent = HostileServer(never_answering())
+    subscribed(person, "marcos", silent.url())
     worker = start_db_worker(emulator, **worker_env(live_server, ALERTS_WEBHOOK_TIMEOUT="3"))
     try:
         send_fines(emulator, live_server, range(1, 6))

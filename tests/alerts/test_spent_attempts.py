@@ -18,7 +18,7 @@ from django.utils import timezone
 from alerts.models import Alert, AlertChannel, AlertStatus, WebhookAttempt
 from alerts.services.outbox import alerts_send_soon
 from alerts.services.subscriptions import webhook_subscription_create
-from bench.soak_subscribers import Silent
+from bench.soak_subscribers import HostileServer, never_answering
 from tests.alerts.conftest import fine, post
 from tests.alerts.receiver import Receiver, serve
 from tests.conftest import run_tasks, start_db_worker, stop_db_worker, wait_until
@@ -31,9 +31,9 @@ GIVEN_UP = "given up after attempt {n}, which never ended: the worker stopped"
 
 
 @pytest.fixture
-def silent(settings) -> Iterator[Silent]:
+def silent(settings) -> Iterator[HostileServer]:
     settings.ALERTS_WEBHOOK_ALLOW_PRIVATE = True
-    subscriber = Silent()
+    subscriber = HostileServer(never_answering())
     yield subscriber
     subscriber.stop()
 
@@ -41,7 +41,7 @@ def silent(settings) -> Iterator[Silent]:
 def test_an_alert_whose_sending_killed_the_worker_is_not_sent_again_once_its_attempts_are_spent(
     client, person, emulator, silent
 ):
-    webhook_subscription_create(user=person("marcos", delivery="off"), url=silent.url)
+    webhook_subscription_create(user=person("marcos", delivery="off"), url=silent.url())
     env = {
         "FLEET_FIELD_KEYS": ",".join(django_settings.FLEET_FIELD_KEYS),  # the secrets' key here
         "PORTAL_BASE_URL": "https://portal.example",

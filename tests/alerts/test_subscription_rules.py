@@ -15,8 +15,8 @@ from django.db import connection
 from django.test import Client
 
 from alerts.models import WebhookAttempt, WebhookSubscription
+from bench.soak_subscribers import HostileServer, status
 from tests.alerts.conftest import fine, post
-from tests.alerts.hostile import HostileServer, status
 from tests.conftest import run_tasks
 from tests.test_settings import start
 

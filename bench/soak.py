@@ -84,7 +84,7 @@ from bench.soak_services import (
     start_gunicorn,
 )
 from bench.soak_slow import SlowConnections
-from bench.soak_subscribers import DESCRIPTION, HEALTHY, SUBSCRIBE, Subscribers
+from bench.soak_subscribers import DESCRIPTION, HEALTHY, SUBSCRIBE, Interruption, Subscribers
 from bench.support import (
     DEMO_FLEET_EMAIL,
     DEMO_FLEET_PASSWORD,
@@ -679,8 +679,9 @@ def _report(
     deliveries = _deliveries(plan, state)
     _print_deliveries(rows, timeline, deliveries)
     stuck = _print_lookups(state, drained)
-    kills = sum(1 for fault in faults if fault.name.startswith("db_worker"))
-    alerts_lost = portal.subscribers.report(state["subscribers"], worker_kills=kills)
+    alerts_lost = portal.subscribers.report(
+        state["subscribers"], interruptions=_interruptions(plan, faults)
+    )
     without = _p95_of_normal_pages(rows, timeline.without_slow)
     with_slow = _p95_of_normal_pages(rows, timeline.with_slow)
     print("\n== Slow connections ==")
@@ -706,6 +707,22 @@ def _report(
         f" {deliveries.lost} lost deliveries, {stuck} stuck lookups"
     )
     return 1 if failed else 0
+
+
+def _interruptions(plan: dict[str, Any], faults: Sequence[Fault]) -> list[Interruption]:
+    """The faults that may come between an outgoing POST's answer and its mark (the
+    worker killed, the database restarted), as windows of `time.time()` seconds: from
+    shortly before the fault (a POST answered, its mark not yet written) to the end of
+    its grace."""
+    return [
+        Interruption(
+            fault.name,
+            plan["start"] + fault.start - 2.0,
+            plan["start"] + max(fault.end, fault.start) + fault.grace,
+        )
+        for fault in faults
+        if fault.name.startswith(("db_worker", "PostgreSQL"))
+    ]
 
 
 def _print_failures(rows: Sequence[Request], faults: Sequence[Fault]) -> int:

@@ -27,10 +27,11 @@ HEAD_END = b"\r\n\r\n"
 
 class Counting:
     """Answers 204 to every POST and counts them by `webhook-id` (an alert sent twice
-    shows as a count of 2)."""
+    shows as a count of 2), noting when each was first received (`time.time()`)."""
 
     def __init__(self) -> None:
         self.received: Counter[str] = Counter()
+        self.first_at: dict[str, float] = {}
         self._lock = threading.Lock()
         counting = self
 
@@ -38,7 +39,9 @@ class Counting:
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("content-length") or 0))
                 with counting._lock:
-                    counting.received[self.headers.get("webhook-id", "")] += 1
+                    message_id = self.headers.get("webhook-id", "")
+                    counting.received[message_id] += 1
+                    counting.first_at.setdefault(message_id, time.time())
                 self.send_response(204)
                 self.send_header("content-length", "0")
                 self.end_headers()
@@ -256,9 +259,14 @@ class Subscribers:
             for username, (name, url) in zip(usernames, urls.items(), strict=False)
         ]
 
-    def report(self, state: dict[str, Any], *, worker_kills: int) -> int:
-        """Print what each subscriber got; the healthy one's alerts lost or sent more than
-        the worker's kills explain (one repeat each at most: the POST under way)."""
+    def report(self, state: dict[str, Any], *, interruptions: list[Interruption]) -> int:
+        """Print what each subscriber got; return the healthy one's alerts lost plus those
+        it received twice that no interruption explains.
+
+        An alert is posted again only when its POST was answered but not marked sent: the
+        worker killed, or the database gone, between the two. So each repeat must have
+        been first received during one of `interruptions` (a fault's window, in
+        `time.time()` seconds)."""
         print("\n== Outgoing webhooks: three managers' subscriptions ==")
         healthy = state.get(HEALTHY)
         if healthy is None:
@@ -268,11 +276,16 @@ class Subscribers:
         received = self.healthy.received
         lost = sum(n for status, n in healthy["alerts"].items() if status != "sent")
         lost += len(sent - set(received))
-        repeats = sum(n - 1 for n in received.values() if n > 1)
+        causes: Counter[str] = Counter()
+        for message_id, n in received.items():
+            if n > 1:
+                at = self.healthy.first_at[message_id]
+                cause = next((i.name for i in interruptions if i.start <= at <= i.end), None)
+                causes[cause or "UNEXPLAINED"] += n - 1
+        repeats = ", ".join(f"{n} at {cause}" for cause, n in causes.items()) or "none"
         print(
             f"  {HEALTHY:<14} {sum(healthy['alerts'].values()):>6,} alerts, {len(sent):,} sent;"
-            f" received {len(received):,} ({repeats} twice: a worker killed between the"
-            f" answer and the mark), {lost} lost"
+            f" received {len(received):,} (twice: {repeats}), {lost} lost"
         )
         for name, server in ((DRIPS, self.dripping), (SILENT, self.silent)):
             got = state[name]
@@ -283,8 +296,17 @@ class Subscribers:
                 f" {server.connections} POSTs, {got['ok']} answered 2xx, the longest"
                 f" {got['longest_ms'] / 1000:.1f} s; errors: {errors}"
             )
-        unexplained_repeats = max(0, repeats - worker_kills)
-        return lost + unexplained_repeats
+        return lost + causes["UNEXPLAINED"]
+
+
+@dataclass(frozen=True)
+class Interruption:
+    """A fault that may come between a POST's answer and its mark: a name, and the
+    window (`time.time()` seconds) in which such a POST was first received."""
+
+    name: str
+    start: float
+    end: float
 
 
 def portal_state() -> dict[str, Any]:

@@ -430,7 +430,7 @@ def time_upstream(target: Target, result: SizeResult) -> None:
         ORJSON_LOADS(response.content)
         result.upstream_orjson.append((received - started + time.perf_counter() - before) * 1000)
     # The bytes as the portal's client reads them: to the end in one read, not in
-    # `response.content`'s chunks of 10 kB (fleet/api/client.py, `_read_body`).
+    # `response.content`'s chunks of 10 kB (fleet/api/transport.py, `read_body`).
     started = time.perf_counter()
     with target.upstream.get(
         f"{target.emulator.url}/key/list-cars", stream=True, timeout=30

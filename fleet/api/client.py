@@ -1,93 +1,46 @@
 """`FleetClient`: every HTTP call the portal makes to the Fleet API.
 
 It knows the API contract and HTTP only: the three headers and the signature
-(spec 5), timeouts, the retry policy, path-segment encoding, parsing answers
-into `resources` records and failures into `errors`. It imports nothing from
-Django; it is configured by its constructor.
-
-Retry policy, all here:
-
-- Each call has a budget of seconds (`retry_budget`, per client or per call)
-  and a cap on attempts (`max_attempts`). A wait of any kind (Retry-After,
-  backoff, a route's cooldown) happens only when it fits in what is left of
-  the budget; otherwise the call fails at once with an error saying when to
-  come back, so a page can answer instead of hanging.
-- Connect errors are retried by urllib3's `Retry` on the adapter (nothing
-  was sent, so any method is safe), with exponential backoff and jitter,
-  within the same budget and attempt cap (`_BudgetedRetry`).
-- Read errors (timeout, dropped connection) are retried only for GET: a POST
-  may have been processed.
-- 429 and 504 pause the route in the shared `Cooldown` for their Retry-After,
-  and are retried (any method: the server did not do the work) if that fits.
-- The CNH lookups are the exception: one may take the licensing service's
-  whole minute, so they wait 70 s for an answer and never wait to retry
-  inside the call (budget 0): a 504 is raised with its `retry_after` for the
-  background task to reschedule, and it does not pause the route, since it
-  says that one lookup timed out, not that the API is overloaded.
+(spec 5), timeouts, the retry policy (`retries`), path-segment encoding,
+parsing answers into `resources` records and failures into `errors`. It
+imports nothing from Django; it is configured by its constructor.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from http.cookiejar import DefaultCookiePolicy
-from types import TracebackType
 from typing import Any, Final, Self
 from urllib.parse import quote
 
 import orjson
 import requests
-from requests.adapters import HTTPAdapter
-from requests.auth import AuthBase
-from urllib3.connectionpool import ConnectionPool
-from urllib3.exceptions import (
-    ConnectTimeoutError,
-    DecodeError,
-    MaxRetryError,
-    ProtocolError,
-    ReadTimeoutError,
-)
-from urllib3.response import BaseHTTPResponse
-from urllib3.util.retry import Retry
 
 from fleet.api.cooldown import Cooldown, LocalCooldown
 from fleet.api.credentials import credential_problems
-from fleet.api.errors import (
-    FleetError,
-    GatewayTimeout,
-    InvalidResponse,
-    RateLimited,
-    RetryLater,
-    UpstreamUnavailable,
-    error_for_response,
-)
+from fleet.api.errors import FleetError, InvalidResponse, RateLimited, error_for_response
 from fleet.api.licences import (
     CnhBatchResult,
     CnhLookupResult,
     cnh_batch_from_json,
     cnh_lookup_from_json,
 )
-from fleet.api.redaction import protect_library_loggers, register_secret
 from fleet.api.resources import (
     CrlvRequest,
     ShapeError,
     VehicleColumns,
     VehicleCrlv,
-    VehicleList,
     access_key_from_json,
     crlv_request_from_json,
     vehicle_columns_from_bytes,
     vehicle_columns_from_json,
     vehicle_crlv_from_json,
-    vehicle_list_from_json,
 )
-from fleet.api.signing import signature
+from fleet.api.retries import CallBudget, retry_wait, spending
+from fleet.api.transport import read_body, signed_session, upstream_unavailable
 
 logger = logging.getLogger("fleet.api")
 
@@ -102,11 +55,6 @@ CNH_LOOKUP: Final = "/v2/cnh/lookup"
 CNH_BATCH: Final = "/v2/cnh/lookup/batch"
 # The licensing service is waited for up to 60 s; clients wait 60 s plus a margin (spec 8).
 CNH_READ_TIMEOUT: Final = 70.0
-
-_IDEMPOTENT: Final = frozenset({"GET", "HEAD", "OPTIONS"})
-_BACKOFF_BASE: Final = 0.1
-_BACKOFF_MAX: Final = 1.0
-_USER_AGENT: Final = "fleet-portal-api-client/1"
 
 
 def path_segment(value: str) -> str:
@@ -139,126 +87,45 @@ def _is_cpf_digits(value: str) -> bool:
     return isinstance(value, str) and len(value) == 11 and value.isascii() and value.isdigit()
 
 
-def _backoff(retry_number: int) -> float:
-    """Exponential backoff with full jitter, so that callers do not retry in step."""
-    ceiling = min(_BACKOFF_MAX, _BACKOFF_BASE * 2 ** (retry_number - 1))
-    return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not cryptography
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """What one call sends, the same at every attempt (its method and route: `CallBudget`)."""
+
+    url: str
+    data: bytes | None
+    read_timeout: float
+    login: bool
 
 
-@dataclass(slots=True)
-class _CallBudget:
-    """Time and attempts left to one client call, shared with urllib3's retries."""
-
-    method: str
-    route: str
-    deadline: float
-    max_attempts: int
-    attempts: int = 0
-    timeout_pauses_route: bool = True
-
-    def remaining(self) -> float:
-        return self.deadline - time.monotonic()
-
-    def allows(self, wait: float) -> bool:
-        """Whether another attempt may start after waiting `wait` seconds."""
-        return self.attempts < self.max_attempts and wait <= self.remaining()
+def _refuse_unusable(access_token: str, secret_key: str, max_attempts: int) -> None:
+    """`ValueError` naming what is wrong with the configuration, never quoting a credential."""
+    for name, value in (("access_token", access_token), ("secret_key", secret_key)):
+        if problems := credential_problems(value):
+            raise ValueError(f"{name} {'; '.join(problems)}")
+    if max_attempts < 1:
+        raise ValueError("max_attempts must be at least 1")
 
 
-# The call in progress on this thread, for `_BudgetedRetry` to consult.
-_current_call: ContextVar[_CallBudget | None] = ContextVar("fleet_api_call", default=None)
-
-
-class _BudgetedRetry(Retry):
-    """urllib3 retries of connect errors, counted against the current call's budget."""
-
-    def increment(
-        self,
-        method: str | None = None,
-        url: str | None = None,
-        response: BaseHTTPResponse | None = None,
-        error: Exception | None = None,
-        _pool: ConnectionPool | None = None,
-        _stacktrace: TracebackType | None = None,
-    ) -> Self:
-        retry = super().increment(method, url, response, error, _pool, _stacktrace)
-        call = _current_call.get()
-        if call is not None:
-            wait = retry.get_backoff_time()
-            if not call.allows(wait):
-                raise MaxRetryError(_pool, url, error) from error  # type: ignore[arg-type]
-            call.attempts += 1
-            logger.info(
-                "%s %s: could not connect, retrying in %.2f s (attempt %d)",
-                call.method,
-                call.route,
-                wait,
-                call.attempts,
-            )
-        return retry
-
-
-def _nothing_was_sent(error: requests.RequestException) -> bool:
-    """True for connect errors: the request never left, urllib3 has retried them."""
-    if isinstance(error, requests.ConnectTimeout):
-        return True
-    cause = error.args[0] if error.args else None
-    if isinstance(cause, MaxRetryError):
-        cause = cause.reason
-    # NewConnectionError (refused, unresolvable) is a ConnectTimeoutError too.
-    return isinstance(cause, ConnectTimeoutError)
-
-
-def _read_body(response: requests.Response) -> bytes:
-    """The whole body, in one read to its end.
-
-    `response.content` reads it 10 kB at a time through several layers: for
-    the 7 MB answer of a 50,000-vehicle fleet, 11 ms where one read takes 3
-    (1.4 MB: 2.3 ms against 0.8). The connection goes back to the pool once
-    the body is read. urllib3's errors become the `requests` errors that
-    `response.content` raises, so that callers see one family.
-    """
+def _json_or_none(content: bytes) -> Any:
+    """The answer's JSON, or None when it is not JSON (bad UTF-8 included)."""
     try:
-        return response.raw.read(decode_content=True)
-    except ReadTimeoutError as exc:
-        raise requests.ReadTimeout(exc, response=response) from exc
-    except ProtocolError as exc:  # the connection ended before the body did
-        raise requests.ConnectionError(exc, response=response) from exc
-    except DecodeError as exc:
-        raise requests.exceptions.ContentDecodingError(exc, response=response) from exc
-    finally:
-        response.close()
+        return orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return None
 
 
-def _describe(error: requests.RequestException, read_timeout: float) -> str:
-    if isinstance(error, requests.ConnectTimeout):
-        return "could not connect in time"
-    if isinstance(error, requests.ReadTimeout):
-        return f"no answer within {read_timeout:g} s"
-    if _nothing_was_sent(error):
-        return "could not connect"
-    if isinstance(error, requests.ConnectionError):
-        return "the connection was closed before a complete answer"
-    return f"the request failed ({type(error).__name__})"
-
-
-class _FleetAuth(AuthBase):
-    """The three headers of spec 5.2, on every request of the session."""
-
-    __slots__ = ("_headers",)
-
-    def __init__(self, access_token: str, key: str) -> None:
-        self._headers = {
-            "Authorization": f"Basic {access_token}",
-            "Key": key,
-            "cache-control": "no-cache",
-        }
-
-    def __repr__(self) -> str:
-        return "<FleetAuth>"
-
-    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-        request.headers.update(self._headers)
-        return request
+def _read_answer[T](
+    read: Callable[[Any], T], body: Any, call: CallBudget, *, status: int, trace_id: str | None
+) -> T:
+    """`read(body)` of a successful answer; `InvalidResponse` when it is not the spec's shape."""
+    try:
+        if body is None:
+            raise ShapeError("the answer is not JSON")
+        return read(body)
+    except ShapeError as exc:
+        raise InvalidResponse(
+            str(exc), status=status, trace_id=trace_id, route=call.route, method=call.method
+        ) from None
 
 
 class FleetClient:
@@ -267,6 +134,10 @@ class FleetClient:
     Every method takes `retry_budget=` to override, for that call, how many
     seconds it may spend waiting to retry (0: fail at the first problem).
     Failures raise `fleet.api.errors.FleetError` subclasses.
+
+    `wrong_login_codes` are the v1 codes with which `/key/generator` refuses a
+    user's e-mail or password: the spec documents none (7.1), so a deployment
+    names them.
     """
 
     def __init__(
@@ -285,11 +156,7 @@ class FleetClient:
         cnh_read_timeout: float = CNH_READ_TIMEOUT,
         wrong_login_codes: Iterable[str] = (),
     ) -> None:
-        for name, value in (("access_token", access_token), ("secret_key", secret_key)):
-            if problems := credential_problems(value):
-                raise ValueError(f"{name} {'; '.join(problems)}")
-        if max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
+        _refuse_unusable(access_token, secret_key, max_attempts)
         self.base_url = base_url.rstrip("/")
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
@@ -299,40 +166,10 @@ class FleetClient:
         self.cnh_lookup_path = api_path(cnh_lookup_path)
         self.cnh_batch_path = api_path(cnh_batch_path)
         self.cnh_read_timeout = cnh_read_timeout
-        # The v1 codes with which `/key/generator` refuses a user's e-mail or
-        # password: the spec documents none (7.1), so a deployment names them.
         self.wrong_login_codes = frozenset(wrong_login_codes)
-
-        # The signature covers neither body, URL nor time (spec 5.3): once per client.
-        key = signature(access_token=access_token, secret_key=secret_key)
-        register_secret(access_token, secret_key, key)
-        protect_library_loggers()
-
-        self._session = requests.Session()
-        self._session.auth = _FleetAuth(access_token, key)  # also keeps ~/.netrc out
-        self._session.headers.update({"User-Agent": _USER_AGENT, "Accept": "application/json"})
-        # Server-to-server calls carry no state between users.
-        self._session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
-        adapter = HTTPAdapter(
-            pool_connections=4,
-            pool_maxsize=32,
-            max_retries=_BudgetedRetry(
-                total=None,
-                connect=max_attempts - 1,
-                read=False,
-                redirect=0,
-                status=0,
-                other=0,
-                allowed_methods=None,
-                backoff_factor=_BACKOFF_BASE,
-                backoff_max=_BACKOFF_MAX,
-                backoff_jitter=_BACKOFF_BASE,
-                raise_on_status=False,
-                respect_retry_after_header=False,
-            ),
+        self._session = signed_session(
+            access_token=access_token, secret_key=secret_key, max_attempts=max_attempts
         )
-        self._session.mount("https://", adapter)
-        self._session.mount("http://", adapter)
 
     def __repr__(self) -> str:
         return f"<FleetClient {self.base_url}>"
@@ -348,10 +185,6 @@ class FleetClient:
         self.close()
 
     # --- The API ------------------------------------------------------------
-
-    def list_vehicles(self, *, retry_budget: float | None = None) -> VehicleList:
-        """All vehicles of the fleet (spec 4.1)."""
-        return self._call("GET", LIST_VEHICLES, vehicle_list_from_json, retry_budget=retry_budget)
 
     def list_vehicle_columns(self, *, retry_budget: float | None = None) -> VehicleColumns:
         """All vehicles of the fleet (spec 4.1), column by column: for large fleets."""
@@ -458,58 +291,78 @@ class FleetClient:
     ) -> T:
         """Call `route` and return `read(json)`, retrying as the policy allows.
 
-        `read_bytes`, when given, reads a successful answer from its bytes first,
-        faster; when it returns None, the answer is parsed and `read` as usual.
-
-        `timeout` overrides the read timeout for this call only (the CNH lookup
-        needs 70 s where everything else needs 10). `timeout_pauses_route=False`
-        keeps a 504 from pausing the route for every caller.
+        `read_bytes`, when given, reads a successful answer from its bytes first;
+        when it returns None, the answer is parsed and `read` as usual. `timeout`
+        overrides the read timeout for this call only (the CNH lookup needs 70 s
+        where everything else needs 10). `timeout_pauses_route=False` keeps a
+        504 from pausing the route for every caller.
         """
         # Encode first: a bad parameter must not cost a request.
+        request = self._request(route, params, body, timeout=timeout, login=login)
+        call = self._budget(method, route, retry_budget, timeout_pauses_route=timeout_pauses_route)
+        with spending(call):
+            return self._until_done(call, request, read, read_bytes)
+
+    def _request(
+        self,
+        route: str,
+        params: Mapping[str, str] | None,
+        body: Mapping[str, Any] | None,
+        *,
+        timeout: float | None,
+        login: bool,
+    ) -> _Request:
+        """What to send: `route` with its parameters, each one path segment, and the JSON body."""
         path = route.format_map({k: path_segment(v) for k, v in (params or {}).items()})
-        url = f"{self.base_url}{path}"
-        data = None if body is None else json.dumps(body).encode()
-        read_timeout = self.read_timeout if timeout is None else timeout
-        budget_seconds = self.retry_budget if retry_budget is None else retry_budget
-        call = _CallBudget(
+        return _Request(
+            url=f"{self.base_url}{path}",
+            data=None if body is None else json.dumps(body).encode(),
+            read_timeout=self.read_timeout if timeout is None else timeout,
+            login=login,
+        )
+
+    def _budget(
+        self, method: str, route: str, seconds: float | None, *, timeout_pauses_route: bool
+    ) -> CallBudget:
+        """A call's budget from now: `seconds` to spend waiting (the client's by default)."""
+        seconds = self.retry_budget if seconds is None else seconds
+        return CallBudget(
             method,
             route,
-            time.monotonic() + budget_seconds,
+            time.monotonic() + seconds,
             max_attempts=self.max_attempts,
             timeout_pauses_route=timeout_pauses_route,
         )
-        with self._current(call):
-            while True:
-                self._wait_for_cooldown(call)
-                call.attempts += 1
-                try:
-                    return self._attempt(
-                        call, url, data, read_timeout, read, read_bytes, login=login
+
+    def _until_done[T](
+        self,
+        call: CallBudget,
+        request: _Request,
+        read: Callable[[Any], T],
+        read_bytes: Callable[[bytes], T | None] | None,
+    ) -> T:
+        """Attempt until an answer, an error that is final, or a wait that does not fit."""
+        while True:
+            self._wait_for_cooldown(call)
+            call.attempts += 1
+            try:
+                return self._attempt(call, request, read, read_bytes)
+            except FleetError as error:
+                wait = retry_wait(call, error, self.cooldown)
+                if wait is None or not call.allows(wait):
+                    logger.warning(
+                        "%s %s failed after %d attempt(s): %s",
+                        call.method,
+                        call.route,
+                        call.attempts,
+                        error,
+                        extra=self._log_fields(call, error.status, error.trace_id),
                     )
-                except FleetError as error:
-                    wait = self._retry_wait(call, error)
-                    if wait is None or not call.allows(wait):
-                        logger.warning(
-                            "%s %s failed after %d attempt(s): %s",
-                            method,
-                            route,
-                            call.attempts,
-                            error,
-                            extra=self._log_fields(call, error.status, error.trace_id),
-                        )
-                        raise
-                    logger.info("%s %s: %s; retrying in %.2f s", method, route, error, wait)
-                    time.sleep(wait)
+                    raise
+                logger.info("%s %s: %s; retrying in %.2f s", call.method, call.route, error, wait)
+                time.sleep(wait)
 
-    @contextmanager
-    def _current(self, call: _CallBudget) -> Iterator[None]:
-        token = _current_call.set(call)
-        try:
-            yield
-        finally:
-            _current_call.reset(token)
-
-    def _wait_for_cooldown(self, call: _CallBudget) -> None:
+    def _wait_for_cooldown(self, call: CallBudget) -> None:
         """Honour the route's shared pause: wait if it fits, else fail without calling."""
         pause = self.cooldown.remaining(call.route)
         if pause <= 0:
@@ -532,96 +385,59 @@ class FleetClient:
         )
         raise error
 
-    def _retry_wait(self, call: _CallBudget, error: FleetError) -> float | None:
-        """Seconds to wait before retrying after `error`, or None if it is final."""
-        if isinstance(error, RetryLater):
-            if error.retry_after is not None:
-                if call.timeout_pauses_route or not isinstance(error, GatewayTimeout):
-                    self.cooldown.hold(call.route, error.retry_after)
-                return error.retry_after
-            return _backoff(call.attempts)
-        # No answer at all (status None): connect errors were already retried
-        # by urllib3; after a read error only an idempotent request may be resent.
-        if (
-            isinstance(error, UpstreamUnavailable)
-            and error.status is None
-            and error.sent
-            and call.method in _IDEMPOTENT
-        ):
-            return _backoff(call.attempts)
-        return None
-
     def _attempt[T](
         self,
-        call: _CallBudget,
-        url: str,
-        data: bytes | None,
-        read_timeout: float,
+        call: CallBudget,
+        request: _Request,
         read: Callable[[Any], T],
         read_bytes: Callable[[bytes], T | None] | None,
-        *,
-        login: bool,
     ) -> T:
         """One request and its answer, turned into `T` or a `FleetError`."""
         started = time.monotonic()
-        headers = {"Content-Type": "application/json"} if data is not None else None
-        try:
-            response = self._session.request(
-                call.method,
-                url,
-                data=data,
-                headers=headers,
-                timeout=(self.connect_timeout, read_timeout),
-                allow_redirects=False,  # a redirect would carry the Key header elsewhere
-                stream=True,  # the body is read below, in one read
-            )
-            content = _read_body(response)
-        except requests.RequestException as exc:
-            raise UpstreamUnavailable(
-                _describe(exc, read_timeout),
-                sent=not _nothing_was_sent(exc),
-                route=call.route,
-                method=call.method,
-            ) from exc
+        response, content = self._send(call, request)
         elapsed_ms = (time.monotonic() - started) * 1000
-        if read_bytes is not None and 200 <= response.status_code < 300:
+        status = response.status_code
+        if read_bytes is not None and 200 <= status < 300:
             quick = read_bytes(content)
             if quick is not None:
-                self._log_answer(call, response.status_code, None, elapsed_ms, response)
+                self._log_answer(call, status, None, elapsed_ms, response)
                 return quick
-        try:
-            # orjson: a 50,000-vehicle fleet parses in two thirds of the stdlib's time.
-            body: Any = orjson.loads(content)
-        except orjson.JSONDecodeError:  # also bad UTF-8
-            body = None
+        body = _json_or_none(content)
         failure = error_for_response(
-            status=response.status_code,
+            status=status,
             body=body,
             headers=response.headers,
             route=call.route,
             method=call.method,
-            login=login,
+            login=request.login,
             wrong_login_codes=self.wrong_login_codes,
         )
-        trace_id = self._log_answer(call, response.status_code, failure, elapsed_ms, response)
+        trace_id = self._log_answer(call, status, failure, elapsed_ms, response)
         if failure is not None:
             raise failure
+        return _read_answer(read, body, call, status=status, trace_id=trace_id)
+
+    def _send(self, call: CallBudget, request: _Request) -> tuple[requests.Response, bytes]:
+        """The response and its whole body; `UpstreamUnavailable` when there is none."""
         try:
-            if body is None:
-                raise ShapeError("the answer is not JSON")
-            return read(body)
-        except ShapeError as exc:
-            raise InvalidResponse(
-                str(exc),
-                status=response.status_code,
-                trace_id=trace_id,
-                route=call.route,
-                method=call.method,
-            ) from None
+            response = self._session.request(
+                call.method,
+                request.url,
+                data=request.data,
+                headers=None if request.data is None else {"Content-Type": "application/json"},
+                timeout=(self.connect_timeout, request.read_timeout),
+                allow_redirects=False,  # a redirect would carry the Key header elsewhere
+                stream=True,  # the body is read below, in one read
+            )
+            return response, read_body(response)
+        except requests.RequestException as exc:
+            raise upstream_unavailable(
+                exc, read_timeout=request.read_timeout, route=call.route, method=call.method
+            ) from exc
 
     def _log_answer(
         self,
-        call: _CallBudget,
+        call: CallBudget,
         status: int,
         failure: FleetError | None,
         elapsed_ms: float,
@@ -643,7 +459,7 @@ class FleetClient:
 
     @staticmethod
     def _log_fields(
-        call: _CallBudget,
+        call: CallBudget,
         status: int | None,
         trace_id: str | None,
         duration_ms: float | None = None,

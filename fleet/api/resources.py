@@ -27,25 +27,6 @@ class ShapeError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Vehicle:
-    """One vehicle of the fleet (spec 2.2)."""
-
-    id: int
-    plate: str
-    model: str
-    active: bool
-    driver_id: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class VehicleList:
-    """The whole fleet as `GET /key/list-cars` returns it."""
-
-    vehicles: tuple[Vehicle, ...]
-    total: int
-
-
-@dataclass(frozen=True, slots=True)
 class VehicleColumns:
     """The whole fleet column by column: row `i` is `ids[i]`, `plates[i]`, ….
 
@@ -62,18 +43,6 @@ class VehicleColumns:
 
     def __len__(self) -> int:
         return len(self.ids)
-
-    def vehicles(self) -> tuple[Vehicle, ...]:
-        return tuple(
-            map(
-                Vehicle,
-                self.ids,
-                self.plates,
-                self.models,
-                map(bool, self.actives),
-                self.driver_ids,
-            )
-        )
 
 
 class CrlvStatus(StrEnum):
@@ -292,13 +261,12 @@ def vehicle_columns_from_bytes(content: bytes) -> VehicleColumns | None:
     """`vehicle_columns_from_json` straight from the answer's bytes; None unless the
     answer is exactly the shape spec 4.1 describes.
 
-    For a fleet of 50,000 vehicles, decoding into typed records (msgspec) and
-    reading them column by column takes a third of the time of building a
-    dict per vehicle first: the cold vehicles page waits for it. The types
-    are as strict as `vehicle_columns_from_json`'s (an int is not a bool,
-    unknown members are ignored); anything else, including a v1 error
-    envelope, returns None, and the caller reads the answer the usual way,
-    which says what is wrong with it.
+    Decoding into typed records (msgspec) and reading them column by column
+    spares building a dict per vehicle first: the cold vehicles page waits
+    for it. The types are as strict as `vehicle_columns_from_json`'s (an int
+    is not a bool, unknown members are ignored); anything else, including a
+    v1 error envelope, returns None, and the caller reads the answer the
+    usual way, which says what is wrong with it.
     """
     try:
         answer = _CARS_DECODER.decode(content)
@@ -334,12 +302,6 @@ def _first_bad_vehicle(data: list[Any]) -> str:
         ):
             return f"vehicle {item['id']!r} has a member of the wrong type"
     return "a vehicle is not as the spec describes"
-
-
-def vehicle_list_from_json(body: Any) -> VehicleList:
-    """Read `{"cars": {"data": [...], "total": N}}` (spec 4.1) as `Vehicle` records."""
-    columns = vehicle_columns_from_json(body)
-    return VehicleList(vehicles=columns.vehicles(), total=columns.total)
 
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")

@@ -71,7 +71,7 @@ def _live_findings() -> Iterator[Finding]:
 
 
 def _v1_probe(client: FleetClient) -> str:
-    total = client.list_vehicles(retry_budget=0).total
+    total = client.list_vehicle_columns(retry_budget=0).total
     return _("accepted; the account lists %(total)s vehicles") % {"total": total}
 
 

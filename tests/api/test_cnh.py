@@ -250,7 +250,7 @@ def test_only_the_lookups_use_the_lookup_timeout(
         emulator.fault(route, delay=0.8)
 
     with pytest.raises(UpstreamUnavailable) as listing:
-        client.list_vehicles()
+        client.list_vehicle_columns()
     looked_up = client.lookup_cnh(CPF)
     batch = client.lookup_cnh_batch([CPF])
 

@@ -62,7 +62,7 @@ def test_a_base64_looking_key_signs_with_the_hex_digest_and_the_emulator_accepts
 
     client = make_client(access_token="base64-looking-access-token", secret_key=secret)
 
-    assert client.list_vehicles().total == 200
+    assert client.list_vehicle_columns().total == 200
 
 
 @pytest.mark.parametrize(

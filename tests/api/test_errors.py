@@ -52,7 +52,7 @@ def _raw_error(emulator: Emulator, path: str, route: str, **headers: str) -> Fle
 def test_unknown_token_is_not_authorized_on_v1(make_client: MakeClient) -> None:
     client = make_client(access_token="other-env-access-token", secret_key="other-env-secret-key")
     with pytest.raises(NotAuthorized) as raised:
-        client.list_vehicles()
+        client.list_vehicle_columns()
     error = raised.value
     assert (error.status, error.code, error.route) == (401, "fbk_001", "/key/list-cars")
     assert error.message == "Não autorizado"
@@ -61,7 +61,7 @@ def test_unknown_token_is_not_authorized_on_v1(make_client: MakeClient) -> None:
 def test_wrong_secret_key_is_not_authorized_on_v1(make_client: MakeClient) -> None:
     client = make_client(secret_key="not-the-demo-secret")
     with pytest.raises(NotAuthorized):
-        client.list_vehicles()
+        client.list_vehicle_columns()
 
 
 def test_bad_credentials_are_authentication_failed_on_v2(make_client: MakeClient) -> None:
@@ -119,7 +119,7 @@ def test_account_without_permission_is_permission_denied_on_v1(make_client: Make
         access_token="no-permission-access-token", secret_key="no-permission-secret-key"
     )
     with pytest.raises(PermissionDenied) as raised:
-        client.list_vehicles()
+        client.list_vehicle_columns()
     assert (raised.value.status, raised.value.code) == (403, "fbk_002")
 
 
@@ -210,14 +210,14 @@ def test_v1_error_envelope_on_a_200_is_an_error(emulator: Emulator, client: Flee
         "/key/list-cars", body={"error": True, "code": "fbk_001", "message": "Não autorizado"}
     )
     with pytest.raises(NotAuthorized) as raised:
-        client.list_vehicles()
+        client.list_vehicle_columns()
     assert raised.value.status == 200
 
 
 def test_unknown_v1_code_is_a_plain_api_error(emulator: Emulator, client: FleetClient) -> None:
     emulator.fault("/key/list-cars", body={"error": True, "code": "fbk_777", "message": "Novo"})
     with pytest.raises(ApiError) as raised:
-        client.list_vehicles()
+        client.list_vehicle_columns()
     assert type(raised.value) is ApiError
     assert (raised.value.code, raised.value.message) == ("fbk_777", "Novo")
 

@@ -51,7 +51,7 @@ def _run_every_method(
         else:
             pytest.fail("the call should have failed")
 
-    client.list_vehicles()
+    client.list_vehicle_columns()
     key = client.create_access_key(email=DEMO_USER, password=DEMO_PASSWORD)
     expect_error(lambda: client.create_access_key(email=DEMO_USER, password=WRONG_PASSWORD))
     seeded = seeded_crlv_requests(emulator)
@@ -60,14 +60,14 @@ def _run_every_method(
     client.get_vehicle_crlv(seeded[0]["plate"])
     expect_error(lambda: client.get_vehicle_crlv("ZZZ9Z99"))
     emulator.fault("/key/list-cars", status=429, retry_after=1)
-    client.list_vehicles()
+    client.list_vehicle_columns()
     emulator.fault("/key/list-cars", drop=True, count=3)
-    expect_error(client.list_vehicles)
+    expect_error(client.list_vehicle_columns)
     emulator.fault("/v2/crlv/requests/{requestId}", malformed=True)
     expect_error(lambda: client.get_crlv_request(seeded[0]["id"]))
     emulator.fault("/key/generator", status=500)
     expect_error(lambda: client.create_access_key(email=DEMO_USER, password=DEMO_PASSWORD))
-    expect_error(stranger.list_vehicles)
+    expect_error(stranger.list_vehicle_columns)
     expect_error(lambda: stranger.get_crlv_request(seeded[0]["id"]))
     return key, errors
 

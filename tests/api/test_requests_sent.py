@@ -20,7 +20,7 @@ def _headers(recorded: dict[str, object]) -> dict[str, str]:
 
 
 def test_every_request_carries_the_three_headers(emulator: Emulator, client: FleetClient) -> None:
-    client.list_vehicles()
+    client.list_vehicle_columns()
     client.get_vehicle_crlv(emulator.vehicles()[0]["car_plate"])
     # emulator.vehicles() made a request of its own: keep the client's only.
     ours = [
@@ -35,7 +35,7 @@ def test_every_request_carries_the_three_headers(emulator: Emulator, client: Fle
 
 
 def test_a_get_has_no_body_and_no_content_type(emulator: Emulator, client: FleetClient) -> None:
-    client.list_vehicles()
+    client.list_vehicle_columns()
     (sent,) = emulator.requests()
     assert "content-type" not in _headers(sent)
     assert not sent["body"]
@@ -127,7 +127,7 @@ def test_a_retried_call_logs_each_attempt(
     emulator: Emulator, client: FleetClient, log_records: Recorder
 ) -> None:
     emulator.fault("/key/list-cars", drop=True)
-    client.list_vehicles()
+    client.list_vehicle_columns()
     records = log_records.of("fleet.api")
     assert [r.levelno for r in records] == [logging.INFO, logging.INFO]
     assert "retrying" in records[0].getMessage()

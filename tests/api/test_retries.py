@@ -9,7 +9,7 @@ import pytest
 from fleet.api.client import LIST_VEHICLES, FleetClient
 from fleet.api.cooldown import LocalCooldown
 from fleet.api.errors import GatewayTimeout, RateLimited, UpstreamUnavailable
-from fleet.api.resources import vehicle_list_from_json
+from fleet.api.resources import vehicle_columns_from_json
 from tests.api.conftest import DEMO_PASSWORD, DEMO_USER, MakeClient, Recorder, wait_for_calls
 from tests.conftest import Emulator
 
@@ -32,7 +32,7 @@ def test_429_with_a_retry_after_that_fits_the_budget_is_retried(
 ) -> None:
     emulator.fault("/key/list-cars", status=429, retry_after=1)
     started = time.monotonic()
-    result = client.list_vehicles()
+    result = client.list_vehicle_columns()
     assert time.monotonic() - started >= 1.0
     assert result.total == 200
     assert emulator.calls(LIST) == 2
@@ -44,7 +44,7 @@ def test_429_with_a_long_retry_after_is_raised_at_once(
     emulator.fault("/key/list-cars", status=429, retry_after=30)
     started = time.monotonic()
     with pytest.raises(RateLimited) as raised:
-        client.list_vehicles()
+        client.list_vehicle_columns()
     assert time.monotonic() - started < 0.5
     assert raised.value.retry_after == 30
     assert raised.value.status == 429
@@ -58,10 +58,10 @@ def test_a_route_cooling_down_fails_without_calling_the_api(
 ) -> None:
     emulator.fault("/key/list-cars", status=429, retry_after=30)
     with pytest.raises(RateLimited):
-        client.list_vehicles()
+        client.list_vehicle_columns()
     started = time.monotonic()
     with pytest.raises(RateLimited) as raised:
-        client.list_vehicles()
+        client.list_vehicle_columns()
     assert time.monotonic() - started < 0.1
     assert raised.value.retry_after is not None
     assert 28 < raised.value.retry_after <= 30
@@ -74,7 +74,7 @@ def test_the_cooldown_pauses_only_its_route(
 ) -> None:
     emulator.fault("/key/list-cars", status=429, retry_after=30)
     with pytest.raises(RateLimited):
-        client.list_vehicles()
+        client.list_vehicle_columns()
     assert client.get_vehicle_crlv(plate).plate == plate
 
 
@@ -85,9 +85,9 @@ def test_the_cooldown_is_shared_by_clients_that_share_it(
     first, second = make_client(cooldown=shared), make_client(cooldown=shared)
     emulator.fault("/key/list-cars", status=429, retry_after=30)
     with pytest.raises(RateLimited):
-        first.list_vehicles()
+        first.list_vehicle_columns()
     with pytest.raises(RateLimited):
-        second.list_vehicles()
+        second.list_vehicle_columns()
     assert emulator.calls(LIST) == 1
 
 
@@ -96,7 +96,7 @@ def test_a_short_cooldown_is_waited_out_within_the_budget(
 ) -> None:
     client.cooldown.hold("/key/list-cars", 0.5)
     started = time.monotonic()
-    client.list_vehicles()
+    client.list_vehicle_columns()
     assert time.monotonic() - started >= 0.5
     assert emulator.calls(LIST) == 1
 
@@ -105,7 +105,7 @@ def test_a_per_call_budget_of_zero_does_not_wait(emulator: Emulator, client: Fle
     emulator.fault("/key/list-cars", status=429, retry_after=1)
     started = time.monotonic()
     with pytest.raises(RateLimited) as raised:
-        client.list_vehicles(retry_budget=0)
+        client.list_vehicle_columns(retry_budget=0)
     assert time.monotonic() - started < 0.5
     assert raised.value.retry_after == 1
 
@@ -151,7 +151,7 @@ def test_503_is_upstream_unavailable_and_not_retried(
 ) -> None:
     emulator.fault("/key/list-cars", status=503)
     with pytest.raises(UpstreamUnavailable) as raised:
-        client.list_vehicles()
+        client.list_vehicle_columns()
     assert raised.value.status == 503
     assert emulator.calls(LIST) == 1
 
@@ -161,7 +161,7 @@ def test_a_connection_lost_on_a_get_is_retried(
     emulator: Emulator, client: FleetClient, fault: str
 ) -> None:
     emulator.fault("/key/list-cars", **{fault: True})
-    assert client.list_vehicles().total == 200
+    assert client.list_vehicle_columns().total == 200
     assert emulator.calls(LIST) == 2
 
 
@@ -171,7 +171,7 @@ def test_dropped_connections_end_in_upstream_unavailable_after_max_attempts(
     client = make_client(max_attempts=3)
     emulator.fault("/key/list-cars", drop=True, count=10)
     with pytest.raises(UpstreamUnavailable) as raised:
-        client.list_vehicles()
+        client.list_vehicle_columns()
     assert raised.value.status is None
     assert raised.value.sent is True
     assert emulator.calls(LIST) == 3
@@ -181,7 +181,7 @@ def test_max_attempts_caps_the_retries(emulator: Emulator, make_client: MakeClie
     client = make_client(max_attempts=2)
     emulator.fault("/key/list-cars", drop=True, count=10)
     with pytest.raises(UpstreamUnavailable):
-        client.list_vehicles()
+        client.list_vehicle_columns()
     assert emulator.calls(LIST) == 2
 
 
@@ -223,7 +223,7 @@ def test_an_answer_slower_than_the_read_timeout_is_upstream_unavailable(
     emulator.fault("/key/list-cars", delay=1.0, count=3)
     started = time.monotonic()
     with pytest.raises(UpstreamUnavailable, match=r"no answer within 0\.3 s"):
-        client.list_vehicles(retry_budget=0)
+        client.list_vehicle_columns(retry_budget=0)
     assert time.monotonic() - started < 0.9
     assert wait_for_calls(emulator, LIST, 1) == 1
     assert emulator.calls(LIST) == 1
@@ -234,7 +234,7 @@ def test_a_slow_answer_is_retried_while_the_budget_lasts(
 ) -> None:
     client = make_client(read_timeout=0.3)
     emulator.fault("/key/list-cars", delay=1.0)
-    assert client.list_vehicles().total == 200
+    assert client.list_vehicle_columns().total == 200
     assert wait_for_calls(emulator, LIST, 2) == 2
 
 
@@ -243,7 +243,9 @@ def test_a_per_call_timeout_overrides_the_read_timeout(
 ) -> None:
     client = make_client(read_timeout=0.2)
     emulator.fault("/key/list-cars", delay=0.5)
-    result = client._call("GET", LIST_VEHICLES, vehicle_list_from_json, timeout=3, retry_budget=0)
+    result = client._call(
+        "GET", LIST_VEHICLES, vehicle_columns_from_json, timeout=3, retry_budget=0
+    )
     assert result.total == 200
     assert client.read_timeout == 0.2
 
@@ -254,7 +256,7 @@ def test_a_refused_connection_is_upstream_unavailable(
     client = make_client(base_url=closed_port_url, max_attempts=3)
     started = time.monotonic()
     with pytest.raises(UpstreamUnavailable, match="could not connect") as raised:
-        client.list_vehicles()
+        client.list_vehicle_columns()
     assert time.monotonic() - started < 2.0
     assert raised.value.sent is False
     retries = [
@@ -280,5 +282,5 @@ def test_a_refused_connection_with_no_budget_is_not_retried(
 ) -> None:
     client = make_client(base_url=closed_port_url)
     with pytest.raises(UpstreamUnavailable):
-        client.list_vehicles(retry_budget=0)
+        client.list_vehicle_columns(retry_budget=0)
     assert not [r for r in log_records.of("fleet.api") if "retrying" in r.getMessage()]

@@ -124,7 +124,7 @@ def test_the_signature_is_computed_once_per_credential_pair_not_per_request(
     try:
         client = make_client()
         for _ in range(3):
-            client.list_vehicles()
+            client.list_vehicle_columns()
         client.create_access_key(email=DEMO_USER, password=DEMO_PASSWORD)
     finally:
         sys.setprofile(None)

@@ -1,4 +1,4 @@
-"""`list_vehicles`: the fleet, read tolerantly and fast."""
+"""`list_vehicle_columns`: the fleet, read tolerantly and fast."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ import pytest
 from fleet.api.client import FleetClient
 from fleet.api.errors import FleetError, InvalidResponse
 from fleet.api.resources import (
-    Vehicle,
-    VehicleList,
+    VehicleColumns,
     vehicle_columns_from_bytes,
     vehicle_columns_from_json,
 )
@@ -44,23 +43,24 @@ def _vehicle(**members: Any) -> dict[str, Any]:
 
 def test_it_lists_the_emulator_fleet(emulator: Emulator, client: FleetClient) -> None:
     expected = emulator.vehicles()
-    result = client.list_vehicles()
-    assert isinstance(result, VehicleList)
-    assert result.total == len(expected) == 200
-    assert [v.plate for v in result.vehicles] == [v["car_plate"] for v in expected]
-    first, raw = result.vehicles[0], expected[0]
-    assert (first.id, first.model, first.driver_id) == (raw["id"], raw["model"], raw["driver_id"])
+    result = client.list_vehicle_columns()
+    assert isinstance(result, VehicleColumns)
+    assert result.total == len(result) == len(expected) == 200
+    assert result.ids == [v["id"] for v in expected]
+    assert result.plates == [v["car_plate"] for v in expected]
+    assert result.models == [v["model"] for v in expected]
+    assert result.driver_ids == [v["driver_id"] for v in expected]
 
 
 def test_active_flag_is_a_bool_true_only_for_the_string_one(
     emulator: Emulator, client: FleetClient
 ) -> None:
-    result = client.list_vehicles()
-    assert {type(v.active) for v in result.vehicles} == {bool}
-    assert any(v.active for v in result.vehicles)
-    assert any(not v.active for v in result.vehicles), "the emulator has inactive vehicles"
+    result = client.list_vehicle_columns()
+    assert set(result.actives) == {0, 1}, "the emulator has active and inactive vehicles"
     raw = {v["id"]: v["active"] for v in emulator.vehicles()}
-    assert all(v.active == (raw[v.id] == "1") for v in result.vehicles)
+    assert all(
+        active == (raw[id_] == "1") for id_, active in zip(result.ids, result.actives, strict=True)
+    )
 
 
 @pytest.mark.parametrize(
@@ -71,7 +71,7 @@ def test_only_the_string_one_means_active(
     emulator: Emulator, client: FleetClient, flag: object, active: bool
 ) -> None:
     emulator.fault("/key/list-cars", body=_envelope(_vehicle(active=flag)))
-    assert client.list_vehicles().vehicles[0].active is active
+    assert client.list_vehicle_columns().actives == bytes([active])
 
 
 def test_unknown_members_are_ignored(emulator: Emulator, client: FleetClient) -> None:
@@ -79,8 +79,13 @@ def test_unknown_members_are_ignored(emulator: Emulator, client: FleetClient) ->
         "/key/list-cars",
         body={**_envelope(_vehicle(year=2022, color="Branco", extra={"x": 1})), "page": 1},
     )
-    assert client.list_vehicles().vehicles == (
-        Vehicle(id=1, plate="ABC1D23", model="Fiat Strada", active=True, driver_id=101),
+    assert client.list_vehicle_columns() == VehicleColumns(
+        ids=[1],
+        plates=["ABC1D23"],
+        models=["Fiat Strada"],
+        actives=bytes([1]),
+        driver_ids=[101],
+        total=1,
     )
 
 
@@ -91,7 +96,7 @@ def test_vehicle_without_a_driver_has_driver_id_none(
         "/key/list-cars",
         body=_envelope(_vehicle(id=1, driver_id=None), _vehicle(id=2, driver_id=...)),
     )
-    assert [v.driver_id for v in client.list_vehicles().vehicles] == [None, None]
+    assert client.list_vehicle_columns().driver_ids == [None, None]
 
 
 @pytest.mark.parametrize(
@@ -106,13 +111,12 @@ def test_vehicle_without_a_driver_has_driver_id_none(
     ],
     ids=["no plate", "no id", "no model", "string id", "string driver", "not an object"],
 )
-@pytest.mark.parametrize("read", ["list_vehicles", "list_vehicle_columns"])
 def test_a_vehicle_without_its_required_members_is_an_invalid_response(
-    emulator: Emulator, client: FleetClient, vehicle: object, read: str
+    emulator: Emulator, client: FleetClient, vehicle: object
 ) -> None:
     emulator.fault("/key/list-cars", body=_envelope(vehicle))  # type: ignore[arg-type]
     with pytest.raises(InvalidResponse) as raised:
-        getattr(client, read)()
+        client.list_vehicle_columns()
     assert raised.value.route == "/key/list-cars"
     assert raised.value.status == 200
 
@@ -130,28 +134,27 @@ def test_a_vehicle_without_its_required_members_is_an_invalid_response(
         {"cars": {"data": [], "total": False}},
     ],
 )
-@pytest.mark.parametrize("read", ["list_vehicles", "list_vehicle_columns"])
 def test_wrong_shape_is_an_invalid_response(
-    emulator: Emulator, client: FleetClient, body: object, read: str
+    emulator: Emulator, client: FleetClient, body: object
 ) -> None:
     emulator.fault("/key/list-cars", body=body)
     with pytest.raises(InvalidResponse):
-        getattr(client, read)()
+        client.list_vehicle_columns()
 
 
 def test_non_json_answer_is_an_invalid_response(emulator: Emulator, client: FleetClient) -> None:
     emulator.fault("/key/list-cars", malformed=True)
     with pytest.raises(InvalidResponse, match="not JSON"):
-        client.list_vehicles()
+        client.list_vehicle_columns()
 
 
 def test_concurrent_calls_from_many_threads_share_one_client(client: FleetClient) -> None:
-    results: list[VehicleList] = []
+    results: list[VehicleColumns] = []
     failures: list[BaseException] = []
 
     def work() -> None:
         try:
-            results.append(client.list_vehicles())
+            results.append(client.list_vehicle_columns())
         except BaseException as error:  # collected and asserted below
             failures.append(error)
 
@@ -179,22 +182,13 @@ def test_a_fleet_of_100000_vehicles_is_read_in_well_under_a_few_seconds(
     with FleetClient(
         base_url=big_fleet_url, access_token=DEMO_TOKEN, secret_key=DEMO_SECRET, read_timeout=30
     ) as client:
-        client.list_vehicles()  # warm up: the emulator caches its answer
+        client.list_vehicle_columns()  # warm up: the emulator caches its answer
         started = time.perf_counter()
-        result = client.list_vehicles()
+        result = client.list_vehicle_columns()
         elapsed = time.perf_counter() - started
-    assert result.total == len(result.vehicles) == 100_000
-    assert len({v.plate for v in result.vehicles}) == 100_000
+    assert result.total == len(result) == 100_000
+    assert len(set(result.plates)) == 100_000
     assert elapsed < 3.0, f"{elapsed:.2f} s"
-
-
-def test_columns_hold_the_same_fleet_as_the_records(client: FleetClient) -> None:
-    records = client.list_vehicles()
-    columns = client.list_vehicle_columns()
-
-    assert columns.vehicles() == records.vehicles
-    assert (len(columns), columns.total) == (len(records.vehicles), records.total)
-    assert set(columns.actives) <= {0, 1}
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,6 @@ import pytest
 from playwright.sync_api import expect
 
 from fleet.models import Fine, Notification
-from fleet.services.connection import fleet_client
 from tests.browser.conftest import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -28,7 +27,7 @@ def test_every_page_fits_a_phone_and_its_tables_scroll_inside_their_box(
     while not (Fine.objects.exists() and Notification.objects.exists()):
         assert time.monotonic() < deadline, "the worker did not process the deliveries"
         time.sleep(0.05)
-    plate = fleet_client().list_vehicles().vehicles[0].plate
+    plate = emulator.vehicles()[0]["car_plate"]
     context = browser.new_context(base_url=live_server.url, locale="pt-BR", viewport=PHONE)
     context.set_default_timeout(10_000)
     page = context.new_page()

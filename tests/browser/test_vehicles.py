@@ -9,15 +9,16 @@ import pytest
 from playwright.sync_api import expect
 
 from fleet import plates
-from fleet.services.connection import fleet_client
 from tests.browser.conftest import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_search_narrows_the_table_as_you_type_and_the_back_button_restores_it(page, manager):
-    fleet = fleet_client().list_vehicles().vehicles
-    target = next(v for v in fleet if v.model == fleet[0].model)
+def test_search_narrows_the_table_as_you_type_and_the_back_button_restores_it(
+    page, manager, emulator
+):
+    fleet = emulator.vehicles()
+    target = next(v for v in fleet if v["model"] == fleet[0]["model"])
     log_in(page, "manager", "manager-demo-password")
     page.get_by_role("navigation").get_by_role("link", name="Veículos").click()
     rows = page.get_by_test_id("vehicle-table").locator("tbody tr")
@@ -25,17 +26,17 @@ def test_search_narrows_the_table_as_you_type_and_the_back_button_restores_it(pa
     count = page.get_by_test_id("result-count")
     expect(count).to_contain_text(f"{len(fleet)} veículos de {len(fleet)}")
 
-    page.get_by_label("Buscar").press_sequentially(target.model.lower(), delay=30)
+    page.get_by_label("Buscar").press_sequentially(target["model"].lower(), delay=30)
 
-    matching = sum(1 for v in fleet if target.model.lower() in v.model.lower())
+    matching = sum(1 for v in fleet if target["model"].lower() in v["model"].lower())
     expect(count).to_contain_text(f"{matching} veículo")
     expect(rows).to_have_count(min(matching, 50))
-    expect(page).to_have_url(re.compile(r"/vehicles/\?q=" + re.escape(target.model.lower()[:3])))
+    expect(page).to_have_url(re.compile(r"/vehicles/\?q=" + re.escape(target["model"].lower()[:3])))
     bookmark = page.url
 
-    page.get_by_label("Buscar").fill(target.plate)
+    page.get_by_label("Buscar").fill(target["car_plate"])
     expect(rows).to_have_count(1)
-    expect(rows.first).to_contain_text(target.model)
+    expect(rows.first).to_contain_text(target["model"])
 
     page.go_back()
     expect(page).to_have_url(bookmark)
@@ -59,10 +60,10 @@ def test_sorting_and_filtering_work_without_javascript(page_without_javascript, 
     expect(page).to_have_url(re.compile(r"active=0"))
 
 
-def test_the_export_follows_a_search_made_without_reloading_the_page(page, manager):
-    fleet = fleet_client().list_vehicles().vehicles
-    model = fleet[0].model
-    matching = sorted(v.plate for v in fleet if model.lower() in v.model.lower())
+def test_the_export_follows_a_search_made_without_reloading_the_page(page, manager, emulator):
+    fleet = emulator.vehicles()
+    model = fleet[0]["model"]
+    matching = sorted(v["car_plate"] for v in fleet if model.lower() in v["model"].lower())
     log_in(page, "manager", "manager-demo-password")
     page.goto("/vehicles/")
     page.get_by_label("Buscar").press_sequentially(model.lower(), delay=30)

@@ -85,11 +85,11 @@ def test_the_portal_client_pauses_every_worker_after_a_long_retry_after(
 ) -> None:
     emulator.fault("/key/list-cars", status=429, retry_after=30)
     with pytest.raises(RateLimited):
-        fleet_client().list_vehicles()
+        fleet_client().list_vehicle_columns()
 
     _client_for.cache_clear()  # another worker: its own client, the same cache
     with pytest.raises(RateLimited) as refused:
-        fleet_client().list_vehicles()
+        fleet_client().list_vehicle_columns()
 
     assert emulator.calls(LIST_CARS) == 1
     assert refused.value.retry_after == pytest.approx(30, abs=2)
@@ -100,7 +100,7 @@ def test_the_portal_client_waits_out_a_pause_that_fits_its_retry_budget(
 ) -> None:
     emulator.fault("/key/list-cars", status=429, retry_after=1)
     started = time.monotonic()
-    fleet = fleet_client().list_vehicles()
+    fleet = fleet_client().list_vehicle_columns()
     assert time.monotonic() - started >= 1
     assert fleet.total == 200
     assert emulator.calls(LIST_CARS) == 2

@@ -17,7 +17,6 @@ from django.test import RequestFactory
 from django.utils import timezone
 
 from fleet import plates
-from fleet.services.connection import fleet_client
 
 pytestmark = pytest.mark.django_db
 ENGLISH = {"Accept-Language": "en"}
@@ -26,9 +25,9 @@ PLATE_CELL = re.compile(r'<a class="plate" href="/vehicles/([A-Z0-9]+)/">([^<]+)
 
 
 @pytest.fixture
-def fleet(fleet_settings):
+def fleet(fleet_settings, emulator):
     """The emulator's vehicles, as the API lists them."""
-    return fleet_client().list_vehicles().vehicles
+    return emulator.vehicles()
 
 
 def shown_plates(response) -> list[str]:
@@ -53,7 +52,7 @@ def test_plates_are_shown_in_their_own_format(manager_client, fleet):
 
 
 def test_search_ignores_case_hyphens_and_spaces(manager_client, fleet):
-    old = next(v.plate for v in fleet if plates.display(v.plate).count("-"))
+    old = next(v["car_plate"] for v in fleet if plates.display(v["car_plate"]).count("-"))
     typed = f"{old[:3].lower()}-{old[3:5]}"
 
     response = manager_client.get("/vehicles/", {"q": typed})
@@ -63,8 +62,8 @@ def test_search_ignores_case_hyphens_and_spaces(manager_client, fleet):
 
 
 def test_search_finds_models_too(manager_client, fleet):
-    model = fleet[0].model
-    expected = sorted(v.plate for v in fleet if model.lower() in v.model.lower())[:50]
+    model = fleet[0]["model"]
+    expected = sorted(v["car_plate"] for v in fleet if model.lower() in v["model"].lower())[:50]
 
     response = manager_client.get("/vehicles/", {"q": model.upper()})
 
@@ -72,7 +71,7 @@ def test_search_finds_models_too(manager_client, fleet):
 
 
 def test_the_active_filter_keeps_only_inactive_vehicles(manager_client, fleet):
-    inactive = sorted(v.plate for v in fleet if not v.active)
+    inactive = sorted(v["car_plate"] for v in fleet if v["active"] != "1")
 
     response = manager_client.get("/vehicles/", {"active": "0"})
 
@@ -81,22 +80,24 @@ def test_the_active_filter_keeps_only_inactive_vehicles(manager_client, fleet):
 
 @pytest.mark.parametrize(
     ("sort", "key", "reverse"),
-    [("plate", lambda v: v.plate, False), ("-plate", lambda v: v.plate, True)],
+    [("plate", lambda v: v["car_plate"], False), ("-plate", lambda v: v["car_plate"], True)],
 )
 def test_sorting_by_plate_both_ways(manager_client, fleet, sort, key, reverse):
-    expected = [v.plate for v in sorted(fleet, key=key, reverse=reverse)][:50]
+    expected = [v["car_plate"] for v in sorted(fleet, key=key, reverse=reverse)][:50]
 
     assert shown_plates(manager_client.get("/vehicles/", {"sort": sort})) == expected
 
 
 def test_sorting_by_model_breaks_ties_by_plate(manager_client, fleet):
-    expected = [v.plate for v in sorted(fleet, key=lambda v: (v.model.lower(), v.plate))][:50]
+    expected = [
+        v["car_plate"] for v in sorted(fleet, key=lambda v: (v["model"].lower(), v["car_plate"]))
+    ][:50]
 
     assert shown_plates(manager_client.get("/vehicles/", {"sort": "model"})) == expected
 
 
 def test_later_pages_and_a_page_past_the_end(manager_client, fleet):
-    ordered = sorted(v.plate for v in fleet)
+    ordered = sorted(v["car_plate"] for v in fleet)
 
     assert shown_plates(manager_client.get("/vehicles/", {"page": 2})) == ordered[50:100]
     assert shown_plates(manager_client.get("/vehicles/", {"page": 999})) == ordered[150:200]
@@ -106,7 +107,7 @@ def test_malformed_parameters_fall_back_to_defaults(manager_client, fleet):
     response = manager_client.get("/vehicles/", {"sort": "drop table", "page": "x", "active": "7"})
 
     assert response.status_code == 200
-    assert shown_plates(response) == sorted(v.plate for v in fleet)[:50]
+    assert shown_plates(response) == sorted(v["car_plate"] for v in fleet)[:50]
 
 
 def test_an_empty_result_says_so_and_offers_to_clear(manager_client, fleet):
@@ -201,8 +202,10 @@ def test_export_streams_the_current_filter_as_csv_for_brazilian_excel(manager_cl
     assert text.startswith("\ufeff")
     rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff")), delimiter=";"))
     assert rows[0] == ["Placa", "Modelo", "Situação", "ID do motorista", "ID do veículo"]
-    active = sorted((v for v in fleet if v.active), key=lambda v: v.plate, reverse=True)
-    assert [row[0] for row in rows[1:]] == [plates.display(v.plate) for v in active]
+    active = sorted(
+        (v for v in fleet if v["active"] == "1"), key=lambda v: v["car_plate"], reverse=True
+    )
+    assert [row[0] for row in rows[1:]] == [plates.display(v["car_plate"]) for v in active]
 
 
 def test_export_uses_commas_in_english(manager_client, fleet):

@@ -1,0 +1,127 @@
+"""The HTTP under `FleetClient`: one pooled, signed session and its answers' bodies.
+
+`signed_session` sends the three headers of spec 5.2 on every request and
+retries connect errors within the call's budget (`retries.connect_retries`);
+`read_body` reads an answer to its end; `upstream_unavailable` says what a
+request that got no usable answer ran into, and whether it was sent at all.
+"""
+
+from __future__ import annotations
+
+from http.cookiejar import DefaultCookiePolicy
+from typing import Final
+
+import requests
+from requests.adapters import HTTPAdapter
+from requests.auth import AuthBase
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    DecodeError,
+    MaxRetryError,
+    ProtocolError,
+    ReadTimeoutError,
+)
+
+from fleet.api.errors import UpstreamUnavailable
+from fleet.api.redaction import protect_library_loggers, register_secret
+from fleet.api.retries import connect_retries
+from fleet.api.signing import signature
+
+_USER_AGENT: Final = "fleet-portal-api-client/1"
+
+
+class _FleetAuth(AuthBase):
+    """The three headers of spec 5.2, on every request of the session."""
+
+    __slots__ = ("_headers",)
+
+    def __init__(self, access_token: str, key: str) -> None:
+        self._headers = {
+            "Authorization": f"Basic {access_token}",
+            "Key": key,
+            "cache-control": "no-cache",
+        }
+
+    def __repr__(self) -> str:
+        return "<FleetAuth>"
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers.update(self._headers)
+        return request
+
+
+def signed_session(*, access_token: str, secret_key: str, max_attempts: int) -> requests.Session:
+    """A pooled session that signs every request with this credential pair.
+
+    The pair and its signature are registered for redaction from every log.
+    """
+    # The signature covers neither body, URL nor time (spec 5.3): once per session.
+    key = signature(access_token=access_token, secret_key=secret_key)
+    register_secret(access_token, secret_key, key)
+    protect_library_loggers()
+    session = requests.Session()
+    session.auth = _FleetAuth(access_token, key)  # also keeps ~/.netrc out
+    session.headers.update({"User-Agent": _USER_AGENT, "Accept": "application/json"})
+    # Server-to-server calls carry no state between users.
+    session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
+    adapter = HTTPAdapter(
+        pool_connections=4, pool_maxsize=32, max_retries=connect_retries(max_attempts)
+    )
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    return session
+
+
+def read_body(response: requests.Response) -> bytes:
+    """The whole body, in one read to its end.
+
+    `response.content` reads it 10 kB at a time through several layers, which
+    is slow for a large fleet's answer. The connection goes back to the pool
+    once the body is read. urllib3's errors become the `requests` errors that
+    `response.content` raises, so that callers see one family.
+    """
+    try:
+        return response.raw.read(decode_content=True)
+    except ReadTimeoutError as exc:
+        raise requests.ReadTimeout(exc, response=response) from exc
+    except ProtocolError as exc:  # the connection ended before the body did
+        raise requests.ConnectionError(exc, response=response) from exc
+    except DecodeError as exc:
+        raise requests.exceptions.ContentDecodingError(exc, response=response) from exc
+    finally:
+        response.close()
+
+
+def upstream_unavailable(
+    error: requests.RequestException, *, read_timeout: float, route: str, method: str
+) -> UpstreamUnavailable:
+    """The `FleetError` of a request that got no usable answer."""
+    return UpstreamUnavailable(
+        _describe(error, read_timeout),
+        sent=not _nothing_was_sent(error),
+        route=route,
+        method=method,
+    )
+
+
+def _nothing_was_sent(error: requests.RequestException) -> bool:
+    """True for connect errors: the request never left, urllib3 has retried them."""
+    if isinstance(error, requests.ConnectTimeout):
+        return True
+    cause = error.args[0] if error.args else None
+    if isinstance(cause, MaxRetryError):
+        cause = cause.reason
+    # NewConnectionError (refused, unresolvable) is a ConnectTimeoutError too.
+    return isinstance(cause, ConnectTimeoutError)
+
+
+def _describe(error: requests.RequestException, read_timeout: float) -> str:
+    if isinstance(error, requests.ConnectTimeout):
+        return "could not connect in time"
+    if isinstance(error, requests.ReadTimeout):
+        return f"no answer within {read_timeout:g} s"
+    if _nothing_was_sent(error):
+        return "could not connect"
+    if isinstance(error, requests.ConnectionError):
+        return "the connection was closed before a complete answer"
+    return f"the request failed ({type(error).__name__})"

@@ -1,328 +1,174 @@
 """Settings of Fleet Portal, read from the environment (and a local `.env`).
 
-Every variable is listed in the README. A bad value stops start-up with an
-`ImproperlyConfigured` that names the variable and the problem, never the
-value: credentials end up in terminals and log aggregators otherwise.
+Every variable is listed in the README and in deploy/fleet-portal.env.example.
+The readers are in portal/env.py: a bad value stops start-up with an
+`ImproperlyConfigured` that names the variable and the problem, never the value.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import os
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import environ
-from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
 
-from fleet.api.client import CNH_BATCH, CNH_LOOKUP, api_path
-from fleet.api.credentials import credential_problems
-from fleet.webhooks.tokens import webhook_token_problems
-from portal import environment as read
+from fleet.api.client import CNH_BATCH, CNH_LOOKUP
+from portal import env
+from signin.local_login import LocalLogin
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-env = environ.Env()
 # Tests set DJANGO_ENV_FILE to "" so that a developer's .env cannot change them.
-_env_file = os.environ.get("DJANGO_ENV_FILE", str(BASE_DIR / ".env"))
-if _env_file and Path(_env_file).is_file():
-    env.read_env(_env_file)
+env.load_file("DJANGO_ENV_FILE", default=BASE_DIR / ".env")
 
-DEBUG = env.bool("DEBUG", default=False)
+DEBUG = env.flag("DEBUG", default=False)
 
 FLEET_ENVIRONMENTS = ("emulator", "sandbox", "production")
-FLEET_ENVIRONMENT = env.str("FLEET_ENVIRONMENT", default="emulator")
-if FLEET_ENVIRONMENT not in FLEET_ENVIRONMENTS:
-    raise ImproperlyConfigured(f"FLEET_ENVIRONMENT must be one of {', '.join(FLEET_ENVIRONMENTS)}.")
+FLEET_ENVIRONMENT = env.choice("FLEET_ENVIRONMENT", choices=FLEET_ENVIRONMENTS, default="emulator")
 _ON_EMULATOR = FLEET_ENVIRONMENT == "emulator"
 
-
 _SECRET_KEY_DEFAULT = "django-insecure-dev-only-not-for-production" if DEBUG else None
-SECRET_KEY = read.credential("DJANGO_SECRET_KEY", default=_SECRET_KEY_DEFAULT)
-ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
-CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+SECRET_KEY = env.credential("DJANGO_SECRET_KEY", default=_SECRET_KEY_DEFAULT)
+ALLOWED_HOSTS = env.comma_list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.comma_list("CSRF_TRUSTED_ORIGINS", default=[])
 
 # --- The Fleet API -----------------------------------------------------------
 
 _EMULATOR_URL = "http://127.0.0.1:8001"
-FLEET_BASE_URL = read.url(
+FLEET_BASE_URL = env.url(
     "FLEET_BASE_URL", default=_EMULATOR_URL if _ON_EMULATOR else None, environment=FLEET_ENVIRONMENT
 )
-FLEET_LOGIN_URL = read.url(
+FLEET_LOGIN_URL = env.url(
     "FLEET_LOGIN_URL",
     default=f"{_EMULATOR_URL}/app" if _ON_EMULATOR else None,
     environment=FLEET_ENVIRONMENT,
 )
 # The emulator's demo pair is public (its README); real pairs must be given.
-FLEET_ACCESS_TOKEN = read.credential(
+FLEET_ACCESS_TOKEN = env.credential(
     "FLEET_ACCESS_TOKEN", default="demo-access-token" if _ON_EMULATOR else None
 )
-FLEET_SECRET_KEY = read.credential(
+FLEET_SECRET_KEY = env.credential(
     "FLEET_SECRET_KEY", default="demo-secret-key" if _ON_EMULATOR else None
 )
-
-
-def _webhook_tokens() -> list[str]:
-    """FLEET_WEBHOOK_TOKENS; outside the emulator each must look random (anyone who
-    guesses one can post fines), see fleet/webhooks/tokens.py."""
-    tokens: list[str] = env.list(
-        "FLEET_WEBHOOK_TOKENS", default=["dev-webhook-token"] if _ON_EMULATOR else []
-    )
-    for position, token in enumerate(tokens, start=1):
-        hint = ""
-        problems = credential_problems(token)
-        if not problems and not _ON_EMULATOR:
-            problems = webhook_token_problems(token)
-            hint = ' (make one with `python -c "import secrets; print(secrets.token_urlsafe(32))"`)'
-        if problems:
-            raise ImproperlyConfigured(
-                f"FLEET_WEBHOOK_TOKENS: token number {position} {'; '.join(problems)}{hint}."
-            )
-    return tokens
-
-
-FLEET_WEBHOOK_TOKENS = _webhook_tokens()
-
-
-def _dev_field_key() -> str:
-    """A Fernet key derived from SECRET_KEY: convenient locally, never in production."""
-    digest = hashlib.sha256(f"fleet-field-keys:{SECRET_KEY}".encode()).digest()
-    return base64.urlsafe_b64encode(digest).decode()
-
-
-FLEET_FIELD_KEYS = env.list("FLEET_FIELD_KEYS", default=[_dev_field_key()] if _ON_EMULATOR else [])
-if not FLEET_FIELD_KEYS:
-    raise ImproperlyConfigured(
-        "FLEET_FIELD_KEYS is not set: give one or more Fernet keys, newest first."
-    )
-for _position, _key in enumerate(FLEET_FIELD_KEYS, start=1):
-    try:
-        _valid = len(base64.urlsafe_b64decode(_key.encode())) == 32
-    except ValueError:
-        _valid = False
-    if not _valid:
-        raise ImproperlyConfigured(
-            f"FLEET_FIELD_KEYS: key number {_position} is not a Fernet key "
-            "(32 url-safe base64-encoded bytes; make one with "
-            "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key())'`)."
-        )
-# Interactive pages may wait this long for a Retry-After before giving up.
+# Tokens the webhook URL accepts (several while rotating); outside the emulator, random ones.
+FLEET_WEBHOOK_TOKENS = env.webhook_tokens("FLEET_WEBHOOK_TOKENS", on_emulator=_ON_EMULATOR)
+# Keys of the secrets kept in the database, newest first; derived from SECRET_KEY on the emulator.
+FLEET_FIELD_KEYS = env.fernet_keys(
+    "FLEET_FIELD_KEYS", default=[env.fernet_key_from(SECRET_KEY)] if _ON_EMULATOR else []
+)
 # The v1 codes with which `POST /key/generator` refuses a user's own e-mail or
 # password. The spec documents none (7.1), so only the codes named here are shown
 # to a manager as "wrong fleet password"; any other refusal is shown as what it
 # is, with the vendor's code, message and trace id. The emulator's is fbk_003;
 # for the vendor, set the code its documentation gives.
-FLEET_WRONG_LOGIN_CODES = env.list(
+FLEET_WRONG_LOGIN_CODES = env.comma_list(
     "FLEET_WRONG_LOGIN_CODES", default=["fbk_003"] if _ON_EMULATOR else []
 )
-FLEET_INTERACTIVE_RETRY_BUDGET = env.float("FLEET_INTERACTIVE_RETRY_BUDGET", default=2.0)
+# Interactive pages may wait this long for a Retry-After before giving up.
+FLEET_INTERACTIVE_RETRY_BUDGET = env.seconds("FLEET_INTERACTIVE_RETRY_BUDGET", default=2.0)
 # Seconds to wait for an answer of the Fleet API (the CNH lookup has its own 70 s).
-FLEET_READ_TIMEOUT = env.float("FLEET_READ_TIMEOUT", default=10.0)
+FLEET_READ_TIMEOUT = env.seconds("FLEET_READ_TIMEOUT", default=10.0, minimum=1.0)
 # The hosts an e-CRLV download may send a browser to (fleet/services/crlv.py). Empty: the
 # hosts of FLEET_BASE_URL and FLEET_LOGIN_URL; set it when the vendor serves documents
 # from another host (a storage or CDN domain).
-FLEET_DOWNLOAD_HOSTS = read.hosts("FLEET_DOWNLOAD_HOSTS")
-
+FLEET_DOWNLOAD_HOSTS = env.hosts("FLEET_DOWNLOAD_HOSTS")
 
 # The shared snapshot of the vehicle list (fleet/services/vehicles.py): fresh
 # for FLEET_VEHICLES_TTL, then refreshed by one worker; served stale while the
 # API fails for up to FLEET_VEHICLES_KEEP.
-FLEET_VEHICLES_TTL = read.seconds("FLEET_VEHICLES_TTL", default=60.0, minimum=1.0)
-FLEET_VEHICLES_KEEP = read.seconds(
+FLEET_VEHICLES_TTL = env.seconds("FLEET_VEHICLES_TTL", default=60.0, minimum=1.0)
+FLEET_VEHICLES_KEEP = env.seconds(
     "FLEET_VEHICLES_KEEP", default=86400.0, minimum=FLEET_VEHICLES_TTL
 )
 # How long a request with no data at all waits for another worker's refresh.
-FLEET_VEHICLES_WAIT = read.seconds("FLEET_VEHICLES_WAIT", default=5.0)
+FLEET_VEHICLES_WAIT = env.seconds("FLEET_VEHICLES_WAIT", default=5.0)
 # After a failed refresh (without Retry-After), no worker tries again for this long.
-FLEET_VEHICLES_FAILURE_BACKOFF = read.seconds("FLEET_VEHICLES_FAILURE_BACKOFF", default=10.0)
-
+FLEET_VEHICLES_FAILURE_BACKOFF = env.seconds("FLEET_VEHICLES_FAILURE_BACKOFF", default=10.0)
 
 # Driver licence (CNH) lookups (fleet/services/cnh.py). The spec does not show
 # their paths: the defaults are the emulator's; a deployment must set the
 # vendor's documented values.
-def _api_path(name: str, *, default: str) -> str:
-    value = os.environ.get(name, "").strip() or default
-    try:
-        return api_path(value)
-    except ValueError:
-        raise ImproperlyConfigured(
-            f"{name} must be a path of the Fleet API starting with '/', without a query."
-        ) from None
-
-
-FLEET_CNH_LOOKUP_PATH = _api_path("FLEET_CNH_LOOKUP_PATH", default=CNH_LOOKUP)
-FLEET_CNH_BATCH_PATH = _api_path("FLEET_CNH_BATCH_PATH", default=CNH_BATCH)
+FLEET_CNH_LOOKUP_PATH = env.api_path("FLEET_CNH_LOOKUP_PATH", default=CNH_LOOKUP)
+FLEET_CNH_BATCH_PATH = env.api_path("FLEET_CNH_BATCH_PATH", default=CNH_BATCH)
 # Calls of one lookup (the first and its automatic retries) before it is marked failed.
-FLEET_CNH_MAX_ATTEMPTS = read.number(
-    "FLEET_CNH_MAX_ATTEMPTS", default=5, minimum=1, kind=int, what="a whole number"
-)
+FLEET_CNH_MAX_ATTEMPTS = env.whole_number("FLEET_CNH_MAX_ATTEMPTS", default=5, minimum=1)
 # CPFs in one batch lookup (the spec does not show the API's limit).
-FLEET_CNH_BATCH_LIMIT = read.number(
-    "FLEET_CNH_BATCH_LIMIT", default=100, minimum=1, kind=int, what="a whole number"
-)
+FLEET_CNH_BATCH_LIMIT = env.whole_number("FLEET_CNH_BATCH_LIMIT", default=100, minimum=1)
 # CPFs one user may look up in a day (the portal's time zone's day), and how many
 # days lookups (CPFs and licences: personal data) are kept before the worker purges them.
-FLEET_CNH_DAILY_LIMIT = read.number(
-    "FLEET_CNH_DAILY_LIMIT", default=300, minimum=1, kind=int, what="a whole number"
-)
-FLEET_CNH_RETENTION_DAYS = read.number(
-    "FLEET_CNH_RETENTION_DAYS", default=180, minimum=1, kind=int, what="a whole number"
-)
+FLEET_CNH_DAILY_LIMIT = env.whole_number("FLEET_CNH_DAILY_LIMIT", default=300, minimum=1)
+FLEET_CNH_RETENTION_DAYS = env.whole_number("FLEET_CNH_RETENTION_DAYS", default=180, minimum=1)
+
 # The webhook receiver (fleet/views/webhook_receiver.py): the largest body it stores,
 # and how many reverse proxies in front of the portal append to X-Forwarded-For
 # (0: the source address is the connection's own, REMOTE_ADDR).
-FLEET_WEBHOOK_MAX_BYTES = read.number(
-    "FLEET_WEBHOOK_MAX_BYTES", default=256 * 1024, minimum=1024, kind=int, what="a whole number"
+FLEET_WEBHOOK_MAX_BYTES = env.whole_number(
+    "FLEET_WEBHOOK_MAX_BYTES", default=256 * 1024, minimum=1024
 )
-FLEET_WEBHOOK_PROXY_COUNT = read.number(
-    "FLEET_WEBHOOK_PROXY_COUNT", default=0, minimum=0, kind=int, what="a whole number"
-)
+FLEET_WEBHOOK_PROXY_COUNT = env.whole_number("FLEET_WEBHOOK_PROXY_COUNT", default=0, minimum=0)
 # Seconds a stored webhook delivery may wait for the worker to process it with others.
-FLEET_WEBHOOK_BATCH_SECONDS = read.seconds("FLEET_WEBHOOK_BATCH_SECONDS", default=1.0)
+FLEET_WEBHOOK_BATCH_SECONDS = env.seconds("FLEET_WEBHOOK_BATCH_SECONDS", default=1.0)
 # Payload keys never seen before that one delivery may add to the admin's report of
 # unknown keys; beyond that they are counted on the delivery (a payload of thousands
 # of made-up keys must not become thousands of rows).
-FLEET_WEBHOOK_UNKNOWN_KEYS_MAX = read.number(
-    "FLEET_WEBHOOK_UNKNOWN_KEYS_MAX", default=100, minimum=0, kind=int, what="a whole number"
+FLEET_WEBHOOK_UNKNOWN_KEYS_MAX = env.whole_number(
+    "FLEET_WEBHOOK_UNKNOWN_KEYS_MAX", default=100, minimum=0
 )
 # Seconds between two refreshes of the dashboard's counts of fines and notifications.
-FLEET_COUNTS_POLL_SECONDS = read.number(
-    "FLEET_COUNTS_POLL_SECONDS", default=10, minimum=1, kind=int, what="a whole number"
-)
+FLEET_COUNTS_POLL_SECONDS = env.whole_number("FLEET_COUNTS_POLL_SECONDS", default=10, minimum=1)
 
 # --- Alerts (alerts/) ----------------------------------------------------------------
-# E-mail through Django's mailers, from django-environ's e-mail URL
-# (`smtp+tls://user:password@host:587`, `consolemail://`, `filemail:///path/to/folder`).
+
+# E-mail through Django's mailers, from EMAIL_URL (and EMAIL_TIMEOUT for SMTP).
 # `make run` (DEBUG) prints e-mails to the worker's console unless EMAIL_URL says otherwise.
-
-
-def _mailer() -> dict[str, object]:
-    """MAILERS["default"] from EMAIL_URL (Django 6.1's mailers; the EMAIL_* settings are
-    deprecated)."""
-    url = os.environ.get("EMAIL_URL", "").strip() or ("consolemail://" if DEBUG else "smtp://")
-    try:
-        parsed = env.email_url_config(url)
-    except (ImproperlyConfigured, ValueError):
-        raise ImproperlyConfigured(
-            "EMAIL_URL must be an e-mail URL: smtp://, smtp+tls://, smtp+ssl://, "
-            "consolemail:// or filemail:///folder."
-        ) from None
-    backend = parsed["EMAIL_BACKEND"]
-    options: dict[str, object] = {}
-    if backend.endswith(".smtp.EmailBackend"):
-        names = {
-            "EMAIL_HOST": "host",
-            "EMAIL_PORT": "port",
-            "EMAIL_HOST_USER": "username",
-            "EMAIL_HOST_PASSWORD": "password",
-            "EMAIL_USE_TLS": "use_tls",
-            "EMAIL_USE_SSL": "use_ssl",
-        }
-        options = {name: parsed[key] for key, name in names.items() if parsed.get(key)}
-        options.setdefault("host", "localhost")
-        options["timeout"] = read.seconds("EMAIL_TIMEOUT", default=30.0, minimum=1.0)
-    elif backend.endswith(".filebased.EmailBackend"):
-        folder = parsed["EMAIL_FILE_PATH"]  # the URL's path without its first slash
-        options["file_path"] = f"/{folder}" if folder else str(BASE_DIR / "sent-emails")
-    return {"BACKEND": backend, "OPTIONS": options}
-
-
-MAILERS = {"default": _mailer()}
-DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Fleet Portal <fleet-portal@localhost>")
-SERVER_EMAIL = env.str("SERVER_EMAIL", default=DEFAULT_FROM_EMAIL)
+MAILERS = {
+    "default": env.mailer(
+        "EMAIL_URL",
+        default="consolemail://" if DEBUG else "smtp://",
+        sent_folder=BASE_DIR / "sent-emails",
+    )
+}
+DEFAULT_FROM_EMAIL = env.text("DEFAULT_FROM_EMAIL", default="Fleet Portal <fleet-portal@localhost>")
+SERVER_EMAIL = env.text("SERVER_EMAIL", default=DEFAULT_FROM_EMAIL)
 # The portal's own address, for the links in alerts (e-mails and outgoing webhooks are
 # read outside any request). Empty outside the emulator until set: alerts then wait,
 # and the worker says why in its log.
-PORTAL_BASE_URL = (
-    read.url("PORTAL_BASE_URL", default="http://127.0.0.1:8000", environment=FLEET_ENVIRONMENT)
-    if os.environ.get("PORTAL_BASE_URL", "").strip() or _ON_EMULATOR
-    else ""
+PORTAL_BASE_URL = env.url(
+    "PORTAL_BASE_URL",
+    default="http://127.0.0.1:8000",
+    environment=FLEET_ENVIRONMENT,
+    optional=not _ON_EMULATOR,
 )
 # Immediate e-mails one user gets in an hour; beyond it, alerts wait and go as one digest.
-ALERTS_HOURLY_CAP = read.number(
-    "ALERTS_HOURLY_CAP", default=10, minimum=1, kind=int, what="a whole number"
-)
+ALERTS_HOURLY_CAP = env.whole_number("ALERTS_HOURLY_CAP", default=10, minimum=1)
 # A worker that claimed alerts and died: after this long another worker sends them.
-ALERTS_SEND_LEASE_SECONDS = read.seconds("ALERTS_SEND_LEASE_SECONDS", default=300.0, minimum=1.0)
+ALERTS_SEND_LEASE_SECONDS = env.seconds("ALERTS_SEND_LEASE_SECONDS", default=300.0, minimum=1.0)
 # Attempts of one alert before it is kept as failed (shown in the admin), and the first
 # wait between attempts (doubled after each failure, at most six hours).
-ALERTS_MAX_ATTEMPTS = read.number(
-    "ALERTS_MAX_ATTEMPTS", default=8, minimum=1, kind=int, what="a whole number"
-)
-ALERTS_RETRY_SECONDS = read.seconds("ALERTS_RETRY_SECONDS", default=60.0, minimum=1.0)
+ALERTS_MAX_ATTEMPTS = env.whole_number("ALERTS_MAX_ATTEMPTS", default=8, minimum=1)
+ALERTS_RETRY_SECONDS = env.seconds("ALERTS_RETRY_SECONDS", default=60.0, minimum=1.0)
 # Days an e-mail's unsubscribe link works (long enough for any mailbox).
-ALERTS_UNSUBSCRIBE_DAYS = read.number(
-    "ALERTS_UNSUBSCRIBE_DAYS", default=90, minimum=1, kind=int, what="a whole number"
-)
+ALERTS_UNSUBSCRIBE_DAYS = env.whole_number("ALERTS_UNSUBSCRIBE_DAYS", default=90, minimum=1)
 # Days without a sign-in after which a person whose access comes from an identity
 # provider gets a last e-mail and no more alerts (until they sign in again).
-ALERTS_INACTIVE_DAYS = read.number(
-    "ALERTS_INACTIVE_DAYS", default=30, minimum=1, kind=int, what="a whole number"
-)
+ALERTS_INACTIVE_DAYS = env.whole_number("ALERTS_INACTIVE_DAYS", default=30, minimum=1)
 # Outgoing webhooks (alerts/outbound.py): total seconds for one POST, from the address
 # lookup to the last byte; whether a subscription may point at a loopback, private or
 # link-local address (an SSRF door: off in production); the ports a subscription may use
 # outside the emulator (https only there); and how many subscriptions one user may hold.
-ALERTS_WEBHOOK_TIMEOUT = read.seconds("ALERTS_WEBHOOK_TIMEOUT", default=10.0, minimum=1.0)
-ALERTS_WEBHOOK_ALLOW_PRIVATE = env.bool("ALERTS_WEBHOOK_ALLOW_PRIVATE", default=DEBUG)
-
-
-ALERTS_WEBHOOK_PORTS = read.ports("ALERTS_WEBHOOK_PORTS", default=[443])
-ALERTS_WEBHOOKS_PER_USER = read.number(
-    "ALERTS_WEBHOOKS_PER_USER", default=5, minimum=1, kind=int, what="a whole number"
-)
+ALERTS_WEBHOOK_TIMEOUT = env.seconds("ALERTS_WEBHOOK_TIMEOUT", default=10.0, minimum=1.0)
+ALERTS_WEBHOOK_ALLOW_PRIVATE = env.flag("ALERTS_WEBHOOK_ALLOW_PRIVATE", default=DEBUG)
+ALERTS_WEBHOOK_PORTS = env.ports("ALERTS_WEBHOOK_PORTS", default=[443])
+ALERTS_WEBHOOKS_PER_USER = env.whole_number("ALERTS_WEBHOOKS_PER_USER", default=5, minimum=1)
 
 # --- Portal sign-in (signin/) -----------------------------------------------------
-# The organisation's identity provider (OpenID Connect), one from the environment;
+# The organisation's identity provider (OpenID Connect), one from the OIDC_* variables;
 # more can be added in the admin (social applications). django-allauth runs the
 # flow, signin/ decides who gets in and as what; django-axes locks local logins.
 
-
-def _oidc_scopes() -> dict[str, list[str]]:
-    """OIDC_SCOPES (space-separated) as the provider's `scope` setting; unset, nothing:
-    the portal then asks for `openid profile email` and the groups claim's scope."""
-    scopes = os.environ.get("OIDC_SCOPES", "").split()
-    if not scopes:
-        return {}
-    if "openid" not in scopes:
-        raise ImproperlyConfigured("OIDC_SCOPES must include openid.")
-    # RFC 6749 3.3: printable ASCII, no double quote or backslash.
-    if any(char in '"\\' or not "!" <= char <= "~" for scope in scopes for char in scope):
-        raise ImproperlyConfigured(
-            "OIDC_SCOPES may hold only printable ASCII, no quote or backslash, "
-            "its scopes separated by spaces."
-        )
-    return {"scope": scopes}
-
-
-def _oidc_provider() -> dict[str, object] | None:
-    issuer = os.environ.get("OIDC_ISSUER", "").strip()
-    if not issuer:
-        return None
-    issuer = read.url("OIDC_ISSUER", default=None, environment=FLEET_ENVIRONMENT)
-    client_id = read.credential("OIDC_CLIENT_ID", default=None)
-    client_secret = read.credential("OIDC_CLIENT_SECRET", default=None)
-    return {
-        "provider_id": env.str("OIDC_PROVIDER_ID", default="sso"),
-        "name": env.str("OIDC_PROVIDER_NAME", default="") or urlsplit(issuer).hostname,
-        "client_id": client_id,
-        "secret": client_secret,
-        "settings": {
-            "server_url": issuer,
-            "allowed_domains": read.names("OIDC_ALLOWED_DOMAINS"),
-            "groups_claim": env.str("OIDC_GROUPS_CLAIM", default="groups") or "groups",
-            "manager_groups": read.names("OIDC_MANAGER_GROUPS"),
-            "admin_groups": read.names("OIDC_ADMIN_GROUPS"),
-        }
-        | _oidc_scopes(),
-    }
-
-
-_OIDC_APP = _oidc_provider()
+_OIDC_APP = env.oidc_provider(environment=FLEET_ENVIRONMENT)
 SOCIALACCOUNT_PROVIDERS = {
     "openid_connect": {
         # allauth's provider, with PKCE, a nonce and the ID token's signature always checked.
@@ -341,12 +187,9 @@ ACCOUNT_EMAIL_VERIFICATION = "none"
 ACCOUNT_LOGIN_METHODS = {"username"}
 ACCOUNT_SIGNUP_FIELDS = ["username*", "password1*", "password2*"]
 
-_LOCAL_LOGIN_MODES = ("on", "staff", "off")
 # Unset: "on" without an identity provider, "staff" with one (decided per request,
 # since providers may also come from the admin).
-LOCAL_LOGIN = os.environ.get("LOCAL_LOGIN", "").strip().lower() or None
-if LOCAL_LOGIN is not None and LOCAL_LOGIN not in _LOCAL_LOGIN_MODES:
-    raise ImproperlyConfigured(f"LOCAL_LOGIN must be one of {', '.join(_LOCAL_LOGIN_MODES)}.")
+LOCAL_LOGIN = env.optional_choice("LOCAL_LOGIN", choices=LocalLogin)
 
 # --- Django -------------------------------------------------------------------
 
@@ -414,9 +257,11 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+    "default": env.database("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
 }
-DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+DATABASES["default"].setdefault(
+    "CONN_MAX_AGE", env.whole_number("CONN_MAX_AGE", default=60, minimum=0, unit="seconds")
+)
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A laptop's SQLite: WAL lets readers and a writer work at once, NORMAL sync
@@ -457,22 +302,16 @@ AUTHENTICATION_BACKENDS = [
 ]
 # Sessions end after SESSION_IDLE_MINUTES without activity (signin.middleware)
 # and SESSION_MAX_HOURS after sign-in whatever happens.
-SESSION_IDLE_MINUTES = read.number(
-    "SESSION_IDLE_MINUTES", default=30, minimum=1, kind=int, what="a whole number of minutes"
+SESSION_IDLE_MINUTES = env.whole_number(
+    "SESSION_IDLE_MINUTES", default=30, minimum=1, unit="minutes"
 )
-SESSION_MAX_HOURS = read.number(
-    "SESSION_MAX_HOURS", default=12, minimum=1, kind=int, what="a whole number of hours"
-)
+SESSION_MAX_HOURS = env.whole_number("SESSION_MAX_HOURS", default=12, minimum=1, unit="hours")
 SESSION_COOKIE_AGE = SESSION_MAX_HOURS * 3600
 # Local logins: after LOGIN_FAILURE_LIMIT wrong passwords for one username or from one
 # address, that username or address is locked for LOGIN_LOCKOUT_MINUTES (django-axes).
-AXES_FAILURE_LIMIT = read.number(
-    "LOGIN_FAILURE_LIMIT", default=10, minimum=1, kind=int, what="a whole number"
-)
+AXES_FAILURE_LIMIT = env.whole_number("LOGIN_FAILURE_LIMIT", default=10, minimum=1)
 AXES_COOLOFF_TIME = timedelta(
-    minutes=read.number(
-        "LOGIN_LOCKOUT_MINUTES", default=15, minimum=1, kind=int, what="a whole number of minutes"
-    )
+    minutes=env.whole_number("LOGIN_LOCKOUT_MINUTES", default=15, minimum=1, unit="minutes")
 )
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
@@ -484,7 +323,7 @@ AXES_SENSITIVE_PARAMETERS = ["password", "csrfmiddlewaretoken"]
 LANGUAGE_CODE = "pt-br"
 LANGUAGES = [("pt-br", _("Portuguese (Brazil)")), ("en", _("English"))]
 LOCALE_PATHS = [BASE_DIR / "locale"]
-TIME_ZONE = env.str("TIME_ZONE", default="America/Sao_Paulo")
+TIME_ZONE = env.text("TIME_ZONE", default="America/Sao_Paulo")
 USE_I18N = True
 USE_TZ = True
 
@@ -527,18 +366,20 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin-allow-popups"
-SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
-CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+SESSION_COOKIE_SECURE = env.flag("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env.flag("CSRF_COOKIE_SECURE", default=not DEBUG)
 SESSION_COOKIE_HTTPONLY = True
 # In production the portal answers over HTTPS only: its cookies are Secure, so a page
 # over plain http could not even sign in. Behind a proxy that ends TLS, Django must learn
 # the scheme from it (USE_X_FORWARDED_PROTO, or gunicorn's forwarded_allow_ips), or these
 # redirects would loop. Load balancers may probe /healthz over plain http.
 _PRODUCTION = FLEET_ENVIRONMENT == "production"
-SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=_PRODUCTION)
+SECURE_SSL_REDIRECT = env.flag("SECURE_SSL_REDIRECT", default=_PRODUCTION)
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
-SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 24 * 3600 if _PRODUCTION else 0)
-if env.bool("USE_X_FORWARDED_PROTO", default=False):
+SECURE_HSTS_SECONDS = env.whole_number(
+    "SECURE_HSTS_SECONDS", default=365 * 24 * 3600 if _PRODUCTION else 0, minimum=0, unit="seconds"
+)
+if env.flag("USE_X_FORWARDED_PROTO", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # `manage.py check --deploy` warnings the portal answers on purpose (a test runs the
 # check with a production environment and fails on any other warning).
@@ -553,6 +394,8 @@ SILENCED_SYSTEM_CHECKS = [
 ]
 
 # --- Logging --------------------------------------------------------------------
+
+_LOG_LEVEL = env.text("FLEET_LOG_LEVEL", default="INFO")
 
 LOGGING = {
     "version": 1,
@@ -583,8 +426,8 @@ LOGGING = {
     },
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
-        "fleet": {"level": env.str("FLEET_LOG_LEVEL", default="INFO")},
-        "signin": {"level": env.str("FLEET_LOG_LEVEL", default="INFO")},
+        "fleet": {"level": _LOG_LEVEL},
+        "signin": {"level": _LOG_LEVEL},
         "axes": {"level": "INFO"},  # every local sign-in, failure and lockout
         "axes.apps": {"level": "WARNING"},
         "django": {"level": "INFO"},

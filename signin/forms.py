@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
-from signin.providers import LocalLogin
+from signin.local_login import LocalLogin
 
 
 class LocalLoginForm(AuthenticationForm):

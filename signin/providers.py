@@ -8,7 +8,6 @@ administrators only, `off`; unset, `on` without a provider and `staff` with one.
 
 from __future__ import annotations
 
-import enum
 import logging
 from urllib.parse import urlencode, urlsplit
 
@@ -19,15 +18,10 @@ from django.conf import settings
 from django.http import HttpRequest
 from requests import RequestException
 
+from signin.local_login import LocalLogin
 from signin.oidc.provider import OrganisationProvider
 
 logger = logging.getLogger(__name__)
-
-
-class LocalLogin(enum.StrEnum):
-    ON = "on"
-    STAFF = "staff"
-    OFF = "off"
 
 
 def provider_list(request: HttpRequest) -> list[OrganisationProvider]:

@@ -23,8 +23,9 @@ from django.views.decorators.http import require_GET, require_POST
 from signin import sessions
 from signin.addresses import client_address
 from signin.forms import LocalLoginForm
+from signin.local_login import LocalLogin
 from signin.models import SsoOutcome
-from signin.providers import LocalLogin, local_login_mode, provider_list, provider_logout_url
+from signin.providers import local_login_mode, provider_list, provider_logout_url
 
 if TYPE_CHECKING:
     from allauth.socialaccount.providers.base import Provider

@@ -154,6 +154,22 @@ def test_bad_webhook_and_poll_settings_stop_start_up(name, value, problem):
     assert f"{name} {problem}" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "problem"),
+    [
+        ("FLEET_READ_TIMEOUT", "ten", "must be a number of seconds."),
+        ("FLEET_READ_TIMEOUT", "0", "must be a number of seconds, at least 1."),
+        ("FLEET_INTERACTIVE_RETRY_BUDGET", "-1", "must be a number of seconds, at least 0."),
+        ("FLEET_INTERACTIVE_RETRY_BUDGET", "inf", "must be a number of seconds, at least 0."),
+    ],
+)
+def test_bad_fleet_api_durations_stop_start_up(name, value, problem):
+    result = start(**{name: value})
+
+    assert result.returncode != 0
+    assert f"{name} {problem}" in result.stderr
+
+
 def test_a_webhook_token_with_stray_whitespace_is_refused_without_showing_it():
     result = start(FLEET_WEBHOOK_TOKENS="good-token-123456,bad-token-654321 ")
 

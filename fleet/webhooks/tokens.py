@@ -13,7 +13,7 @@ The rules are calibrated so that such a generator's output (hex, url-safe
 base64, a UUID, even digits alone) is practically never refused. Messages
 name the problem, never the value or a part of it.
 
-Pure functions, no Django: `portal/settings.py` calls `webhook_token_problems`.
+Pure functions, no Django: `portal/env.py` calls `webhook_token_problems`.
 """
 
 from __future__ import annotations

@@ -29,17 +29,14 @@ from pathlib import Path
 
 import requests
 
-from bench.support import (
+from bench.portal_setup import PortalUser, portal_environment, portal_log_in, portal_prepare
+from bench.servers import (
     LOOPBACK,
     ROOT,
-    PortalUser,
     Server,
     ServerFailed,
     bench_main,
     free_port,
-    portal_environment,
-    portal_log_in,
-    portal_prepare,
     running_emulator,
     running_portal,
 )

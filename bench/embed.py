@@ -31,22 +31,23 @@ from urllib.parse import parse_qs, urlsplit
 
 import requests
 
-from bench.support import (
+from bench.portal_setup import (
     DEMO_FLEET_EMAIL,
     DEMO_FLEET_PASSWORD,
-    Server,
-    ServerFailed,
-    Summary,
-    ensure_running,
     portal_environment,
     portal_log_in,
     portal_prepare,
+)
+from bench.servers import (
+    Server,
+    ServerFailed,
+    ensure_running,
     running_emulator,
     running_portal,
     sigterm_as_interrupt,
-    summarize,
     upstream_session,
 )
+from bench.stats import Summary, summarize
 
 WORKERS, THREADS = 2, 4
 _IFRAME_SRC = re.compile(r"<iframe\b[^>]*\ssrc=\"([^\"]*)\"")

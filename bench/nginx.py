@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.support import LOOPBACK, ROOT, ServerFailed, free_port, stop
+from bench.servers import LOOPBACK, ROOT, ServerFailed, free_port, stop
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 _START_TIMEOUT = 10.0

@@ -75,6 +75,21 @@ import requests
 
 from bench import soak_subscribers, webhooks_reliability
 from bench.nginx import NGINX, start_nginx
+from bench.portal_setup import (
+    DEMO_FLEET_EMAIL,
+    DEMO_FLEET_PASSWORD,
+    portal_environment,
+    portal_migrate,
+)
+from bench.servers import (
+    ROOT,
+    ServerFailed,
+    bench_main,
+    portal_call,
+    running_emulator,
+    stop,
+    upstream_session,
+)
 from bench.soak_services import (
     Postgres,
     Redis,
@@ -85,20 +100,7 @@ from bench.soak_services import (
 )
 from bench.soak_slow import SlowConnections
 from bench.soak_subscribers import DESCRIPTION, HEALTHY, SUBSCRIBE, Interruption, Subscribers
-from bench.support import (
-    DEMO_FLEET_EMAIL,
-    DEMO_FLEET_PASSWORD,
-    ROOT,
-    ServerFailed,
-    bench_main,
-    percentile,
-    portal_call,
-    portal_environment,
-    portal_migrate,
-    running_emulator,
-    stop,
-    upstream_session,
-)
+from bench.stats import percentile
 
 GUNICORN_WORKERS = 4
 DOWN_SECONDS = 2.0  # how long Redis and PostgreSQL stay down when restarted

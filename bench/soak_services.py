@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.support import LOOPBACK, ROOT, ServerFailed, free_port, stop
+from bench.servers import LOOPBACK, ROOT, ServerFailed, free_port, stop
 
 HOST_ROOT = "/srv/fleet-portal"
 _START_TIMEOUT = 30.0

@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 
-from bench.support import LOOPBACK
+from bench.servers import LOOPBACK
 
 _TRICKLE_SECONDS = 4.0
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from bench.support import LOOPBACK
+from bench.servers import LOOPBACK
 
 HEAD_END = b"\r\n\r\n"
 
@@ -311,7 +311,7 @@ class Interruption:
 
 def portal_state() -> dict[str, Any]:
     """Per soak subscription: its alerts by status, the ids of those sent, and its
-    attempts (in a configured Django process: `bench.support.portal_call`)."""
+    attempts (in a configured Django process: `bench.servers.portal_call`)."""
     from django.db.models import Max
 
     from alerts.models import Alert, WebhookAttempt, WebhookSubscription

@@ -49,26 +49,22 @@ from urllib.parse import urlsplit
 import redis
 import requests
 
-from bench.support import (
+from bench.portal_setup import PortalUser, portal_environment, portal_log_in, portal_prepare
+from bench.servers import (
     LOOPBACK,
     ROOT,
-    Load,
-    PortalUser,
     Server,
     ServerFailed,
     ensure_running,
     free_port,
-    parse_wrk,
-    percentile,
-    portal_environment,
-    portal_log_in,
-    portal_prepare,
     portal_restart_workers,
     running_emulator,
     running_portal,
     sigterm_as_interrupt,
     upstream_session,
 )
+from bench.stats import percentile
+from bench.wrk import Load, parse_wrk
 
 SIZES = (1_000, 10_000, 50_000)
 MEMORY_SIZE = 50_000

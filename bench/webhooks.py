@@ -64,22 +64,23 @@ from urllib.parse import urlsplit
 
 import requests
 
-from bench.support import (
-    ROOT,
-    Load,
-    ProcessedWaiter,
-    ServerFailed,
+from bench.portal_setup import (
     add_database_argument,
-    bench_main,
-    parse_wrk,
     portal_empty_webhook_tables,
     portal_environment,
     portal_migrate,
+)
+from bench.servers import (
+    ROOT,
+    ProcessedWaiter,
+    ServerFailed,
+    bench_main,
     portal_wait_processed,
     running_emulator,
     running_portal,
     running_worker,
 )
+from bench.wrk import Load, parse_wrk
 
 TOKEN = "bench-webhook-token"
 TARGET = 0.8  # receiver / floor; the earlier 0.5 of the bare view is retired

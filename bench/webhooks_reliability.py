@@ -39,15 +39,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench.support import (
-    ROOT,
-    ServerFailed,
+from bench.portal_setup import (
     add_database_argument,
-    bench_main,
-    portal_call,
     portal_empty_webhook_tables,
     portal_environment,
     portal_migrate,
+)
+from bench.servers import (
+    ROOT,
+    ServerFailed,
+    bench_main,
+    portal_call,
     portal_wait_processed,
     running_emulator,
     running_portal,

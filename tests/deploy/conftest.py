@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from bench.support import stop
+from bench.servers import stop
 from tests.conftest import ROOT, _database_url
 
 TOKEN = secrets.token_urlsafe(32)

@@ -20,7 +20,7 @@ import requests
 
 from bench.nginx import NGINX, Nginx
 from bench.nginx import start_nginx as start_nginx_
-from bench.support import ServerFailed, stop
+from bench.servers import ServerFailed, stop
 from fleet.models import WebhookDelivery
 from tests.deploy.conftest import TOKEN, Gunicorn
 

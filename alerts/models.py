@@ -201,7 +201,7 @@ class Alert(models.Model):
     Sending: a worker claims due rows with one conditional UPDATE (`status`
     to `sending`, its own `claim`, a lease), sends, then marks them `sent`.
     A worker that dies leaves its rows `sending` until the lease ends; another
-    then sends them again (see alerts.services.sending for the boundary).
+    then sends them again (see alerts.services.claims for the boundary).
     """
 
     public_id = models.UUIDField(_("public id"), default=uuid.uuid4, unique=True, editable=False)

@@ -31,6 +31,7 @@ WATCHED = (
     "fleet.views.cnh",
     "alerts.tasks",
     "alerts.services.outbox",
+    "alerts.services.claims",
     "alerts.services.sending",
 )
 

@@ -1,31 +1,7 @@
 """Sending the outbox: the worker claims due alerts, sends them, and marks them sent.
 
-Claiming is one conditional UPDATE through the ORM: rows still due (waiting
-and due, or claimed by a worker whose lease ran out) become `sending`, with
-this run's `claim` and a lease of ALERTS_SEND_LEASE_SECONDS. Two workers
-cannot both claim a row: the UPDATE's condition is evaluated again on the
-row it locks, so the second finds it `sending` and leaves it.
-
-What a crash does, honestly:
-
-- killed before the message left (composing it, connecting, in the middle
-  of the SMTP conversation or of the POST): the rows stay `sending` until
-  the lease ends, then a later run sends them. Nothing is lost, nothing is
-  sent twice.
-- killed in the instant between the server's acceptance (SMTP's 250 after
-  the data, an HTTP 2xx) and the UPDATE that marks the rows `sent`: the
-  message is sent again after the lease. This window, a few milliseconds, is
-  at-least-once; the repeat carries the same `Message-ID` or `webhook-id`,
-  so a mail system or a receiver can recognise it. No design with an
-  external server avoids it: marking before sending would turn it into a
-  loss instead.
-
-A failure (refused, timed out, unreachable) is retried with a doubling wait
-(ALERTS_RETRY_SECONDS, 2x, 4x... at most six hours), ALERTS_MAX_ATTEMPTS
-times, then kept as `failed` with its error, for the admin. Each claim counts
-as an attempt, so an alert whose sending kills the worker (or outlives its
-lease) every time is not claimed for ever: once its attempts are spent, the
-next claim marks it `failed` and says why.
+How alerts are claimed, what a crash in the middle does and how failures are
+retried: `claims`.
 
 Webhooks: one subscription's due alerts are claimed together and posted in
 order, by a small pool of threads, a subscription per thread: a subscriber
@@ -43,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections import Counter, deque
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -54,8 +29,7 @@ from typing import Any, Final
 import orjson
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import CharField, F, Min, Q, QuerySet, Value
-from django.db.models.functions import Cast, Concat
+from django.db.models import F, Min, QuerySet
 from django.utils import timezone
 
 from alerts.models import (
@@ -67,8 +41,16 @@ from alerts.models import (
     WebhookAttempt,
 )
 from alerts.outbound import PostOutcome, webhook_post
+from alerts.services.claims import (
+    claim,
+    due,
+    mark_cancelled,
+    mark_failed,
+    mark_sent,
+    retry_wait,
+    still_claimed,
+)
 from alerts.services.emails import absolute_url, alert_email
-from alerts.services.outbox import SEND_TASK
 from alerts.services.pauses import alerts_paused
 from alerts.services.preferences import alert_preferences_get
 from alerts.signing import signed_headers
@@ -84,7 +66,6 @@ _WEBHOOK_SENDERS: Final = 8  # subscriptions posted to at once (threads of one r
 _LOOK_AGAIN_S: Final = 0.5  # while POSTs are under way, how often to look for more due
 _USERS_AT_ONCE: Final = 20
 _HOUR: Final = timedelta(hours=1)
-_LONGEST_WAIT: Final = timedelta(hours=6)
 WEBHOOK_TYPES: Final = {
     AlertEvent.NEW_FINE: "fine.created",
     AlertEvent.FINE_DOCUMENT: "fine.document_available",
@@ -111,7 +92,7 @@ def alerts_send_due(*, budget_s: float = 30.0) -> Counter[str]:
     done: set[int] = set()
     while _time_left(deadline):
         users = list(
-            Alert.objects.filter(_due(timezone.now()), channel=AlertChannel.EMAIL)
+            Alert.objects.filter(due(timezone.now()), channel=AlertChannel.EMAIL)
             .exclude(user_id__in=done)
             .order_by()
             .values_list("user_id", flat=True)
@@ -121,7 +102,7 @@ def alerts_send_due(*, budget_s: float = 30.0) -> Counter[str]:
             break
         for user_id in users:
             done.add(user_id)
-            claimed = _claim(
+            claimed = claim(
                 Alert.objects.filter(user_id=user_id, channel=AlertChannel.EMAIL), _EMAIL_CLAIM
             )
             if claimed:
@@ -162,131 +143,9 @@ def webhook_message_id(alert: Alert) -> str:
     return f"msg_{alert.public_id.hex}"
 
 
-# --- Claiming and marking -------------------------------------------------------------
-
-
-def _due(now: datetime) -> Q:
-    return Q(status=AlertStatus.PENDING, due_at__lte=now) | Q(
-        status=AlertStatus.SENDING, lease_until__lte=now
-    )
-
-
 def _time_left(deadline: float) -> bool:
     """Whether this run may start more work: its budget lasts and the worker is not stopping."""
     return time.monotonic() < deadline and not worker.stopping()
-
-
-def _claim(candidates: QuerySet[Alert], limit: int) -> list[Alert]:
-    """Claim up to `limit` due alerts of `candidates` for this run; those it got.
-
-    Those due whose attempts are spent are marked failed instead (`_spent_give_up`).
-    """
-    now = timezone.now()
-    _spent_give_up(candidates, now)
-    pks = list(
-        candidates.filter(_due(now)).order_by("due_at", "pk").values_list("pk", flat=True)[:limit]
-    )
-    if not pks:
-        return []
-    token = uuid.uuid4()
-    lease_until = now + timedelta(seconds=settings.ALERTS_SEND_LEASE_SECONDS)
-    claimed = (
-        Alert.objects.filter(pk__in=pks)
-        .filter(_due(now))
-        .update(
-            status=AlertStatus.SENDING,
-            claim=token,
-            lease_until=lease_until,
-            attempts=F("attempts") + 1,
-        )
-    )
-    if not claimed:
-        return []
-    # Should this run die with them, a run at the lease's end sends them.
-    try:
-        worker.enqueue_unless_waiting(SEND_TASK, run_after=lease_until)
-    except Exception:
-        logger.exception("could not ask for a run after the lease of claimed alerts")
-    return list(
-        Alert.objects.filter(pk__in=pks, claim=token)
-        .select_related("user", "subscription")
-        .order_by("pk")
-    )
-
-
-def _spent_give_up(candidates: QuerySet[Alert], now: datetime) -> None:
-    """Mark failed the due alerts of `candidates` whose attempts are all spent.
-
-    A `sending` one among them is due because its lease ran out: its last attempt never
-    ended (the worker died sending it, or outlived its lease). A `waiting` one can only
-    have been left by a lower ALERTS_MAX_ATTEMPTS: its last error stands.
-    """
-    spent = candidates.filter(_due(now), attempts__gte=settings.ALERTS_MAX_ATTEMPTS)
-    abandoned = spent.filter(status=AlertStatus.SENDING).update(
-        status=AlertStatus.FAILED,
-        claim=None,
-        lease_until=None,
-        last_error=Concat(
-            Value("given up after attempt "),
-            Cast("attempts", output_field=CharField()),
-            Value(
-                ", which never ended: the worker stopped (or outlived its lease) while sending it"
-            ),
-            output_field=CharField(),
-        ),
-    )
-    if abandoned:
-        logger.warning(
-            "%d alerts given up: their last attempt never ended (the worker stopped while"
-            " sending them)",
-            abandoned,
-        )
-    spent.filter(status=AlertStatus.PENDING).update(status=AlertStatus.FAILED)
-
-
-def _mark_sent(alerts: Sequence[Alert], *, message: str) -> None:
-    marked = _claimed(alerts).update(
-        status=AlertStatus.SENT,
-        sent_at=timezone.now(),
-        message_id=message,
-        claim=None,
-        lease_until=None,
-        last_error="",
-    )
-    if marked < len(alerts):  # our lease ran out and another run took some over
-        logger.warning("%d alerts were sent after their lease ended", len(alerts) - marked)
-
-
-def _mark_failed(alerts: Sequence[Alert], *, error: str) -> str:
-    """Wait and try again, or keep as failed after the last attempt; which."""
-    now = timezone.now()
-    outcome = "retry"
-    for alert in alerts:
-        if alert.attempts >= settings.ALERTS_MAX_ATTEMPTS:
-            values: dict[str, Any] = {"status": AlertStatus.FAILED}
-            outcome = "failed"
-        else:
-            values = {"status": AlertStatus.PENDING, "due_at": now + _backoff(alert.attempts)}
-        _claimed([alert]).update(claim=None, lease_until=None, last_error=error[:2000], **values)
-    return outcome
-
-
-def _mark_cancelled(alerts: Sequence[Alert], *, reason: str) -> None:
-    _claimed(alerts).update(
-        status=AlertStatus.CANCELLED, claim=None, lease_until=None, last_error=reason
-    )
-
-
-def _claimed(alerts: Sequence[Alert]) -> QuerySet[Alert]:
-    """These alerts, as long as they are still this run's (the lease may have run out)."""
-    return Alert.objects.filter(
-        pk__in=[alert.pk for alert in alerts], claim=alerts[0].claim, status=AlertStatus.SENDING
-    )
-
-
-def _backoff(attempts: int) -> timedelta:
-    wait = timedelta(seconds=settings.ALERTS_RETRY_SECONDS * 2 ** max(attempts - 1, 0))
-    return min(wait, _LONGEST_WAIT)
 
 
 # --- E-mail ----------------------------------------------------------------------------
@@ -303,7 +162,7 @@ def _emails_send(claimed: list[Alert]) -> Counter[str]:
         or choices.delivery == AlertDelivery.OFF
         or alerts_paused(user=user)
     ):
-        _mark_cancelled(claimed, reason="the user no longer receives alert e-mails")
+        mark_cancelled(claimed, reason="the user no longer receives alert e-mails")
         outcomes["cancelled"] += len(claimed)
         return outcomes
     now = timezone.now()
@@ -315,7 +174,7 @@ def _emails_send(claimed: list[Alert]) -> Counter[str]:
     if over:
         # One digest, as soon as the hour's window has room for one more e-mail.
         window_end = min([*recent, now]) + _HOUR
-        _claimed(over).update(
+        still_claimed(over).update(
             status=AlertStatus.PENDING,
             digest=True,
             due_at=window_end,
@@ -339,8 +198,8 @@ def _email_send(user: User, alerts: Sequence[Alert], language: str, time_zone: s
         logger.warning(
             "alert e-mail to user %s failed (%d alerts): %s", user.pk, len(alerts), error
         )
-        return _mark_failed(alerts, error=f"{type(error).__name__}: {error}")
-    _mark_sent(alerts, message=message.extra_headers["Message-ID"])
+        return mark_failed(alerts, error=f"{type(error).__name__}: {error}")
+    mark_sent(alerts, message=message.extra_headers["Message-ID"])
     return "sent"
 
 
@@ -401,7 +260,7 @@ def _webhooks_send(deadline: float) -> Counter[str]:
                     busy=set(claimed_posts), limit=_WEBHOOK_SENDERS - len(claimed_posts)
                 )
             for subscription_id in found:
-                claimed = _claim(
+                claimed = claim(
                     Alert.objects.filter(
                         channel=AlertChannel.WEBHOOK, subscription_id=subscription_id
                     ),
@@ -440,7 +299,7 @@ def _subscriptions_due(*, busy: set[int], limit: int) -> list[int]:
     if limit <= 0:
         return []
     return list(
-        Alert.objects.filter(_due(timezone.now()), channel=AlertChannel.WEBHOOK)
+        Alert.objects.filter(due(timezone.now()), channel=AlertChannel.WEBHOOK)
         .exclude(subscription_id__in=busy)
         .values("subscription_id")
         .annotate(first_due=Min("due_at"))
@@ -454,7 +313,7 @@ def _webhook_compose(alert: Alert) -> _Post | None:
     subscription = alert.subscription
     assert subscription is not None  # a constraint of the table
     if not subscription.active or not alert.user.is_active or alerts_paused(user=alert.user):
-        _mark_cancelled([alert], reason="the subscription or its user is no longer active")
+        mark_cancelled([alert], reason="the subscription or its user is no longer active")
         return None
     try:
         secret = subscription.secret()
@@ -462,7 +321,7 @@ def _webhook_compose(alert: Alert) -> _Post | None:
         # The operator's keys, not the subscriber's doing: kept for the admin's retry once
         # the key is restored, rather than failing the whole run for every subscriber.
         logger.error("webhook subscription %s: %s", subscription.pk, error)
-        _mark_failed([alert], error=f"the subscription's secret: {error}")
+        mark_failed([alert], error=f"the subscription's secret: {error}")
         return None
     body = orjson.dumps(webhook_payload(alert))
     headers = signed_headers(
@@ -497,8 +356,8 @@ def _webhook_record(post: _Post, posted: _Posted) -> str:
         logger.warning(
             "alert webhook %s to subscription %s: %s", message, post.subscription_id, outcome.error
         )
-        return _mark_failed([alert], error=outcome.error)
-    _mark_sent([alert], message=message)
+        return mark_failed([alert], error=outcome.error)
+    mark_sent([alert], message=message)
     return "sent"
 
 
@@ -507,8 +366,8 @@ def _webhooks_put_back(alerts: list[Alert], *, after: Alert | None) -> None:
     (the alert that failed before them), or, with None, as they were."""
     values: dict[str, Any] = {}
     if after is not None:
-        values["due_at"] = timezone.now() + _backoff(after.attempts)
-    _claimed(alerts).update(
+        values["due_at"] = timezone.now() + retry_wait(after.attempts)
+    still_claimed(alerts).update(
         status=AlertStatus.PENDING,
         claim=None,
         lease_until=None,

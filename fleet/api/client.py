@@ -301,7 +301,7 @@ class FleetClient:
         request = self._request(route, params, body, timeout=timeout, login=login)
         call = self._budget(method, route, retry_budget, timeout_pauses_route=timeout_pauses_route)
         with spending(call):
-            return self._until_done(call, request, read, read_bytes)
+            return self._until_done(call, lambda: self._attempt(call, request, read, read_bytes))
 
     def _request(
         self,
@@ -334,19 +334,13 @@ class FleetClient:
             timeout_pauses_route=timeout_pauses_route,
         )
 
-    def _until_done[T](
-        self,
-        call: CallBudget,
-        request: _Request,
-        read: Callable[[Any], T],
-        read_bytes: Callable[[bytes], T | None] | None,
-    ) -> T:
-        """Attempt until an answer, an error that is final, or a wait that does not fit."""
+    def _until_done[T](self, call: CallBudget, attempt: Callable[[], T]) -> T:
+        """`attempt` until an answer, an error that is final, or a wait that does not fit."""
         while True:
             self._wait_for_cooldown(call)
             call.attempts += 1
             try:
-                return self._attempt(call, request, read, read_bytes)
+                return attempt()
             except FleetError as error:
                 wait = retry_wait(call, error, self.cooldown)
                 if wait is None or not call.allows(wait):

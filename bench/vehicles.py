@@ -17,7 +17,7 @@ size, against that same portal:
 Then, in processes of their own with the portal's settings, what a fleet of
 50,000 vehicles costs one worker: under tracemalloc with the local-memory
 cache, and as RSS for a worker that fetches it and one that decodes it from
-Redis. It prints a table per size and the targets of the issue with where
+Redis. It prints a table per size and the targets set for the vehicle list with where
 they land, and exits 1 if any request failed.
 """
 

@@ -288,14 +288,13 @@ def _store(
 
 def _after_failure(lookup: CnhLookup, items: list[CnhLookupItem], error: errors.FleetError) -> str:
     """Wait and retry when nothing can have been charged; else end, unknown or failed."""
-    reason = _reason_of(error)
-    if _outcome_unknown(error):
+    reason = _lookup_reason(error)
+    if _sent_unanswered(error):
         return _end_unknown(lookup, items, error, code=CnhReason.NO_ANSWER.value)
     if _unreadable_success(error):
         return _end_unknown(lookup, items, error, code=UNREADABLE)
     if _retryable(error) and lookup.attempts < settings.FLEET_CNH_MAX_ATTEMPTS:
-        retry_after = error.retry_after if isinstance(error, errors.RetryLater) else None
-        wait = retry_after if retry_after is not None else _backoff(lookup.attempts)
+        wait = error.retry_after if error.retry_after is not None else _backoff(lookup.attempts)
         when = timezone.now() + timedelta(seconds=wait)
         with transaction.atomic():
             _set_status(
@@ -340,12 +339,12 @@ def _retryable(error: errors.FleetError) -> bool:
         return True
     # A connect error: the request certainly never left this machine, so the
     # API did nothing and charged nothing; trying again (with backoff) is safe.
-    # Everything else that is unavailable was sent (see `_outcome_unknown`) or
+    # Everything else that is unavailable was sent (see `_sent_unanswered`) or
     # answered with a 5xx: not repeated without the manager.
     return isinstance(error, errors.UpstreamUnavailable) and not error.sent
 
 
-def _outcome_unknown(error: errors.FleetError) -> bool:
+def _sent_unanswered(error: errors.FleetError) -> bool:
     """Sent, and no answer came back: the API may have done (and charged) the lookup."""
     return isinstance(error, errors.UpstreamUnavailable) and error.sent and error.status is None
 
@@ -412,21 +411,20 @@ def _short_code(code: str | None) -> str | None:
     return code.rsplit(":", 1)[-1] if code else None
 
 
-def _reason_of(error: errors.FleetError) -> CnhReason:
+def _lookup_reason(error: errors.FleetError) -> CnhReason:
+    """The error's shared `Outcome`, except where what a lookup was charged depends on
+    the difference: a 504 (not charged), a 5xx answer, a call sent that got no answer
+    and an unreadable answer are told apart, and any other refusal is `REJECTED`."""
     if isinstance(error, errors.GatewayTimeout):
         return CnhReason.UPSTREAM_TIMEOUT
-    if isinstance(error, errors.RateLimited):
-        return CnhReason.RATE_LIMITED
-    if isinstance(error, errors.UpstreamUnavailable):
-        if error.status is not None:
-            return CnhReason.SERVER_ERROR
-        return CnhReason.NO_ANSWER if error.sent else CnhReason.UNAVAILABLE
-    if isinstance(error, errors.CredentialsRejected):
-        return CnhReason.CREDENTIALS_REJECTED
-    if isinstance(error, errors.PermissionDenied):
-        return CnhReason.PERMISSION_DENIED
+    if isinstance(error, errors.UpstreamUnavailable) and error.status is not None:
+        return CnhReason.SERVER_ERROR
+    if isinstance(error, errors.UpstreamUnavailable) and error.sent:
+        return CnhReason.NO_ANSWER
     if isinstance(error, errors.InvalidResponse):
         return CnhReason.INVALID_RESPONSE
+    if error.outcome in CnhReason.values:  # rate limited, unreachable, credentials, permission
+        return CnhReason(error.outcome)
     return CnhReason.REJECTED
 
 

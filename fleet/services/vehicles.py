@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import reduce
 from itertools import compress, repeat
-from typing import Any, Final, Literal, NamedTuple, get_args, overload
+from typing import Any, Final, NamedTuple, overload
 
 from django.conf import settings
 from django.core.cache import cache
@@ -53,14 +53,11 @@ from django.core.cache import cache
 from fleet import afterwards, plates
 from fleet.api import errors
 from fleet.api.client import LIST_VEHICLES, FleetClient
+from fleet.api.errors import Outcome
 from fleet.api.resources import VehicleColumns
 from fleet.services.connection import fleet_cache_scope, fleet_client
 
 logger = logging.getLogger(__name__)
-
-type Outcome = Literal[
-    "rate_limited", "unavailable", "credentials_rejected", "permission_denied", "error"
-]
 
 SORTS: Final = ("plate", "-plate", "model", "-model", "active", "-active")
 DEFAULT_SORT: Final = "plate"
@@ -69,7 +66,6 @@ MAX_PER_PAGE: Final = 200
 _FORMAT: Final = 2  # of the cached snapshot; part of every key
 _POLL: Final = 0.05  # seconds between looks at another worker's refresh
 _LOCK_MARGIN: Final = 10  # seconds the lock outlives the longest possible API call
-_OUTCOMES: Final = frozenset(get_args(Outcome.__value__))
 _FLIP: Final = bytes.maketrans(b"\x00\x01", b"\x01\x00")
 _PAGES_KEPT: Final = 256  # pages of results each process keeps per version
 # Up to this many rows, the first rows of the whole fleet in plate order come from
@@ -651,11 +647,11 @@ class _Failure(NamedTuple):
         if isinstance(value, tuple | list) and len(value) == 3:
             outcome, retry_after, at = value
             if (
-                outcome in _OUTCOMES
+                outcome in Outcome
                 and (retry_after is None or isinstance(retry_after, int | float))
                 and isinstance(at, int | float)
             ):
-                return cls(outcome, retry_after, at)
+                return cls(Outcome(outcome), retry_after, at)
         return None
 
     def backing_off(self, now: float) -> bool:
@@ -770,18 +766,6 @@ def _refresh_lock(keys: _Keys, client: FleetClient) -> Iterator[_Lock]:
             lock.release()
 
 
-def _outcome(error: errors.FleetError) -> Outcome:
-    if isinstance(error, errors.RateLimited):
-        return "rate_limited"
-    if isinstance(error, errors.GatewayTimeout | errors.UpstreamUnavailable):
-        return "unavailable"
-    if isinstance(error, errors.CredentialsRejected):
-        return "credentials_rejected"
-    if isinstance(error, errors.PermissionDenied):
-        return "permission_denied"
-    return "error"
-
-
 def _fetch(
     keys: _Keys, client: FleetClient, *, replaces: str | None, lock: _Lock, force: bool
 ) -> _Snapshot:
@@ -799,13 +783,13 @@ def _fetch(
     try:
         fleet = client.list_vehicle_columns()
     except errors.FleetError as error:
-        outcome = _outcome(error)
-        retry_after = error.retry_after if isinstance(error, errors.RetryLater) else None
-        cache.set(keys.failure, (outcome, retry_after, time.time()), timeout=_keep_seconds())
+        # A plain str in the cache: any version of the portal can read it.
+        failure = (error.outcome.value, error.retry_after, time.time())
+        cache.set(keys.failure, failure, timeout=_keep_seconds())
         logger.warning(
             "vehicle list refresh failed after %.0f ms (%s): %s",
             (time.perf_counter() - started) * 1000,
-            outcome,
+            error.outcome,
             error,
         )
         raise
@@ -877,7 +861,9 @@ def _refreshed(keys: _Keys, snapshot: _Snapshot, *, force: bool) -> tuple[_Snaps
     failure = _Failure.parse(cache.get(keys.failure))
     if (pause := client.cooldown.remaining(LIST_VEHICLES)) > 0:
         outcome = failure.outcome if failure and failure.retry_after is not None else None
-        return snapshot, _freshness(snapshot, problem=outcome or "rate_limited", retry_after=pause)
+        return snapshot, _freshness(
+            snapshot, problem=outcome or Outcome.RATE_LIMITED, retry_after=pause
+        )
     if failure and not force and failure.backing_off(time.time()):
         return snapshot, _freshness(snapshot, problem=failure.outcome)
     with _refresh_lock(keys, client) as lock:
@@ -889,8 +875,9 @@ def _refreshed(keys: _Keys, snapshot: _Snapshot, *, force: bool) -> tuple[_Snaps
         try:
             latest = _fetch(keys, client, replaces=snapshot.version, lock=lock, force=force)
         except errors.FleetError as error:
-            retry_after = error.retry_after if isinstance(error, errors.RetryLater) else None
-            return snapshot, _freshness(snapshot, problem=_outcome(error), retry_after=retry_after)
+            return snapshot, _freshness(
+                snapshot, problem=error.outcome, retry_after=error.retry_after
+            )
     return latest, _freshness(latest)
 
 
@@ -906,7 +893,7 @@ def _first(keys: _Keys, *, force: bool) -> tuple[_Snapshot, Freshness]:
         # Longer than the client may wait for: refuse now rather than hold the lock.
         if (pause := client.cooldown.remaining(LIST_VEHICLES)) > client.retry_budget:
             outcome = failure.outcome if failure and failure.retry_after is not None else None
-            raise FleetDataUnavailable(outcome or "rate_limited", retry_after=pause)
+            raise FleetDataUnavailable(outcome or Outcome.RATE_LIMITED, retry_after=pause)
         with _refresh_lock(keys, client) as lock:
             if lock.owned:
                 snapshot = _load(keys)  # published just before the lock was free
@@ -916,7 +903,7 @@ def _first(keys: _Keys, *, force: bool) -> tuple[_Snapshot, Freshness]:
                     except errors.FleetError as error:
                         pause = client.cooldown.remaining(LIST_VEHICLES)
                         raise FleetDataUnavailable(
-                            _outcome(error), retry_after=pause or None
+                            error.outcome, retry_after=pause or None
                         ) from error
                 return snapshot, _freshness(snapshot)
         time.sleep(_POLL)
@@ -927,4 +914,4 @@ def _first(keys: _Keys, *, force: bool) -> tuple[_Snapshot, Freshness]:
             pause = client.cooldown.remaining(LIST_VEHICLES)
             raise FleetDataUnavailable(failure.outcome, retry_after=pause or None)
         if time.monotonic() >= give_up:
-            raise FleetDataUnavailable("unavailable")
+            raise FleetDataUnavailable(Outcome.UNAVAILABLE)

@@ -501,7 +501,7 @@ def memory_probe(mode: str) -> None:
     import django  # here: the settings come from this process's environment
 
     django.setup()
-    from fleet.services import vehicles
+    from fleet.services import vehicle_cache, vehicles
 
     def exercise(plate: str) -> None:
         for sort in vehicles.SORTS:
@@ -535,7 +535,7 @@ def memory_probe(mode: str) -> None:
         .filter_traces([tracemalloc.Filter(True, "*/django/core/cache/backends/locmem.py")])
         .statistics("filename")
     )
-    vehicles._memo.clear()
+    vehicle_cache.vehicles_forget()
     base = traced()
     tracemalloc.reset_peak()
     vehicles.vehicle_search()

@@ -16,6 +16,7 @@ from django.utils.translation import gettext, ngettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from fleet import cpf, display, encryption, plates
+from fleet.api.errors import Outcome
 
 
 class MintPurpose(models.TextChoices):
@@ -26,14 +27,17 @@ class MintPurpose(models.TextChoices):
 
 
 class MintOutcome(models.TextChoices):
+    """How an attempt to mint an accessKey ended: minted, no login to mint with, or
+    the `Outcome` of the API's error (a 404 is an error: no key is ever "not found")."""
+
     MINTED = "minted", _("key minted")
     NO_ACCOUNT = "no_account", _("no fleet login linked")
-    LOGIN_REJECTED = "login_rejected", _("fleet login rejected")
-    CREDENTIALS_REJECTED = "credentials_rejected", _("portal API credentials rejected")
-    PERMISSION_DENIED = "permission_denied", _("no permission for the company")
-    RATE_LIMITED = "rate_limited", _("rate limited")
-    UNAVAILABLE = "unavailable", _("fleet service unavailable")
-    ERROR = "error", _("other error")
+    LOGIN_REJECTED = Outcome.LOGIN_REJECTED.value, _("fleet login rejected")
+    CREDENTIALS_REJECTED = Outcome.CREDENTIALS_REJECTED.value, _("portal API credentials rejected")
+    PERMISSION_DENIED = Outcome.PERMISSION_DENIED.value, _("no permission for the company")
+    RATE_LIMITED = Outcome.RATE_LIMITED.value, _("rate limited")
+    UNAVAILABLE = Outcome.UNAVAILABLE.value, _("fleet service unavailable")
+    ERROR = Outcome.ERROR.value, _("other error")
 
 
 class FleetAccount(models.Model):
@@ -136,18 +140,22 @@ class CnhLookupStatus(models.TextChoices):
 
 
 class CnhReason(models.TextChoices):
-    """Why a lookup is waiting to retry, or failed."""
+    """Why a lookup is waiting to retry, or failed: the `Outcome` of the API's error,
+    told apart more finely where a lookup's charge depends on it."""
 
     UPSTREAM_TIMEOUT = "upstream_timeout", _("the licensing service did not answer in time")
-    RATE_LIMITED = "rate_limited", _("the fleet service asked us to wait")
+    RATE_LIMITED = Outcome.RATE_LIMITED.value, _("the fleet service asked us to wait")
     # The request never left (a connect error): nothing was done, nor charged.
-    UNAVAILABLE = "unavailable", _("the fleet service could not be reached")
+    UNAVAILABLE = Outcome.UNAVAILABLE.value, _("the fleet service could not be reached")
     # Sent, and no answer came back (closed connection, read timeout).
     NO_ANSWER = "no_answer", _("the fleet service did not answer")
     # An answer with a server error (a 5xx other than 504).
     SERVER_ERROR = "server_error", _("the fleet service had an internal error")
-    CREDENTIALS_REJECTED = "credentials_rejected", _("the portal's API credentials were refused")
-    PERMISSION_DENIED = "permission_denied", _("no permission for the company")
+    CREDENTIALS_REJECTED = (
+        Outcome.CREDENTIALS_REJECTED.value,
+        _("the portal's API credentials were refused"),
+    )
+    PERMISSION_DENIED = Outcome.PERMISSION_DENIED.value, _("no permission for the company")
     REJECTED = "rejected", _("the fleet service refused the request")
     INVALID_RESPONSE = "invalid_response", _("the fleet service answered something unexpected")
 

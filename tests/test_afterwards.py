@@ -16,6 +16,7 @@ from django.test import Client, RequestFactory
 from fleet import afterwards
 from fleet.services import vehicles
 from fleet.services.connection import fleet_cache_scope
+from fleet.services.vehicle_cache import CacheKeys
 from tests.conftest import Emulator
 
 LIST = "GET /key/list-cars"
@@ -71,7 +72,7 @@ def test_the_cold_page_is_answered_before_the_list_is_stored_and_the_lock_freed(
         .get("/vehicles/", headers={"cookie": f"sessionid={browser.cookies['sessionid'].value}"})
         .environ
     )
-    keys = vehicles._Keys(fleet_cache_scope())
+    keys = CacheKeys(fleet_cache_scope())
     answered: list[str] = []
 
     # What gunicorn does: call the application, write the body, then close it.
@@ -99,7 +100,7 @@ def test_the_refresh_button_stores_the_new_list_before_its_redirect(
     fleet_settings: Any, emulator: Emulator
 ) -> None:
     vehicles.vehicle_search()  # outside a request: stored at once
-    keys = vehicles._Keys(fleet_cache_scope())
+    keys = CacheKeys(fleet_cache_scope())
     before = cache.get(keys.meta)["version"]
     afterwards.request_started()
     try:

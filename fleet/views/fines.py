@@ -117,8 +117,9 @@ def fine_list_export(request: AuthenticatedRequest) -> StreamingHttpResponse:
             plates.display_if_plate(fine.plate),
             fine.description,
             fine.reference,
-            display.payload_moment(fine.occurred_at_text),
-            display.amount(fine.amount_text),
+            display.moment(fine.occurred_at, sent=fine.occurred_at_text),
+            # A number cell, in the language's format (csv_export); else the text as sent.
+            fine.amount if fine.amount is not None else fine.amount_text,
             handling[fine.treated],
             fine.link_frame,
             fine.link,

@@ -10,9 +10,11 @@ the API, so the usual spellings are read and anything else is no value at all
   milliseconds (a JSON number or a text of digits), `dd/mm/yyyy` with or
   without `hh:mm[:ss]`.
 
-A time that names no offset is UTC: the spec says nothing of time zones, the
+An ISO time that names no offset is UTC: the spec says nothing of time zones, the
 platform's own times (`updatedAt`, the emulator's) are UTC, and fines have been
-stored so since their dates became a column.
+stored so since their dates became a column. A `dd/mm/yyyy` time is written as a
+Brazilian writes it, by hand or by an authority's system: it is Brasília time, so
+that `20/11/2026` stays the 20th on every page (as UTC it would read 19/11 21:00).
 
 Pure functions: no database, no settings. `fleet.webhooks.payloads` reads a
 payload's members with them, the Fleet API client (`fleet.api.resources`) the
@@ -25,11 +27,13 @@ import re
 from datetime import UTC, datetime, tzinfo
 from decimal import Decimal, InvalidOperation
 from typing import Final
+from zoneinfo import ZoneInfo
 
 # Digits of `Fine.amount`, two of them decimals: up to R$ 9,999,999,999.99.
 AMOUNT_DIGITS: Final = 12
 # What a time without an offset is taken to be in (see the module's docstring).
 NAIVE_ZONE: Final[tzinfo] = UTC
+BRAZILIAN_ZONE: Final[tzinfo] = ZoneInfo("America/Sao_Paulo")
 
 _CENT: Final = Decimal("0.01")
 _LARGEST: Final = Decimal(10) ** (AMOUNT_DIGITS - 2)
@@ -78,21 +82,23 @@ def parse_moment(value: object) -> datetime | None:
         return _epoch(value)
     if not isinstance(value, str) or not (text := value.strip()):
         return None
-    moment: datetime | None = None
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
         if _EPOCH.fullmatch(text):
             return _epoch(float(text))
-        for pattern in _BRAZILIAN_MOMENT:
-            try:
-                moment = datetime.strptime(text, pattern)  # noqa: DTZ007 - the zone below
-                break
-            except ValueError:
-                continue
-    if moment is None:
-        return None
+        return _brazilian(text)
     return moment if moment.tzinfo else moment.replace(tzinfo=NAIVE_ZONE)
+
+
+def _brazilian(text: str) -> datetime | None:
+    for pattern in _BRAZILIAN_MOMENT:
+        try:
+            moment = datetime.strptime(text, pattern)  # noqa: DTZ007 - the zone below
+        except ValueError:
+            continue
+        return moment.replace(tzinfo=BRAZILIAN_ZONE)
+    return None
 
 
 def _decimal_text(text: str) -> Decimal | None:

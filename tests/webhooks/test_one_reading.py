@@ -96,9 +96,10 @@ def test_a_missing_amount_or_payload_is_no_amount():
         (str(EPOCH), COMMITTED),
         (EPOCH * 1000, COMMITTED),  # milliseconds
         (str(EPOCH * 1000), COMMITTED),
-        ("20/11/2026 13:45", COMMITTED),
-        ("20/11/2026 13:45:00", COMMITTED),
-        ("20/11/2026", datetime(2026, 11, 20, tzinfo=UTC)),
+        # As a Brazilian writes it: Brasília time, so a date alone stays the 20th.
+        ("20/11/2026 10:45", COMMITTED),
+        ("20/11/2026 10:45:00", COMMITTED),
+        ("20/11/2026", datetime(2026, 11, 20, 3, 0, tzinfo=UTC)),
         ("32/11/2026", None),
         ("yesterday", None),
         (10**20, None),
@@ -132,7 +133,7 @@ READABLE = {
     [
         pytest.param("R$ 1.293,47", "2026-11-20T10:45:00-03:00", READABLE, id="brazilian"),
         pytest.param("1,293.47", EPOCH, READABLE, id="english-and-epoch"),
-        pytest.param(1293.47, "20/11/2026 13:45", READABLE, id="json-number-and-brazilian-date"),
+        pytest.param(1293.47, "20/11/2026 10:45", READABLE, id="json-number-and-brazilian-date"),
         pytest.param(
             "a lot",
             "yesterday",

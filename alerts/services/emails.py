@@ -34,7 +34,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from alerts.models import Alert, AlertEvent
-from fleet import display
+from fleet import formatting
 from fleet.webhooks.values import parse_amount, parse_moment
 
 _UNSUBSCRIBE_SALT = "alerts.unsubscribe"
@@ -263,10 +263,10 @@ def _item(alert: Alert) -> Item:
             fields.append((_("Notice"), data["reference"]))
         # The fine's columns as `event_data` wrote them (or the text as sent), read back.
         if occurred := data.get("occurred_at"):
-            shown = display.moment(parse_moment(occurred), sent=occurred)
+            shown = formatting.moment(parse_moment(occurred), sent=occurred)
             fields.append((_("Committed on"), shown))
         if amount := data.get("amount"):
-            fields.append((_("Amount"), display.amount(parse_amount(amount), sent=amount)))
+            fields.append((_("Amount"), formatting.amount(parse_amount(amount), sent=amount)))
         fields.append(
             (
                 _("Official document"),

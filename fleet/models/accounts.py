@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from fleet import display, encryption
+from fleet import encryption, formatting
 from fleet.api.errors import Outcome
 
 
@@ -107,7 +107,7 @@ class AccessKeyMint(models.Model):
     def __str__(self) -> str:
         return " · ".join(
             (
-                display.moment(self.created_at) or "-",
+                formatting.moment(self.created_at) or "-",
                 str(self.user or "-"),
                 self.get_outcome_display(),
             )

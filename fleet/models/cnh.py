@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext, ngettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from fleet import cpf, display
+from fleet import cpf, formatting
 from fleet.api.errors import Outcome
 
 
@@ -218,5 +218,5 @@ class CpfDisclosure(models.Model):
         ) % {
             "user": self.username,
             "count": self.cpf_count,
-            "moment": display.moment(self.shown_at),
+            "moment": formatting.moment(self.shown_at),
         }

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from fleet import display
+from fleet import formatting
 from fleet.webhooks.payloads import REGISTRATION_LENGTH, payload_plate, payload_text
 from fleet.webhooks.values import AMOUNT_DIGITS
 
@@ -122,7 +122,7 @@ class WebhookDelivery(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"#{self.pk} · {display.moment(self.received_at)} · {self.get_status_display()}"
+        return f"#{self.pk} · {formatting.moment(self.received_at)} · {self.get_status_display()}"
 
     def body_text(self) -> str:
         """The body as text; bytes that are not UTF-8 shown as replacement characters."""

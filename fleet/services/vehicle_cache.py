@@ -13,7 +13,7 @@ thousands of vehicles and no paging or filters. So the portal keeps a snapshot
 - refreshed after `FLEET_VEHICLES_TTL` by exactly one request of the whole
   deployment, the holder of a lock taken with `cache.add`; the others serve
   the stale copy or, with nothing to serve, wait briefly for that one, which
-  serves its page first and stores the new version after (`fleet.afterwards`),
+  serves its page first and stores the new version after (`fleet.after_response`),
   holding the lock until it is stored;
 - served stale, saying since when and why, while the API fails or the route
   cools down after a Retry-After (`fleet.services.cooldown`, the same pause
@@ -45,7 +45,7 @@ from typing import Any, Final, NamedTuple
 from django.conf import settings
 from django.core.cache import cache
 
-from fleet import afterwards
+from fleet import after_response
 from fleet.api import errors
 from fleet.api.client import LIST_VEHICLES, FleetClient
 from fleet.api.errors import Outcome
@@ -288,7 +288,7 @@ def _fetch(
     stored, in place of version `replaces` (the one this worker, holding the
     refresh `lock`, found current). On failure, record it for every worker.
 
-    Storing waits until this request's response is out (`afterwards.later`):
+    Storing waits until this request's response is out (`after_response.later`):
     the person who asked does not wait for it, and the lock is held until it is
     done, so other workers wait for the stored copy rather than fetch one. A
     forced refresh (the button) stores before answering: its answer is a
@@ -337,7 +337,7 @@ def _fetch(
     if force:
         store()
     else:
-        afterwards.later(store)
+        after_response.later(store)
     return snapshot
 
 

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from django import template
 from django.urls import reverse
 
-from fleet import display, plates
+from fleet import formatting, plates
 from fleet.webhooks.values import parse_moment
 
 register = template.Library()
@@ -33,15 +33,16 @@ def https_url(value: object) -> str:
 
 @register.filter
 def moment(value: datetime | str | None, sent: str = "") -> str:
-    """A time as `display.moment` shows it (`{{ fine.occurred_at|moment:fine.occurred_at_text }}`);
-    a text is a time the portal stored as ISO 8601 (a record's history of `treated`)."""
-    return display.moment(parse_moment(value) if isinstance(value, str) else value, sent=sent)
+    """A time as `formatting.moment` shows it
+    (`{{ fine.occurred_at|moment:fine.occurred_at_text }}`); a text is a time the portal
+    stored as ISO 8601 (a record's history of `treated`)."""
+    return formatting.moment(parse_moment(value) if isinstance(value, str) else value, sent=sent)
 
 
 @register.filter
 def amount(value: Decimal | None, sent: str = "") -> str:
-    """An amount as `display.amount` shows it (`{{ fine.amount|amount:fine.amount_text }}`)."""
-    return display.amount(value, sent=sent)
+    """An amount as `formatting.amount` shows it (`{{ fine.amount|amount:fine.amount_text }}`)."""
+    return formatting.amount(value, sent=sent)
 
 
 @register.filter

@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from fleet import display, plates
+from fleet import formatting, plates
 from fleet.forms import FineFilterForm, NotificationFilterForm, SavedFineViewForm
 from fleet.models import Fine, Notification
 from fleet.services.dashboard import fine_totals
@@ -117,14 +117,14 @@ def fine_list_export(request: AuthenticatedRequest) -> StreamingHttpResponse:
             plates.display_if_plate(fine.plate),
             fine.description,
             fine.reference,
-            display.moment(fine.occurred_at, sent=fine.occurred_at_text),
+            formatting.moment(fine.occurred_at, sent=fine.occurred_at_text),
             # A number cell, in the language's format (csv_export); else the text as sent.
             fine.amount if fine.amount is not None else fine.amount_text,
             handling[fine.treated],
             fine.link_frame,
             fine.link,
-            display.moment(fine.received_at),
-            display.moment(fine.updated_at),
+            formatting.moment(fine.received_at),
+            formatting.moment(fine.updated_at),
             fine.external_id,
         ]
 
@@ -161,8 +161,8 @@ def notification_list_export(request: AuthenticatedRequest) -> StreamingHttpResp
             notification.title,
             notification.message,
             handling[notification.treated],
-            display.moment(notification.received_at),
-            display.moment(notification.updated_at),
+            formatting.moment(notification.received_at),
+            formatting.moment(notification.updated_at),
             notification.external_id,
         ],
     )

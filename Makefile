@@ -111,7 +111,7 @@ pytest: $(VENV)/.dev
 
 # Every suite that talks to the emulator, again with the emulator answering exactly what
 # the spec shows (emulator/README.md, "Minimal mode"): the client must need nothing more.
-MINIMAL_SUITES := tests/api tests/services tests/views tests/browser tests/admin tests/commands tests/webhooks tests/test_afterwards.py
+MINIMAL_SUITES := tests/api tests/services tests/views tests/browser tests/admin tests/commands tests/webhooks tests/test_after_response.py
 pytest-minimal: $(VENV)/.dev
 	@echo "=== The suites that use the emulator, the emulator in minimal mode ==="
 	$(BIN)/pytest --emulator-mode=minimal $(MINIMAL_SUITES) $(PYTEST_ARGS)

@@ -21,9 +21,9 @@ from alerts.services.pauses import PAUSE_TASK, alert_inactivity_next_run
 from alerts.services.pauses import alerts_pause_inactive as pause_inactive_people
 from alerts.services.sending import alerts_next_due, alerts_send_due
 from fleet import worker
-from fleet.pace import Pace
+from fleet.throttle import Throttle
 
-_pruned = Pace()
+_pruned = Throttle()
 
 
 @task(queue_name="alerts")

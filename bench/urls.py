@@ -28,7 +28,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from bench.models import StoredPost
-from fleet.services import vehicles
+from fleet.services.vehicle_cache import vehicles_forget
 from portal.urls import urlpatterns as portal_urlpatterns
 
 
@@ -44,7 +44,7 @@ def forget_vehicles(request: HttpRequest) -> HttpResponse:
     # The process keeps its decoded copy when the cache loses the list (an
     # eviction must not cost an API call), so emptying the cache alone is not cold.
     cache.clear()
-    vehicles._memo.clear()
+    vehicles_forget()
     return HttpResponse(str(os.getpid()), content_type="text/plain")
 
 

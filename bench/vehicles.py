@@ -17,7 +17,7 @@ size, against that same portal:
 Then, in processes of their own with the portal's settings, what a fleet of
 50,000 vehicles costs one worker: under tracemalloc with the local-memory
 cache, and as RSS for a worker that fetches it and one that decodes it from
-Redis. It prints a table per size and the targets of the issue with where
+Redis. It prints a table per size and the targets set for the vehicle list with where
 they land, and exits 1 if any request failed.
 """
 
@@ -497,7 +497,7 @@ def memory_probe(mode: str) -> None:
     import django  # here: the settings come from this process's environment
 
     django.setup()
-    from fleet.services import vehicles
+    from fleet.services import vehicle_cache, vehicles
 
     def exercise(plate: str) -> None:
         for sort in vehicles.SORTS:
@@ -531,7 +531,7 @@ def memory_probe(mode: str) -> None:
         .filter_traces([tracemalloc.Filter(True, "*/django/core/cache/backends/locmem.py")])
         .statistics("filename")
     )
-    vehicles._memo.clear()
+    vehicle_cache.vehicles_forget()
     base = traced()
     tracemalloc.reset_peak()
     vehicles.vehicle_search()

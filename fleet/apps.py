@@ -10,12 +10,13 @@ class FleetConfig(AppConfig):
     verbose_name = _("Fleet")
 
     def ready(self) -> None:
-        from fleet import afterwards
+        from fleet import after_response
         from fleet.api.redaction import protect_library_loggers
 
         # requests and urllib3 carry more than the Fleet API's calls (an identity
         # provider's, through allauth): their records are scrubbed from the start.
         protect_library_loggers()
 
-        request_started.connect(afterwards.request_started, dispatch_uid="fleet.afterwards")
-        request_finished.connect(afterwards.request_finished, dispatch_uid="fleet.afterwards")
+        uid = "fleet.after_response"
+        request_started.connect(after_response.request_started, dispatch_uid=uid)
+        request_finished.connect(after_response.request_finished, dispatch_uid=uid)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
 from datetime import date
-from typing import Any
+from typing import Any, ClassVar
+from urllib.parse import urlencode
 
 from django import forms
 from django.conf import settings
@@ -86,8 +88,45 @@ class FleetAccountForm(forms.Form):
             )
 
 
-class VehicleFilterForm(forms.Form):
+class ListFilterForm(forms.Form):
+    """A list's query string read as its filters (`filters`), and written back for the
+    links that keep them (`query_string`): one page, or every page (`every_page`)."""
+
+    PARAMETERS: ClassVar[dict[str, str]] = {}  # a filter's parameter, where the names differ
+    DEFAULTS: ClassVar[dict[str, object]] = {}  # values a link leaves out
+
+    def filters(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @staticmethod
+    def every_page(filters: Mapping[str, Any]) -> dict[str, Any]:
+        """`filters` without the page: what an export or a total covers."""
+        return {name: value for name, value in filters.items() if name != "page"}
+
+    @classmethod
+    def query_string(cls, filters: Mapping[str, Any]) -> str:
+        """The filters as a query string, the page and defaults left out."""
+        params = {
+            cls.PARAMETERS.get(name, name): _query_value(name, value)
+            for name, value in cls.every_page(filters).items()
+            if value is not None and value != "" and cls.DEFAULTS.get(name) != value
+        }
+        return urlencode(params)
+
+
+def _query_value(name: str, value: object) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, date):
+        return value.strftime("%Y-%m") if name == "month" else value.isoformat()
+    return str(value)
+
+
+class VehicleFilterForm(ListFilterForm):
     """The vehicle list's query string: search, active filter, sort and page."""
+
+    PARAMETERS: ClassVar[dict[str, str]] = {"query": "q"}
+    DEFAULTS: ClassVar[dict[str, object]] = {"sort": "plate"}
 
     SORT_CHOICES = [
         ("plate", _("Plate (A-Z)")),
@@ -292,7 +331,7 @@ def _yes_no(value: str | None) -> bool | None:
     return None if not value else value == "1"
 
 
-class NotificationFilterForm(forms.Form):
+class NotificationFilterForm(ListFilterForm):
     """The notification list's query string: search, plate and treated filters, and page."""
 
     field_order = ["q", "plate"]

@@ -39,6 +39,8 @@ from django.template.loader import render_to_string
 from django.utils.autoreload import file_changed
 from django.utils.safestring import SafeString, mark_safe
 
+from fleet.bounded import bounded_put
+
 # Letters and digits only, so that escaping leaves a hole as it is.
 _MARK = secrets.token_hex(16)
 _HOLE = re.compile(f"{_MARK}([a-z_]+){_MARK}")
@@ -105,9 +107,7 @@ class RenderCache:
 
     def _store(self, entry: Hashable, parts: list[str]) -> None:
         with self._lock:
-            while len(self._entries) >= self.size:
-                del self._entries[next(iter(self._entries))]
-            self._entries[entry] = parts
+            bounded_put(self._entries, entry, parts, size=self.size)
 
 
 _caches: weakref.WeakSet[RenderCache] = weakref.WeakSet()

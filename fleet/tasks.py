@@ -14,12 +14,12 @@ from datetime import timedelta
 from django.tasks import task
 
 from fleet import worker
-from fleet.pace import Pace
 from fleet.services.cnh import cnh_lookup_process
 from fleet.services.cnh_privacy import cnh_lookups_purge as purge_old_lookups
 from fleet.services.cnh_privacy import cnh_purge_next_run
 from fleet.services.cnh_recovery import cnh_lookups_recover_all
 from fleet.services.fines import fine_drivers_attribute
+from fleet.throttle import Throttle
 from fleet.webhooks.processing import deliveries_process_received
 
 
@@ -57,7 +57,7 @@ _RUNS_KEPT = timedelta(hours=1)
 _PRUNE_EVERY_S = 600.0
 
 
-_pruned = Pace()
+_pruned = Throttle()
 
 
 @task()

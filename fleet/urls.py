@@ -1,11 +1,24 @@
-"""URLs of the fleet app (the URL contract of ARCHITECTURE.md)."""
+"""URLs of the fleet pages, named in the `fleet` namespace.
+
+Plates, request ids and webhook tokens are matched as any one segment: the views
+check them and answer a 404 page that says what was wrong, without calling the API.
+"""
 
 from __future__ import annotations
 
 from django.urls import path
 
-from fleet.urls_crlv import urlpatterns_crlv
-from fleet.views import cnh, dashboard, drivers, embed, fines, health, vehicles, webhook_receiver
+from fleet.views import (
+    cnh,
+    crlv,
+    dashboard,
+    drivers,
+    embed,
+    fines,
+    health,
+    vehicles,
+    webhook_receiver,
+)
 
 app_name = "fleet"
 
@@ -19,7 +32,18 @@ urlpatterns = [
     path("vehicles/", vehicles.vehicle_list, name="vehicles"),
     path("vehicles/export.csv", vehicles.vehicle_list_export, name="vehicles_export"),
     path("vehicles/refresh", vehicles.vehicle_list_refresh, name="vehicles_refresh"),
-    *urlpatterns_crlv,
+    path("vehicles/<str:plate>/", crlv.vehicle, name="vehicle"),
+    path(
+        "vehicles/<str:plate>/crlv/download",
+        crlv.vehicle_crlv_download,
+        name="vehicle_crlv_download",
+    ),
+    path("crlv/requests/<str:request_id>/", crlv.crlv_request, name="crlv_request"),
+    path(
+        "crlv/requests/<str:request_id>/download",
+        crlv.crlv_request_download,
+        name="crlv_request_download",
+    ),
     # A driver id is an integer: `<int:…>` never takes "cnh".
     path("drivers/<int:driver_id>/", drivers.driver_detail, name="driver"),
     path("drivers/cnh/", cnh.cnh_lookups, name="cnh"),

@@ -75,7 +75,7 @@ FLEET_READ_TIMEOUT = env.seconds("FLEET_READ_TIMEOUT", default=10.0, minimum=1.0
 # from another host (a storage or CDN domain).
 FLEET_DOWNLOAD_HOSTS = env.hosts("FLEET_DOWNLOAD_HOSTS")
 
-# The shared snapshot of the vehicle list (fleet/services/vehicles.py): fresh
+# The shared snapshot of the vehicle list (fleet/services/vehicle_cache.py): fresh
 # for FLEET_VEHICLES_TTL, then refreshed by one worker; served stale while the
 # API fails for up to FLEET_VEHICLES_KEEP.
 FLEET_VEHICLES_TTL = env.seconds("FLEET_VEHICLES_TTL", default=60.0, minimum=1.0)

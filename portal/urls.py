@@ -1,4 +1,6 @@
-"""URL configuration of Fleet Portal (the URL contract is in the README)."""
+"""The portal's URLs: sign-in, the admin, the alerts preferences, and the fleet pages at
+the root. Names are namespaced by app (`fleet:vehicle`), and templates and tests reverse
+them: a path changes here alone."""
 
 from __future__ import annotations
 

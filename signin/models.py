@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from fleet import display
+from fleet import formatting
 
 
 class SsoOutcome(models.TextChoices):
@@ -72,7 +72,7 @@ class SsoAttempt(models.Model):
     def __str__(self) -> str:
         return " · ".join(
             (
-                display.moment(self.created_at) or "-",
+                formatting.moment(self.created_at) or "-",
                 self.email or self.subject or "-",
                 self.get_outcome_display(),
             )

@@ -215,20 +215,20 @@ def _fresh_fleet_client() -> Iterator[None]:
 
     from fleet.services.connection import _client_for
     from fleet.services.crlv import _REPORTED
-    from fleet.services.vehicles import _memo
+    from fleet.services.vehicle_cache import vehicles_forget
     from fleet.webhooks.receive import _schedule
     from fleet.webhooks.unknown_keys import _seen_keys
 
     _client_for.cache_clear()
     cache.clear()
-    _memo.clear()
+    vehicles_forget()
     _seen_keys.clear()
     _schedule.reset()
     _REPORTED.clear()
     yield
     _client_for.cache_clear()
     cache.clear()
-    _memo.clear()
+    vehicles_forget()
     _seen_keys.clear()
     _schedule.reset()
     _REPORTED.clear()

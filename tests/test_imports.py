@@ -1,9 +1,15 @@
-"""No import cycle through the tasks, the webhook modules and the CNH lookups.
+"""No import cycle through the tasks, the webhook modules and the CNH lookups, and none
+that runs in the emulator.
 
 Tasks call services; services ask for a task by name (`fleet.worker.enqueue`)
 and never import `fleet.tasks`. The graph is read from the source (every
 `import`, those inside functions included), so a cycle hidden in a function
 body is found too; each module is also imported alone in a fresh interpreter.
+
+The emulator's modules name each other's types for the type checker only
+(`if TYPE_CHECKING:`): the state and the routes it serves, the fleet and the
+messages it sends. Those circles never run; `TYPE_ONLY_CIRCLES` lists them,
+so that a new one is a decision, not an accident.
 """
 
 from __future__ import annotations
@@ -18,6 +24,11 @@ import pytest
 from tests.conftest import ROOT
 
 PACKAGES = ("fleet", "signin", "portal", "alerts")
+EMULATOR = ("emulator",)
+TYPE_ONLY_CIRCLES = [
+    {"emulator.fleet", "emulator.messages", "emulator.minimal"},
+    {"emulator.routing", "emulator.state", "emulator.webapp"},
+]
 WATCHED = (
     "fleet.tasks",
     "fleet.worker",
@@ -36,9 +47,9 @@ WATCHED = (
 )
 
 
-def _modules() -> dict[str, Path]:
+def _modules(packages: tuple[str, ...]) -> dict[str, Path]:
     found = {}
-    for package in PACKAGES:
+    for package in packages:
         for path in (ROOT / package).rglob("*.py"):
             if "migrations" in path.parts:
                 continue
@@ -48,13 +59,31 @@ def _modules() -> dict[str, Path]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
-    """First-party module -> the first-party modules it imports, anywhere in its body."""
-    modules = _modules()
+def _type_checking_only(tree: ast.Module) -> set[ast.AST]:
+    """The import statements under `if TYPE_CHECKING:` (never run)."""
+    return {
+        node
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and ast.unparse(block.test).endswith("TYPE_CHECKING")
+        for statement in block.body
+        for node in ast.walk(statement)
+    }
+
+
+def import_graph(
+    packages: tuple[str, ...] = PACKAGES, *, runtime_only: bool = False
+) -> dict[str, set[str]]:
+    """First-party module -> the first-party modules it imports, anywhere in its body (only
+    those imports that run, with `runtime_only`)."""
+    modules = _modules(packages)
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        skipped = _type_checking_only(tree) if runtime_only else set()
+        for node in ast.walk(tree):
+            if node in skipped:
+                continue
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -133,6 +162,33 @@ def test_services_never_import_the_tasks() -> None:
     importers = sorted(name for name, targets in graph.items() if "fleet.tasks" in targets)
 
     assert importers == []  # the worker finds tasks by name (fleet.worker)
+
+
+def test_no_cycle_in_the_emulator_runs_and_its_type_only_circles_are_the_known_ones() -> None:
+    everything = import_graph(EMULATOR)
+    running = import_graph(EMULATOR, runtime_only=True)
+
+    assert cycles(running) == []
+    assert sorted(map(sorted, cycles(everything))) == sorted(map(sorted, TYPE_ONLY_CIRCLES))
+    # The graph sees the emulator, and tells the imports that run from the others.
+    assert "emulator.state" in running["emulator.server"]
+    assert "emulator.state" in everything["emulator.routing"]
+    assert "emulator.state" not in running["emulator.routing"]
+
+
+@pytest.mark.parametrize("module", sorted(_modules(EMULATOR)))
+def test_each_emulator_module_imports_alone_without_django(module: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", f"import {module}"],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr[-2000:]
 
 
 @pytest.mark.parametrize("module", WATCHED)

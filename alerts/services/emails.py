@@ -28,13 +28,14 @@ from django.core import signing
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils import formats, timezone, translation
+from django.utils import timezone, translation
 from django.utils.crypto import constant_time_compare, salted_hmac
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from alerts.models import Alert, AlertEvent
-from fleet import display
+from fleet import formatting
+from fleet.webhooks.values import parse_amount, parse_moment
 
 _UNSUBSCRIBE_SALT = "alerts.unsubscribe"
 
@@ -260,13 +261,12 @@ def _item(alert: Alert) -> Item:
         title = data.get("description") or data.get("reference") or data.get("external_id") or ""
         if data.get("reference"):
             fields.append((_("Notice"), data["reference"]))
-        if data.get("occurred_at"):
-            fields.append((_("Committed on"), display.payload_moment(data["occurred_at"])))
-        if data.get("amount"):
-            value = display.amount(data["amount"])
-            if not isinstance(value, str):
-                value = formats.number_format(value, 2, use_l10n=True)
-            fields.append((_("Amount"), f"R$ {value}"))
+        # The fine's columns as `event_data` wrote them (or the text as sent), read back.
+        if occurred := data.get("occurred_at"):
+            shown = formatting.moment(parse_moment(occurred), sent=occurred)
+            fields.append((_("Committed on"), shown))
+        if amount := data.get("amount"):
+            fields.append((_("Amount"), formatting.amount(parse_amount(amount), sent=amount)))
         fields.append(
             (
                 _("Official document"),

@@ -10,6 +10,7 @@ workers) one alert. Once committed, the worker is asked to send them.
 from __future__ import annotations
 
 import logging
+from datetime import UTC
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -74,6 +75,8 @@ def alerts_send_soon() -> None:
 def event_data(event: AlertEvent, record: Fine | Notification) -> dict[str, Any]:
     """The event as the alert tells it: the record's plate and fields then, and its page.
 
+    A fine's amount and time are its columns (`1293.47`, `2026-11-20T13:45:00Z`, what
+    `fleet.webhooks.values` reads back), or the text as sent where a column is null.
     Never the platform's links: its documents' addresses expire.
     """
     data: dict[str, Any] = {
@@ -89,8 +92,12 @@ def event_data(event: AlertEvent, record: Fine | Notification) -> dict[str, Any]
         data |= {
             "description": record.description,
             "reference": record.reference,
-            "occurred_at": record.occurred_at_text,
-            "amount": record.amount_text,
+            "occurred_at": (
+                record.occurred_at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+                if record.occurred_at is not None
+                else record.occurred_at_text
+            ),
+            "amount": str(record.amount) if record.amount is not None else record.amount_text,
             "document_available": bool(record.link_frame),
         }
     else:

@@ -56,7 +56,7 @@ from alerts.services.preferences import alert_preferences_get
 from alerts.signing import signed_headers
 from fleet import worker
 from fleet.encryption import UndecryptableSecret
-from fleet.pace import Pace
+from fleet.throttle import Throttle
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ WEBHOOK_TYPES: Final = {
     AlertEvent.NEW_NOTIFICATION: "notification.created",
 }
 
-_unconfigured = Pace()
+_unconfigured = Throttle()
 
 
 def alerts_send_due(*, budget_s: float = 30.0) -> Counter[str]:

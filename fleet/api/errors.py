@@ -20,6 +20,9 @@ FleetError
 The two error formats (v1 envelope, v2 RFC 7807 problem) are read by
 `parse_v1_error` and `parse_v2_problem`; `error_for_response` turns an answer
 into the right exception. Nothing here knows about HTTP libraries.
+
+Each class carries its `outcome`: what the failure means to the person who
+asked, the one classification every feature starts from.
 """
 
 from __future__ import annotations
@@ -30,15 +33,32 @@ import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Any, ClassVar, Literal
 
 from fleet.api.redaction import redact
+
+
+class Outcome(StrEnum):
+    """What a failed call means to the person who asked; a feature that must tell more
+    apart (a CNH lookup's charge) refines it. The values are stored: never change one."""
+
+    RATE_LIMITED = "rate_limited"  # 429, or the route cooling down: wait `retry_after`
+    UNAVAILABLE = "unavailable"  # no usable answer, or a 504: try again later
+    CREDENTIALS_REJECTED = "credentials_rejected"  # the portal's API credentials
+    PERMISSION_DENIED = "permission_denied"  # valid credentials, not for this company
+    LOGIN_REJECTED = "login_rejected"  # a web-app user's e-mail or password
+    NOT_FOUND = "not_found"
+    ERROR = "error"  # anything else: refused or unreadable
 
 
 class FleetError(Exception):
     """A Fleet API call failed. `str()` is safe to log and show an operator."""
 
     summary = "The Fleet API call failed"
+    outcome: ClassVar[Outcome] = Outcome.ERROR
+    # Seconds before the API may be called again, when it said so (`RetryLater`).
+    retry_after: float | None = None
 
     def __init__(
         self,
@@ -98,6 +118,7 @@ class CredentialsRejected(ApiError):
     """The access token or the signature was refused (spec 5.4)."""
 
     summary = "The Fleet API rejected the credentials (check the access token and secret key)"
+    outcome = Outcome.CREDENTIALS_REJECTED
 
 
 class NotAuthorized(CredentialsRejected):
@@ -116,18 +137,21 @@ class PermissionDenied(ApiError):
     """The credentials are valid but the account may not access the company."""
 
     summary = "The Fleet API account has no permission for this company"
+    outcome = Outcome.PERMISSION_DENIED
 
 
 class LoginRejected(ApiError):
     """`POST /key/generator` refused the web-app user's e-mail or password."""
 
     summary = "The fleet web application refused this user's e-mail or password"
+    outcome = Outcome.LOGIN_REJECTED
 
 
 class NotFound(ApiError):
     """The resource does not exist (404)."""
 
     summary = "The Fleet API does not know this resource"
+    outcome = Outcome.NOT_FOUND
 
 
 class RetryLater(ApiError):
@@ -150,12 +174,14 @@ class RateLimited(RetryLater):
     """429, or a call refused locally because the route is cooling down."""
 
     summary = "The Fleet API rate limit was reached"
+    outcome = Outcome.RATE_LIMITED
 
 
 class GatewayTimeout(RetryLater):
     """504: an upstream service of the API did not answer in time (spec 7.3)."""
 
     summary = "The Fleet API timed out waiting for an upstream service"
+    outcome = Outcome.UNAVAILABLE
 
 
 class UpstreamUnavailable(FleetError):
@@ -166,6 +192,7 @@ class UpstreamUnavailable(FleetError):
     """
 
     summary = "The Fleet API is unavailable"
+    outcome = Outcome.UNAVAILABLE
 
     def __init__(self, message: str = "", *, sent: bool = True, **kw: Any) -> None:
         super().__init__(message, **kw)

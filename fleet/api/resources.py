@@ -15,11 +15,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
 import msgspec
+
+from fleet.webhooks.values import parse_moment
 
 
 class ShapeError(ValueError):
@@ -169,41 +171,15 @@ def json_object(value: Any, what: str) -> Mapping[str, Any]:
     return value
 
 
-_BRAZILIAN_MOMENT: Final = ("%d/%m/%Y %H:%M:%S", "%d/%m/%Y %H:%M", "%d/%m/%Y")
-
-
 def _timestamp(data: Mapping[str, Any], name: str) -> datetime | None:
     """A moment in any of the usual spellings, or None (then it is not shown).
 
-    The spec shows no dates at all: ISO 8601 (with or without an offset, `Z`
-    included), Unix seconds or milliseconds, and Brazilian `dd/mm/yyyy hh:mm`
-    are read; anything else is left out rather than failing the answer.
+    The spec shows no dates at all: `fleet.webhooks.values.parse_moment` reads them
+    as it reads a webhook's (ISO 8601, Unix seconds or milliseconds, `dd/mm/yyyy
+    hh:mm`; UTC without an offset); anything else is left out rather than failing
+    the answer.
     """
-    value = _member(data, name)
-    when: datetime | None = None
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        seconds = value / 1000 if value > 100_000_000_000 else value
-        try:
-            return datetime.fromtimestamp(seconds, tz=UTC)
-        except (OverflowError, OSError, ValueError):
-            return None
-    if not isinstance(value, str):
-        return None
-    try:
-        when = datetime.fromisoformat(value.strip())
-    except ValueError:
-        for pattern in _BRAZILIAN_MOMENT:
-            try:
-                when = datetime.strptime(value.strip(), pattern)  # noqa: DTZ007 - UTC below
-                break
-            except ValueError:
-                continue
-    if when is None:
-        return None
-    # Without an offset: the API speaks UTC.
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
+    return parse_moment(_member(data, name))
 
 
 def vehicle_columns_from_json(body: Any) -> VehicleColumns:

@@ -76,9 +76,10 @@ def read_body(response: requests.Response) -> bytes:
     """The whole body, in one read to its end.
 
     `response.content` reads it 10 kB at a time through several layers, which
-    is slow for a large fleet's answer. The connection goes back to the pool
-    once the body is read. urllib3's errors become the `requests` errors that
-    `response.content` raises, so that callers see one family.
+    a large fleet's answer of several megabytes pays for. The connection goes
+    back to the pool once the body is read. urllib3's errors become the
+    `requests` errors that `response.content` raises, so that callers see one
+    family.
     """
     try:
         return response.raw.read(decode_content=True)

@@ -10,7 +10,7 @@ _BATCH = 2000
 def fill_registrations(apps, schema_editor):
     """Records received before the field existed: their registration from their payload.
 
-    The payload is read here as `fleet.models.payload_registration` reads it today
+    The payload is read here as `payload_registration` (fleet.webhooks.payloads) read it then
     (a copy: a migration must not change with the models' later code).
     """
     for name in ("Fine", "Notification"):

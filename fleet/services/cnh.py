@@ -1,4 +1,4 @@
-"""Driver licence (CNH) lookups: asking for one, running it in the background, reading it.
+"""Driver licence (CNH) lookups: asking for one and running it in the background.
 
 A lookup can take the licensing service's whole minute (spec 8), so no web
 request waits for it: `cnh_lookup_create` stores it and enqueues
@@ -26,34 +26,27 @@ items in error are retried by the user, all together
 
 CPFs are personal data (LGPD): they never reach a log line or a task's
 arguments (tasks carry the lookup's id), and only the lookup's owner and
-staff can read a lookup.
+staff can read a lookup (`fleet.services.cnh_results`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Final
-from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.core.paginator import Page, Paginator
 from django.db import transaction
-from django.db.models import Count, F, Q
+from django.db.models import F, Q
 from django.utils import timezone
-from django.utils.functional import Promise
-from django.utils.translation import gettext_lazy as _
-from django.utils.translation import pgettext_lazy
 
 from fleet import cpf, worker
 from fleet.api import errors
 from fleet.api.licences import CnhLicence as CnhLicence
-from fleet.api.licences import CnhLookupResult, cnh_licence_from_json
+from fleet.api.licences import CnhLookupResult
 from fleet.models import (
     CnhItemStatus,
     CnhLookup,
@@ -72,7 +65,6 @@ from fleet.services.connection import fleet_client
 
 logger = logging.getLogger("fleet.cnh")
 
-HISTORY_PAGE_SIZE: Final = 20
 # Without Retry-After: 30 s, 1 min, 2 min… up to 15 min between attempts.
 _BACKOFF_BASE: Final = 30.0
 _BACKOFF_MAX: Final = 900.0
@@ -82,10 +74,6 @@ MISSING: Final = "missing"
 # answer (CnhReason.NO_ANSWER), its success answer could not be read, or its
 # worker died while the lookup was running, maybe in the middle of the call.
 UNREADABLE: Final = "unreadable_answer"
-
-
-class CnhLookupNotFound(Exception):
-    """No such lookup, or not one this user may see (the two look the same)."""
 
 
 class InvalidCpfs(ValueError):
@@ -288,14 +276,13 @@ def _store(
 
 def _after_failure(lookup: CnhLookup, items: list[CnhLookupItem], error: errors.FleetError) -> str:
     """Wait and retry when nothing can have been charged; else end, unknown or failed."""
-    reason = _reason_of(error)
-    if _outcome_unknown(error):
+    reason = _lookup_reason(error)
+    if _sent_unanswered(error):
         return _end_unknown(lookup, items, error, code=CnhReason.NO_ANSWER.value)
     if _unreadable_success(error):
         return _end_unknown(lookup, items, error, code=UNREADABLE)
     if _retryable(error) and lookup.attempts < settings.FLEET_CNH_MAX_ATTEMPTS:
-        retry_after = error.retry_after if isinstance(error, errors.RetryLater) else None
-        wait = retry_after if retry_after is not None else _backoff(lookup.attempts)
+        wait = error.retry_after if error.retry_after is not None else _backoff(lookup.attempts)
         when = timezone.now() + timedelta(seconds=wait)
         with transaction.atomic():
             _set_status(
@@ -340,12 +327,12 @@ def _retryable(error: errors.FleetError) -> bool:
         return True
     # A connect error: the request certainly never left this machine, so the
     # API did nothing and charged nothing; trying again (with backoff) is safe.
-    # Everything else that is unavailable was sent (see `_outcome_unknown`) or
+    # Everything else that is unavailable was sent (see `_sent_unanswered`) or
     # answered with a 5xx: not repeated without the manager.
     return isinstance(error, errors.UpstreamUnavailable) and not error.sent
 
 
-def _outcome_unknown(error: errors.FleetError) -> bool:
+def _sent_unanswered(error: errors.FleetError) -> bool:
     """Sent, and no answer came back: the API may have done (and charged) the lookup."""
     return isinstance(error, errors.UpstreamUnavailable) and error.sent and error.status is None
 
@@ -412,142 +399,18 @@ def _short_code(code: str | None) -> str | None:
     return code.rsplit(":", 1)[-1] if code else None
 
 
-def _reason_of(error: errors.FleetError) -> CnhReason:
+def _lookup_reason(error: errors.FleetError) -> CnhReason:
+    """The error's shared `Outcome`, except where what a lookup was charged depends on
+    the difference: a 504 (not charged), a 5xx answer, a call sent that got no answer
+    and an unreadable answer are told apart, and any other refusal is `REJECTED`."""
     if isinstance(error, errors.GatewayTimeout):
         return CnhReason.UPSTREAM_TIMEOUT
-    if isinstance(error, errors.RateLimited):
-        return CnhReason.RATE_LIMITED
-    if isinstance(error, errors.UpstreamUnavailable):
-        if error.status is not None:
-            return CnhReason.SERVER_ERROR
-        return CnhReason.NO_ANSWER if error.sent else CnhReason.UNAVAILABLE
-    if isinstance(error, errors.CredentialsRejected):
-        return CnhReason.CREDENTIALS_REJECTED
-    if isinstance(error, errors.PermissionDenied):
-        return CnhReason.PERMISSION_DENIED
+    if isinstance(error, errors.UpstreamUnavailable) and error.status is not None:
+        return CnhReason.SERVER_ERROR
+    if isinstance(error, errors.UpstreamUnavailable) and error.sent:
+        return CnhReason.NO_ANSWER
     if isinstance(error, errors.InvalidResponse):
         return CnhReason.INVALID_RESPONSE
+    if error.outcome in CnhReason.values:  # rate limited, unreachable, credentials, permission
+        return CnhReason(error.outcome)
     return CnhReason.REJECTED
-
-
-# --- Reading ----------------------------------------------------------------------------
-
-
-def cnh_lookup_get(*, user: User, public_id: UUID) -> CnhLookup:
-    """The lookup, if `user` owns it or is staff; `CnhLookupNotFound` otherwise."""
-    lookups = CnhLookup.objects.select_related("owner")
-    if not user.is_staff:
-        lookups = lookups.filter(owner=user)
-    try:
-        return lookups.get(public_id=public_id)
-    except CnhLookup.DoesNotExist:
-        raise CnhLookupNotFound(public_id) from None
-
-
-def cnh_lookup_history(*, user: User, page: int | str | None) -> Page[Any]:
-    """The user's own lookups, newest first, a page at a time, with their counts."""
-    lookups = (
-        CnhLookup.objects.filter(owner=user)
-        .annotate(
-            item_count=Count("items"),
-            found_count=Count("items", filter=Q(items__status=CnhItemStatus.OK)),
-            error_count=Count("items", filter=Q(items__status=CnhItemStatus.ERROR)),
-            unknown_count=Count("items", filter=Q(items__status=CnhItemStatus.UNKNOWN)),
-        )
-        .prefetch_related("items")
-        .order_by("-created_at", "-pk")
-    )
-    return Paginator(lookups, HISTORY_PAGE_SIZE).get_page(page)
-
-
-# What an item's error code means, in the user's words; other codes show the API's message.
-_PROBLEMS: Final[dict[str, Promise]] = {
-    "gateway-timeout": _("The licensing service did not answer in time."),
-    "not-found": _("No driver licence was found for this CPF."),
-    "bad-request": _("The fleet service refused this CPF."),
-    MISSING: _("The fleet service's answer did not include this CPF."),
-    **{reason.value: reason.label for reason in CnhReason},
-    CnhReason.NO_ANSWER.value: _(
-        "The fleet service did not answer: this CPF may have been looked up, and charged, "
-        "without the result reaching the portal."
-    ),
-    UNREADABLE: _(
-        "The fleet service answered, but its answer could not be read: this CPF was "
-        "probably looked up, and charged, without the result reaching the portal."
-    ),
-    INTERRUPTED: _(
-        "The lookup was interrupted while it was being sent: this CPF may have been "
-        "looked up, and charged, without the result reaching the portal."
-    ),
-}
-# Licence situations as the licensing service writes them (DETRAN's words).
-_SITUATIONS: Final[dict[str, Promise]] = {
-    "REGULAR": pgettext_lazy("CNH situation", "Regular"),
-    "VENCIDA": pgettext_lazy("CNH situation", "Expired"),
-    "SUSPENSA": pgettext_lazy("CNH situation", "Suspended"),
-    "CASSADA": pgettext_lazy("CNH situation", "Revoked"),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class CnhItemRow:
-    """One CPF of a lookup as its page shows it (its repr leaves the CPF out)."""
-
-    position: int
-    cpf: str = field(repr=False)
-    status: str = ""
-    licence: CnhLicence | None = None
-    # Members the portal does not know, as (name, text), in the order received.
-    extra: list[tuple[str, str]] = field(default_factory=list)
-    error_code: str = ""
-    error_message: str = ""
-
-    @property
-    def problem(self) -> str:
-        """Why this CPF has no result, in words a person can act on."""
-        if known := _PROBLEMS.get(self.error_code):
-            return str(known)
-        return self.error_message or self.error_code
-
-    @property
-    def situation(self) -> str:
-        """The licence's situation, translated when it is one the portal knows."""
-        raw = self.licence.situation if self.licence else None
-        if raw is None:
-            return ""
-        known = _SITUATIONS.get(raw.upper())
-        return str(known) if known else raw
-
-
-def cnh_lookup_rows(*, lookup: CnhLookup) -> list[CnhItemRow]:
-    """The lookup's items with their licences read from what the API answered."""
-    rows = []
-    for item in lookup.items.order_by("position"):
-        licence = None
-        if item.status == CnhItemStatus.OK and isinstance(item.result, dict):
-            licence = cnh_licence_from_json(item.result)
-        rows.append(
-            CnhItemRow(
-                position=item.position,
-                cpf=item.cpf,
-                status=item.status,
-                licence=licence,
-                extra=[(name, _as_text(value)) for name, value in licence.extra.items()]
-                if licence
-                else [],
-                error_code=item.error_code,
-                error_message=item.error_message,
-            )
-        )
-    return rows
-
-
-def _as_text(value: Any) -> str:
-    """An unknown member's value, readable: lists joined, objects as JSON."""
-    if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
-        return ", ".join(str(v) for v in value) or "—"
-    if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, bool):
-        return "✓" if value else "✗"
-    return str(value)

@@ -25,7 +25,8 @@ from fleet import plates
 from fleet.api import errors
 from fleet.api.client import FleetClient
 
-# Re-exported: views name these records without importing the client's package.
+# Re-exported: views name these without importing the client's package.
+from fleet.api.errors import Outcome as Outcome
 from fleet.api.resources import CrlvRequest as CrlvRequest
 from fleet.api.resources import VehicleCrlv as VehicleCrlv
 from fleet.services.connection import fleet_client
@@ -40,25 +41,20 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 
 
 class CrlvOutcome(StrEnum):
-    """Why an e-CRLV could not be shown or downloaded."""
+    """Why the portal itself could not show or hand over an e-CRLV; when the API
+    failed, the `Outcome` of its error says why."""
 
     INVALID = "invalid"  # not a plate / not a request id: nothing was asked
-    NOT_FOUND = "not_found"
     NOT_READY = "not_ready"  # no document (yet): the request is not completed
     NO_LINK = "no_link"  # completed, but the document came without a link we could read
     INSECURE_LINK = "insecure_link"  # a plain http:// link outside the emulator: refused
     UNTRUSTED_LINK = "untrusted_link"  # a link to a host FLEET_DOWNLOAD_HOSTS does not allow
-    RATE_LIMITED = "rate_limited"
-    UNAVAILABLE = "unavailable"
-    CREDENTIALS_REJECTED = "credentials_rejected"
-    PERMISSION_DENIED = "permission_denied"
-    ERROR = "error"
 
 
 class CrlvUnavailable(Exception):
     """No e-CRLV answer; `outcome` says why, `retry_after` when to ask again."""
 
-    def __init__(self, outcome: CrlvOutcome, *, retry_after: float | None = None) -> None:
+    def __init__(self, outcome: CrlvOutcome | Outcome, *, retry_after: float | None = None) -> None:
         super().__init__(outcome.value)
         self.outcome = outcome
         self.retry_after = retry_after
@@ -112,7 +108,7 @@ def _download_url(request: CrlvRequest) -> str:
     # The browser is sent there: only a web address, never `javascript:` or a path of ours.
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http") or not parts.netloc:
-        raise CrlvUnavailable(CrlvOutcome.ERROR)
+        raise CrlvUnavailable(Outcome.ERROR)
     # The API is served over HTTPS only (spec 4): a plain-http link to a manager's
     # document is refused everywhere but on the local emulator.
     if parts.scheme == "http" and settings.FLEET_ENVIRONMENT != "emulator":
@@ -197,19 +193,4 @@ def _ask[T](call: Callable[[FleetClient], T]) -> T:
     try:
         return call(fleet_client())
     except errors.FleetError as error:
-        retry_after = error.retry_after if isinstance(error, errors.RetryLater) else None
-        raise CrlvUnavailable(_outcome_of(error), retry_after=retry_after) from error
-
-
-def _outcome_of(error: errors.FleetError) -> CrlvOutcome:
-    if isinstance(error, errors.NotFound):
-        return CrlvOutcome.NOT_FOUND
-    if isinstance(error, errors.CredentialsRejected):
-        return CrlvOutcome.CREDENTIALS_REJECTED
-    if isinstance(error, errors.PermissionDenied):
-        return CrlvOutcome.PERMISSION_DENIED
-    if isinstance(error, errors.RateLimited):
-        return CrlvOutcome.RATE_LIMITED
-    if isinstance(error, errors.UpstreamUnavailable | errors.GatewayTimeout):
-        return CrlvOutcome.UNAVAILABLE
-    return CrlvOutcome.ERROR
+        raise CrlvUnavailable(error.outcome, retry_after=error.retry_after) from error

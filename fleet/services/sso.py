@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from fleet.api import errors
+from fleet.api.errors import Outcome
 from fleet.encryption import UndecryptableSecret
 from fleet.models import AccessKeyMint, FleetAccount, MintOutcome, MintPurpose
 from fleet.services.connection import fleet_client
@@ -114,15 +115,19 @@ def _mint(
     try:
         key = fleet_client().create_access_key(email=email, password=password)
     except errors.FleetError as error:
+        # The audit records no "not found": a 404 from the key generator is an error.
+        outcome = (
+            MintOutcome.ERROR if error.outcome is Outcome.NOT_FOUND else MintOutcome(error.outcome)
+        )
         _fail(
             user,
             account,
             email,
             purpose,
-            _outcome_of(error),
+            outcome,
             detail=str(error),
             trace_id=error.trace_id or "",
-            retry_after=error.retry_after if isinstance(error, errors.RetryLater) else None,
+            retry_after=error.retry_after,
             started=started,
             cause=error,
         )
@@ -170,20 +175,6 @@ def _fail(
         message=said.message if said and said.message != said.summary else "",
         trace_id=trace_id,
     ) from cause
-
-
-def _outcome_of(error: errors.FleetError) -> MintOutcome:
-    if isinstance(error, errors.LoginRejected):
-        return MintOutcome.LOGIN_REJECTED
-    if isinstance(error, errors.CredentialsRejected):
-        return MintOutcome.CREDENTIALS_REJECTED
-    if isinstance(error, errors.PermissionDenied):
-        return MintOutcome.PERMISSION_DENIED
-    if isinstance(error, errors.RateLimited):
-        return MintOutcome.RATE_LIMITED
-    if isinstance(error, errors.UpstreamUnavailable | errors.GatewayTimeout):
-        return MintOutcome.UNAVAILABLE
-    return MintOutcome.ERROR
 
 
 def _audit(

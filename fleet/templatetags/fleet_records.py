@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
+from decimal import Decimal
 from urllib.parse import urlsplit
 
 from django import template
 from django.urls import reverse
 
-from fleet import plates
+from fleet import formatting, plates
+from fleet.webhooks.values import parse_moment
 
 register = template.Library()
 
@@ -30,17 +32,17 @@ def https_url(value: object) -> str:
 
 
 @register.filter
-def iso_datetime(value: object) -> datetime | str:
-    """An ISO 8601 text as a datetime (for the `date` filter); a datetime as it is (a
-    fine's `occurred_at`); anything else as it was."""
-    if isinstance(value, datetime):
-        return value
-    if not isinstance(value, str) or not value:
-        return ""
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return value
+def moment(value: datetime | str | None, sent: str = "") -> str:
+    """A time as `formatting.moment` shows it
+    (`{{ fine.occurred_at|moment:fine.occurred_at_text }}`); a text is a time the portal
+    stored as ISO 8601 (a record's history of `treated`)."""
+    return formatting.moment(parse_moment(value) if isinstance(value, str) else value, sent=sent)
+
+
+@register.filter
+def amount(value: Decimal | None, sent: str = "") -> str:
+    """An amount as `formatting.amount` shows it (`{{ fine.amount|amount:fine.amount_text }}`)."""
+    return formatting.amount(value, sent=sent)
 
 
 @register.filter

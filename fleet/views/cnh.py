@@ -31,20 +31,18 @@ from django.views.decorators.http import require_GET, require_POST
 
 from fleet.forms import CnhBatchForm, CnhLookupForm
 from fleet.models import CnhItemStatus, CpfDisclosurePlace
-from fleet.services.cnh import (
-    CnhLookupNotFound,
-    cnh_lookup_create,
-    cnh_lookup_get,
-    cnh_lookup_history,
-    cnh_lookup_recover,
-    cnh_lookup_retry_failed,
-    cnh_lookup_rows,
-)
+from fleet.services.cnh import cnh_lookup_create, cnh_lookup_recover, cnh_lookup_retry_failed
 from fleet.services.cnh_privacy import (
     CnhDailyLimitReached,
     cnh_daily_allowance,
     cpf_disclosure_record,
     cpf_full_allowed,
+)
+from fleet.services.cnh_results import (
+    CnhLookupNotFound,
+    cnh_lookup_get,
+    cnh_lookup_history,
+    cnh_lookup_rows,
 )
 from fleet.views import AuthenticatedRequest, Polling, is_fragment_request
 

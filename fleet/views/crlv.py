@@ -24,6 +24,7 @@ from fleet.services.crlv import (
     CrlvOutcome,
     CrlvRequest,
     CrlvUnavailable,
+    Outcome,
     VehicleCrlv,
     crlv_download_url,
     crlv_request_get,
@@ -40,15 +41,15 @@ DEFAULT_RETRY_AFTER_S = 30
 
 # Status of a whole page whose e-CRLV part failed: what went wrong, for proxies and logs.
 # (htmx fragments are always 200: htmx swaps only successful answers in.)
-_FAILURE_STATUS = {
-    CrlvOutcome.RATE_LIMITED: 429,
-    CrlvOutcome.UNAVAILABLE: 503,
-    CrlvOutcome.CREDENTIALS_REJECTED: 502,
-    CrlvOutcome.PERMISSION_DENIED: 403,
+_FAILURE_STATUS: dict[Outcome | CrlvOutcome, int] = {
+    Outcome.RATE_LIMITED: 429,
+    Outcome.UNAVAILABLE: 503,
+    Outcome.CREDENTIALS_REJECTED: 502,
+    Outcome.PERMISSION_DENIED: 403,
     CrlvOutcome.NO_LINK: 502,
     CrlvOutcome.INSECURE_LINK: 502,
     CrlvOutcome.UNTRUSTED_LINK: 502,
-    CrlvOutcome.ERROR: 502,
+    Outcome.ERROR: 502,
 }
 
 
@@ -64,7 +65,7 @@ def vehicle(request: AuthenticatedRequest, plate: str) -> HttpResponse:
     try:
         crlv = vehicle_crlv_get(plate=plate)
     except CrlvUnavailable as failure:
-        if failure.outcome is CrlvOutcome.NOT_FOUND:
+        if failure.outcome is Outcome.NOT_FOUND:
             return _vehicle_not_found(request, plate, invalid=False)
         return _vehicle_page(request, plate, failure=failure)
     return _vehicle_page(request, plate, crlv=crlv)
@@ -80,7 +81,7 @@ def vehicle_crlv_download(request: AuthenticatedRequest, plate: str) -> HttpResp
     try:
         url = vehicle_crlv_download_url(plate=plate)
     except CrlvUnavailable as failure:
-        if failure.outcome is CrlvOutcome.NOT_FOUND:
+        if failure.outcome is Outcome.NOT_FOUND:
             return _vehicle_not_found(request, plate, invalid=False)
         if failure.outcome is CrlvOutcome.NOT_READY:
             messages.warning(request, _("This vehicle has no issued e-CRLV to download yet."))
@@ -98,7 +99,7 @@ def crlv_request(request: AuthenticatedRequest, request_id: str) -> HttpResponse
     try:
         crlv = crlv_request_get(request_id=request_id)
     except CrlvUnavailable as failure:
-        if failure.outcome in (CrlvOutcome.INVALID, CrlvOutcome.NOT_FOUND):
+        if failure.outcome in (CrlvOutcome.INVALID, Outcome.NOT_FOUND):
             return _request_not_found(request, failure)
         return _request_page(request, request_id, failure=failure, delay_ms=delay_ms)
     return _request_page(request, request_id, crlv=crlv, delay_ms=delay_ms)
@@ -112,7 +113,7 @@ def crlv_request_download(request: AuthenticatedRequest, request_id: str) -> Htt
     try:
         url = crlv_download_url(request_id=request_id)
     except CrlvUnavailable as failure:
-        if failure.outcome in (CrlvOutcome.INVALID, CrlvOutcome.NOT_FOUND):
+        if failure.outcome in (CrlvOutcome.INVALID, Outcome.NOT_FOUND):
             return _request_not_found(request, failure)
         if failure.outcome is CrlvOutcome.NOT_READY:
             messages.warning(
@@ -208,7 +209,7 @@ def _request_not_found(request: AuthenticatedRequest, failure: CrlvUnavailable) 
 
 def _wait_s(failure: CrlvUnavailable | None) -> int | None:
     """The whole seconds the API asked us to wait after a rate limit."""
-    if failure is None or failure.outcome is not CrlvOutcome.RATE_LIMITED:
+    if failure is None or failure.outcome is not Outcome.RATE_LIMITED:
         return None
     return math.ceil(failure.retry_after or DEFAULT_RETRY_AFTER_S)
 
@@ -217,6 +218,6 @@ def _retry_ms(failure: CrlvUnavailable, delay_ms: int) -> int | None:
     """When to ask again by itself after `failure` (None: waiting would not help)."""
     if wait_s := _wait_s(failure):
         return wait_s * 1000
-    if failure.outcome is CrlvOutcome.UNAVAILABLE:
+    if failure.outcome is Outcome.UNAVAILABLE:
         return max(delay_ms, math.ceil(failure.retry_after or 0) * 1000)
     return None

@@ -3,9 +3,7 @@ and their CSV exports."""
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Any
-from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -17,7 +15,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from fleet import display, plates
+from fleet import formatting, plates
 from fleet.forms import FineFilterForm, NotificationFilterForm, SavedFineViewForm
 from fleet.models import Fine, Notification
 from fleet.services.dashboard import fine_totals
@@ -42,12 +40,10 @@ def fine_list(request: AuthenticatedRequest) -> HttpResponse:
     form = FineFilterForm(request.GET)
     filters = form.filters()
     page = fine_search(**filters)
-    listed = dict(filters)
-    listed.pop("page")
     extra = {
-        "totals": fine_totals(fine_filtered(**listed)),
+        "totals": fine_totals(fine_filtered(**FineFilterForm.every_page(filters))),
         "saved_views": saved_fine_views(user=request.user),
-        "save_form": SavedFineViewForm(initial={"query": _query_string(filters)}),
+        "save_form": SavedFineViewForm(initial={"query": FineFilterForm.query_string(filters)}),
     }
     return _render(
         request, "fleet/fines.html", "fleet:fines_export", filters, form, page, extra=extra
@@ -63,7 +59,9 @@ def fine_view_save(request: AuthenticatedRequest) -> HttpResponse:
         messages.error(request, _("Give the view a name of up to 60 characters."))
         return redirect(reverse("fleet:fines") + _safe_query(request.POST.get("query", "")))
     # Kept as the list's own form reads it: what a later visit will apply.
-    query = _query_string(FineFilterForm(QueryDict(form.cleaned_data["query"])).filters())
+    query = FineFilterForm.query_string(
+        FineFilterForm(QueryDict(form.cleaned_data["query"])).filters()
+    )
     view = saved_fine_view_save(user=request.user, name=form.cleaned_data["name"], query=query)
     messages.success(request, _("View “%(name)s” saved.") % {"name": view.name})
     return redirect(view.get_absolute_url())
@@ -119,13 +117,14 @@ def fine_list_export(request: AuthenticatedRequest) -> StreamingHttpResponse:
             plates.display_if_plate(fine.plate),
             fine.description,
             fine.reference,
-            display.payload_moment(fine.occurred_at_text),
-            display.amount(fine.amount_text),
+            formatting.moment(fine.occurred_at, sent=fine.occurred_at_text),
+            # A number cell, in the language's format (csv_export); else the text as sent.
+            fine.amount if fine.amount is not None else fine.amount_text,
             handling[fine.treated],
             fine.link_frame,
             fine.link,
-            display.moment(fine.received_at),
-            display.moment(fine.updated_at),
+            formatting.moment(fine.received_at),
+            formatting.moment(fine.updated_at),
             fine.external_id,
         ]
 
@@ -162,8 +161,8 @@ def notification_list_export(request: AuthenticatedRequest) -> StreamingHttpResp
             notification.title,
             notification.message,
             handling[notification.treated],
-            display.moment(notification.received_at),
-            display.moment(notification.updated_at),
+            formatting.moment(notification.received_at),
+            formatting.moment(notification.updated_at),
             notification.external_id,
         ],
     )
@@ -171,9 +170,7 @@ def notification_list_export(request: AuthenticatedRequest) -> StreamingHttpResp
 
 def _export_filters(form: FineFilterForm | NotificationFilterForm) -> dict[str, Any]:
     """The list's filters, without its page: an export has every page."""
-    filters = form.filters()
-    filters.pop("page")
-    return filters
+    return form.every_page(form.filters())
 
 
 def _handling() -> dict[bool, str]:
@@ -190,7 +187,7 @@ def _render(
     *,
     extra: dict[str, object] | None = None,
 ) -> HttpResponse:
-    links = {"query_string": _query_string(filters), "export_url": reverse(export_view)}
+    links = {"query_string": form.query_string(filters), "export_url": reverse(export_view)}
     filtered = any(
         value not in (None, "") for name, value in filters.items() if name not in ("page", "sort")
     )
@@ -204,25 +201,7 @@ def _render(
     return HttpResponse(results + export_link)
 
 
-def _query_string(filters: dict[str, object]) -> str:
-    """The filters as a query string, defaults left out, for links that keep them."""
-    params = {
-        name: _query_value(name, value)
-        for name, value in filters.items()
-        if name != "page" and value is not None and value != ""
-    }
-    return urlencode(params)
-
-
-def _query_value(name: str, value: object) -> str:
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    if isinstance(value, date):
-        return value.strftime("%Y-%m") if name == "month" else value.isoformat()
-    return str(value)
-
-
 def _safe_query(query: str) -> str:
     """`?query` for a redirect to the list, with only what the list's form reads."""
-    kept = _query_string(FineFilterForm(QueryDict(query)).filters())
+    kept = FineFilterForm.query_string(FineFilterForm(QueryDict(query)).filters())
     return f"?{kept}" if kept else ""

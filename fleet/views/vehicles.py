@@ -7,7 +7,6 @@ import functools
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
-from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, HttpResponseBase, QueryDict
@@ -52,8 +51,9 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
         return {
             "form": VehicleFilterForm(request.GET),
             "filters": filters,
-            "query_string": _query_string(filters),
-            "base_query": _query_string({**filters, "sort": "plate"}),  # for the sort links
+            "query_string": VehicleFilterForm.query_string(filters),
+            # For the sort links.
+            "base_query": VehicleFilterForm.query_string({**filters, "sort": "plate"}),
             "result": result,
             "unavailable": unavailable,
         }
@@ -69,7 +69,7 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
     if is_fragment_request(request):  # htmx swaps only the results, and the export link
         export_link = render_to_string(
             "fleet/vehicles.html#export_link",
-            {"query_string": _query_string(filters), "oob": True},
+            {"query_string": VehicleFilterForm.query_string(filters), "oob": True},
         )
         return HttpResponse(results + export_link)
     user = request.user
@@ -94,12 +94,11 @@ def _filters(query_string: str) -> Mapping[str, Any]:
 @login_required
 def vehicle_list_export(request: AuthenticatedRequest) -> HttpResponseBase:
     """The current filter as CSV, streamed: a 50,000-row fleet never sits in memory twice."""
-    filters = VehicleFilterForm(request.GET).filters()
-    filters.pop("page")
+    filters = VehicleFilterForm.every_page(VehicleFilterForm(request.GET).filters())
     try:
         rows, _freshness = vehicle_export(**filters)
     except FleetDataUnavailable:
-        return redirect(f"{reverse('fleet:vehicles')}?{_query_string(filters)}")
+        return redirect(f"{reverse('fleet:vehicles')}?{VehicleFilterForm.query_string(filters)}")
     active, inactive = _("Active"), _("Inactive")
     return csv_download(
         name="vehicles",
@@ -123,13 +122,3 @@ def vehicle_list_refresh(request: AuthenticatedRequest) -> HttpResponse:
         vehicles_refresh()
     back = request.POST.get("query_string", "")
     return redirect(f"{reverse('fleet:vehicles')}?{back}" if back else reverse("fleet:vehicles"))
-
-
-def _query_string(filters: Mapping[str, Any]) -> str:
-    """The filters as a query string, defaults left out, for links that keep them."""
-    params = {
-        "q": filters.get("query") or "",
-        "active": {True: "1", False: "0", None: None}[filters.get("active")],
-        "sort": filters.get("sort") if filters.get("sort") != "plate" else None,
-    }
-    return urlencode({key: value for key, value in params.items() if value})

@@ -11,6 +11,12 @@ that is not a JSON object, a `treated` that is missing, null or not a
 boolean (never coerced), an id or a link of the wrong type. The delivery is
 kept with that message and can be replayed.
 
+What a member says is read here too, once, for every page, export, e-mail and
+outgoing webhook: the plate (`payload_plate`, `payload_registration`), any text
+(`payload_text`), a fine's amount and time (`payload_amount`,
+`payload_occurred_at`, through `fleet.webhooks.values`). The fine's columns
+keep what these read; the payload keeps what was sent.
+
 Pure functions: no database, no settings. `fleet.webhooks.receive` stores
 deliveries, `fleet.webhooks.records` applies what this reads.
 """
@@ -19,10 +25,14 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
+from decimal import Decimal
 from typing import Any, Final
 
 import orjson
+
+from fleet import plates
+from fleet.webhooks.values import parse_amount, parse_moment
 
 FINE: Final = "frame"
 NOTIFICATION: Final = "notification"
@@ -51,6 +61,8 @@ _IDENTIFYING: Final = {
 }
 _CHANGING: Final = frozenset({"id", "treated", "linkFrame", "link", "updatedAt", "updated_at"})
 MAX_ID_LENGTH: Final = 100
+# Characters of `WebhookRecord.registration`.
+REGISTRATION_LENGTH: Final = 20
 _SAMPLE_LENGTH: Final = 200
 
 
@@ -141,11 +153,41 @@ def event_from(payload: dict[str, Any]) -> Event | None:
         key=key,
         external_id=external_id,
         treated=treated,
-        as_of=_moment(data.get("updatedAt", data.get("updated_at"))),
+        as_of=parse_moment(data.get("updatedAt", data.get("updated_at"))),
         data=data,
         link_frame=_link(data, payload, "linkFrame") if is_fine else None,
         link=_link(data, payload, "link") if is_fine else None,
     )
+
+
+def payload_text(payload: object, *names: str) -> str:
+    """The first of `names` in `payload` that holds a scalar, as text ("" if none)."""
+    if isinstance(payload, dict):
+        for name in names:
+            value = payload.get(name)
+            if isinstance(value, str | int | float) and not isinstance(value, bool):
+                return str(value)
+    return ""
+
+
+def payload_plate(payload: object) -> str:
+    """The plate an event's payload names, as sent ("" if none)."""
+    return payload_text(payload, "carPlate", "plate")
+
+
+def payload_registration(payload: object) -> str:
+    """`WebhookRecord.registration` for `payload`: its plate in the Mercosul format."""
+    return plates.registration(payload_plate(payload))[:REGISTRATION_LENGTH]
+
+
+def payload_amount(payload: object) -> Decimal | None:
+    """A fine payload's `amount` (`values.parse_amount`); None if absent or malformed."""
+    return parse_amount(payload.get("amount")) if isinstance(payload, dict) else None
+
+
+def payload_occurred_at(payload: object) -> datetime | None:
+    """A fine payload's `occurredAt` (`values.parse_moment`); None if absent or malformed."""
+    return parse_moment(payload.get("occurredAt")) if isinstance(payload, dict) else None
 
 
 def unknown_keys(payload: dict[str, Any]) -> dict[str, str]:
@@ -220,17 +262,6 @@ def _link(data: dict[str, Any], payload: dict[str, Any], name: str) -> str | Non
     if not isinstance(value, str):
         raise InvalidPayload(f"{name} must be a URL or null, not {_type_name(value)}")
     return value.strip() or None
-
-
-def _moment(value: object) -> datetime | None:
-    """An ISO 8601 time; anything else is no time at all (arrival order then decides)."""
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _sample(value: object) -> str:

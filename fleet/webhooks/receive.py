@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from fleet import worker
 from fleet.models import DeliveryStatus, WebhookDelivery
-from fleet.pace import Pace
+from fleet.throttle import Throttle
 from fleet.webhooks.payloads import InvalidPayload, check_content_type
 
 logger = logging.getLogger(__name__)
@@ -162,7 +162,7 @@ def _values(
 
 
 # When this process last asked the worker for a processing run.
-_schedule = Pace()
+_schedule = Throttle()
 
 
 def deliveries_schedule() -> None:

@@ -21,16 +21,9 @@ from typing import Any
 
 from django.utils import timezone
 
-from fleet.models import (
-    Fine,
-    Notification,
-    WebhookDelivery,
-    WebhookRecord,
-    payload_amount,
-    payload_occurred_at,
-    payload_registration,
-)
+from fleet.models import Fine, Notification, WebhookDelivery, WebhookRecord
 from fleet.webhooks import payloads
+from fleet.webhooks.payloads import payload_amount, payload_occurred_at, payload_registration
 
 RecordModel = type[Fine] | type[Notification]
 

@@ -105,7 +105,8 @@ def test_a_failure_is_read_under_any_likely_name_or_none(
         ("2026-11-22 10:00:30", datetime(2026, 11, 22, 10, 0, 30, tzinfo=UTC)),
         (1795341630, datetime(2026, 11, 22, 10, 0, 30, tzinfo=UTC)),
         (1795341630000, datetime(2026, 11, 22, 10, 0, 30, tzinfo=UTC)),
-        ("22/11/2026 10:00", datetime(2026, 11, 22, 10, 0, tzinfo=UTC)),
+        # As a Brazilian writes it: Brasília time (UTC-3).
+        ("22/11/2026 10:00", datetime(2026, 11, 22, 13, 0, tzinfo=UTC)),
         ("yesterday", None),
         (True, None),
         ({"at": 1}, None),

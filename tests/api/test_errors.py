@@ -18,6 +18,7 @@ from fleet.api.errors import (
     LoginRejected,
     NotAuthorized,
     NotFound,
+    Outcome,
     PermissionDenied,
     RateLimited,
     Unauthorized,
@@ -315,6 +316,41 @@ def test_an_html_error_page_still_gives_a_typed_error() -> None:
 def test_a_redirect_is_an_invalid_response() -> None:
     error = error_for_response(status=302, body=None, headers={}, route="/key/list-cars")
     assert isinstance(error, InvalidResponse)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "outcome"),
+    [
+        (429, None, Outcome.RATE_LIMITED),
+        (504, None, Outcome.UNAVAILABLE),
+        (503, None, Outcome.UNAVAILABLE),
+        (401, {"error": True, "code": "fbk_001"}, Outcome.CREDENTIALS_REJECTED),
+        (403, {"error": True, "code": "fbk_002"}, Outcome.PERMISSION_DENIED),
+        (404, None, Outcome.NOT_FOUND),
+        (400, {"error": True, "code": "fbk_999"}, Outcome.ERROR),
+        (302, None, Outcome.ERROR),
+    ],
+)
+def test_each_error_carries_what_it_means_to_the_person_who_asked(
+    status: int, body: object, outcome: Outcome
+) -> None:
+    error = error_for_response(status=status, body=body, headers={}, route="/key/list-cars")
+    assert error is not None
+    assert error.outcome is outcome
+
+
+def test_a_login_refusal_is_its_own_outcome_and_only_a_retry_later_says_when() -> None:
+    error = error_for_response(
+        status=400,
+        body={"error": True, "code": "fbk_010", "message": "Senha inválida"},
+        headers={"Retry-After": "5"},
+        route="/key/generator",
+        login=True,
+        wrong_login_codes={"fbk_010"},
+    )
+    assert isinstance(error, LoginRejected)
+    assert error.outcome is Outcome.LOGIN_REJECTED
+    assert error.retry_after is None
 
 
 def test_retry_after_in_seconds() -> None:

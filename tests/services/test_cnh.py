@@ -35,8 +35,8 @@ from fleet.services.cnh import (
     cnh_lookup_process,
     cnh_lookup_recover,
     cnh_lookup_retry_failed,
-    cnh_lookup_rows,
 )
+from fleet.services.cnh_results import cnh_lookup_rows
 from fleet.services.connection import fleet_client
 from tests.conftest import Emulator, run_tasks
 

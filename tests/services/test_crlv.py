@@ -10,6 +10,7 @@ import requests
 from fleet.services.crlv import (
     CrlvOutcome,
     CrlvUnavailable,
+    Outcome,
     crlv_download_url,
     crlv_request_get,
     vehicle_crlv_download_url,
@@ -92,7 +93,7 @@ def test_a_request_id_need_not_be_a_uuid_and_is_asked_for_as_given(
     # sent as it is, its case kept (this emulator knows only UUIDs: it answers 404).
     failure = outcome_of(lambda: crlv_request_get(request_id=request_id))
 
-    assert failure.outcome is CrlvOutcome.NOT_FOUND
+    assert failure.outcome is Outcome.NOT_FOUND
     assert [r["path"] for r in emulator.requests()] == [f"/v2/crlv/requests/{request_id}"]
 
 
@@ -108,7 +109,7 @@ def test_an_upper_case_request_id_is_asked_for_in_lower_case(emulator, seeded):
 def test_an_unknown_request_is_not_found(emulator, fleet_settings):
     failure = outcome_of(lambda: crlv_request_get(request_id=str(uuid.uuid4())))
 
-    assert failure.outcome is CrlvOutcome.NOT_FOUND
+    assert failure.outcome is Outcome.NOT_FOUND
     assert emulator.calls(f"GET {REQUEST_ROUTE}") == 1
 
 
@@ -116,7 +117,7 @@ def test_a_plate_outside_the_fleet_is_not_found(emulator, fleet_settings):
     plates_in_fleet = {v["car_plate"] for v in emulator.vehicles()}
     assert "ZZZ9Z99" not in plates_in_fleet
 
-    assert outcome_of(lambda: vehicle_crlv_get(plate="ZZZ9Z99")).outcome is CrlvOutcome.NOT_FOUND
+    assert outcome_of(lambda: vehicle_crlv_get(plate="ZZZ9Z99")).outcome is Outcome.NOT_FOUND
 
 
 def test_every_download_gets_a_new_url_that_serves_the_pdf(emulator, seeded):
@@ -208,13 +209,13 @@ def test_an_https_pdf_link_is_handed_out_in_production(emulator, seeded, setting
 @pytest.mark.parametrize(
     ("fault", "outcome", "retry_after"),
     [
-        ({"status": 429, "retry_after": 37}, CrlvOutcome.RATE_LIMITED, 37),
-        ({"status": 503, "count": 5}, CrlvOutcome.UNAVAILABLE, None),
-        ({"drop": True, "count": 5}, CrlvOutcome.UNAVAILABLE, None),
-        ({"status": 504, "retry_after": 40}, CrlvOutcome.UNAVAILABLE, 40),
-        ({"status": 401}, CrlvOutcome.CREDENTIALS_REJECTED, None),
-        ({"status": 403}, CrlvOutcome.PERMISSION_DENIED, None),
-        ({"malformed": True}, CrlvOutcome.ERROR, None),
+        ({"status": 429, "retry_after": 37}, Outcome.RATE_LIMITED, 37),
+        ({"status": 503, "count": 5}, Outcome.UNAVAILABLE, None),
+        ({"drop": True, "count": 5}, Outcome.UNAVAILABLE, None),
+        ({"status": 504, "retry_after": 40}, Outcome.UNAVAILABLE, 40),
+        ({"status": 401}, Outcome.CREDENTIALS_REJECTED, None),
+        ({"status": 403}, Outcome.PERMISSION_DENIED, None),
+        ({"malformed": True}, Outcome.ERROR, None),
     ],
     ids=["429", "503", "dropped", "504", "401", "403", "malformed"],
 )
@@ -233,4 +234,4 @@ def test_rejected_credentials_are_reported_as_such(emulator, fleet_settings):
 
     failure = outcome_of(lambda: vehicle_crlv_get(plate="ABC1234"))
 
-    assert failure.outcome is CrlvOutcome.CREDENTIALS_REJECTED
+    assert failure.outcome is Outcome.CREDENTIALS_REJECTED

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 
-from fleet.services import vehicles
 from fleet.services.connection import _client_for, fleet_cache_scope
+from fleet.services.vehicle_cache import CacheKeys, decoded_snapshot, vehicles_forget
+from fleet.services.vehicle_index import SNAPSHOT_FORMAT
 from fleet.services.vehicles import (
     FleetDataUnavailable,
     vehicle_export,
@@ -65,7 +66,7 @@ def fetched_just_now(fetched_at: datetime) -> bool:
 def another_worker() -> None:
     """Make this process look like another worker: its own client, no decoded list."""
     _client_for.cache_clear()
-    vehicles._memo.clear()
+    vehicles_forget()
 
 
 # --- One call for many concurrent requests ------------------------------------
@@ -121,7 +122,7 @@ def test_a_refresh_running_elsewhere_is_not_duplicated(
 ) -> None:
     vehicle_search()
     clock.shift(61)
-    lock = vehicles._Keys(fleet_cache_scope()).lock
+    lock = CacheKeys(fleet_cache_scope()).lock
     cache.add(lock, "another-worker", timeout=60)
 
     page = vehicle_search()
@@ -424,7 +425,7 @@ def test_a_successful_refresh_forgets_the_last_failure(
     clock.shift(fleet_settings.FLEET_VEHICLES_FAILURE_BACKOFF)
     assert vehicle_search().freshness.problem is None
     clock.shift(61)
-    cache.add(vehicles._Keys(fleet_cache_scope()).lock, "another-worker", timeout=60)
+    cache.add(CacheKeys(fleet_cache_scope()).lock, "another-worker", timeout=60)
 
     freshness = vehicle_search().freshness
 
@@ -440,10 +441,10 @@ def test_the_decoded_list_is_reused_while_its_version_is_unchanged(
     fleet_settings: Any, emulator: Emulator
 ) -> None:
     vehicle_search()
-    decoded = vehicles._memo.snapshot
+    decoded = decoded_snapshot()
     another_worker()  # a process that has not decoded it yet
     vehicle_search()
-    decoded_here = vehicles._memo.snapshot
+    decoded_here = decoded_snapshot()
 
     for _ in range(3):
         vehicle_search(query="a", active=True, sort="-active")
@@ -453,31 +454,45 @@ def test_the_decoded_list_is_reused_while_its_version_is_unchanged(
     assert decoded_here is not None
     assert decoded_here is not decoded
     assert decoded_here.version == decoded.version
-    assert vehicles._memo.snapshot is decoded_here
+    assert decoded_snapshot() is decoded_here
     assert emulator.calls(LIST_CARS) == 1
 
 
 def test_a_version_published_by_another_worker_is_decoded_and_served(
-    fleet_settings: Any, emulator: Emulator, clock: Any
+    fleet_settings: Any, emulator: Emulator
 ) -> None:
+    keys = CacheKeys(fleet_cache_scope())
+
+    def stored() -> dict[str, Any]:
+        meta = cache.get(keys.meta)
+        return {keys.meta: meta, keys.data(meta["version"]): cache.get(keys.data(meta["version"]))}
+
     vehicle_search()
-    old = vehicles._memo.snapshot
-    # Another worker refreshes after the TTL and gets a different fleet.
-    clock.shift(61)
+    first = stored()
+    # Another worker refreshes and gets a different fleet...
     another_worker()
     emulator.fault("/key/list-cars", body=envelope(vehicle(1, "NEW0A01", "Fiat Uno")))
+    vehicles_refresh()
+    published = decoded_snapshot()
+    second = stored()
+    # ...while this worker still holds the first version, decoded before the refresh.
+    vehicles_forget()
+    cache.set_many(first)
     vehicle_search()
-    published = vehicles._memo.snapshot
-    # This worker still holds the old version.
-    vehicles._memo.snapshot = old
+    old = decoded_snapshot()
+    cache.set_many(second)
 
     page = vehicle_search()
 
+    current = decoded_snapshot()
     assert [r.plate for r in page.rows] == ["NEW0A01"]
-    assert vehicles._memo.snapshot is not old
-    assert vehicles._memo.snapshot is not published  # decoded from the cache
+    assert old is not None
     assert published is not None
-    assert vehicles._memo.snapshot.version == published.version
+    assert current is not None
+    assert old.version != published.version
+    assert current is not old
+    assert current is not published  # decoded from the cache
+    assert current.version == published.version
     assert emulator.calls(LIST_CARS) == 2
 
 
@@ -509,7 +524,7 @@ def test_an_unreadable_cached_list_is_fetched_again(
     fleet_settings: Any, emulator: Emulator
 ) -> None:
     vehicle_search()
-    keys = vehicles._Keys(fleet_cache_scope())
+    keys = CacheKeys(fleet_cache_scope())
     version = cache.get(keys.meta)["version"]
     cache.set(keys.data(version), b"not zlib")
     another_worker()
@@ -520,14 +535,14 @@ def test_an_unreadable_cached_list_is_fetched_again(
 
 def test_the_list_is_stored_as_columns_beside_a_small_meta(fleet_settings: Any) -> None:
     vehicle_search()
-    keys = vehicles._Keys(fleet_cache_scope())
+    keys = CacheKeys(fleet_cache_scope())
     meta = cache.get(keys.meta)
     data = cache.get(keys.data(meta["version"]))
 
     assert set(meta) == {"version", "fetched_at", "count"}
     assert meta["count"] == 200
     assert len(pickle.dumps(meta)) < 200  # what every request reads
-    assert data[0] == vehicles._FORMAT
+    assert data[0] == SNAPSHOT_FORMAT
     assert len(pickle.dumps(data)) < 200 * 40  # columns: no object per vehicle
 
 

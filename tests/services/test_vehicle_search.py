@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from fleet import plates
-from fleet.services import vehicles
+from fleet.services.vehicle_cache import decoded_snapshot
+from fleet.services.vehicle_index import PAGES_KEPT
 from fleet.services.vehicles import (
     MAX_PER_PAGE,
     SORTS,
@@ -149,12 +150,12 @@ def test_a_page_asked_again_is_kept_not_searched_again() -> None:
 
 
 def test_the_pages_kept_are_bounded() -> None:
-    for n in range(vehicles._PAGES_KEPT + 50):  # each a page of its own
+    for n in range(PAGES_KEPT + 50):  # each a page of its own
         vehicle_search(per_page=1 + n % 100, page=1 + n // 100)
 
-    snapshot = vehicles._memo.snapshot
+    snapshot = decoded_snapshot()
     assert snapshot is not None
-    assert len(snapshot._pages) == vehicles._PAGES_KEPT
+    assert snapshot.pages_kept == PAGES_KEPT
     assert vehicle_search(per_page=1).rows[0].plate == "ABC1234"  # dropped, searched again
 
 
@@ -218,13 +219,13 @@ def test_the_first_pages_of_a_new_list_are_found_without_sorting_the_fleet(
 
     listed = [r.plate for n in range(1, 30) for r in vehicle_search(per_page=7, page=n).rows]
 
-    snapshot = vehicles._memo.snapshot
+    snapshot = decoded_snapshot()
     assert snapshot is not None
     assert listed == expected
-    assert "plate" not in snapshot._orders  # each page came from a heap, no order was built
+    assert "plate" not in snapshot.orders_built  # each page came from a heap, no order was built
     assert vehicle_search(per_page=7, page=99).rows[-1].plate == expected[-1]  # clamped: 29
     vehicle_search(query="a")  # a search scans the columns in plate order: now sorted
-    assert "plate" in snapshot._orders
+    assert "plate" in snapshot.orders_built
     assert [r.plate for r in vehicle_search(per_page=9, page=3).rows] == expected[18:27]
 
 

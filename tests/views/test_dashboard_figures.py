@@ -80,27 +80,6 @@ def test_amounts_and_dates_become_columns_and_a_malformed_amount_is_kept_as_sent
     assert fines["4"].amount == Decimal("88.50")
 
 
-@pytest.mark.parametrize(
-    ("sent", "kept"),
-    [
-        ("293.47", Decimal("293.47")),
-        ("1,293.47", None),  # thousands with commas: not how the platform or Brazil writes
-        ("1.293,47", Decimal("1293.47")),
-        ("R$ 293,47", Decimal("293.47")),
-        (88, Decimal("88.00")),
-        ("-10.005", Decimal("-10.00")),
-        ("NaN", None),
-        ("Infinity", None),
-        ("", None),
-        (True, None),
-    ],
-)
-def test_payload_amounts(sent, kept):
-    from fleet.models import payload_amount
-
-    assert payload_amount({"amount": sent}) == kept
-
-
 def test_a_malformed_date_is_null_and_the_fine_is_still_written(client):
     deliver(client, a_fine(1, occurredAt="yesterday"))
 

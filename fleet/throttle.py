@@ -1,4 +1,4 @@
-"""`Pace`: something this process does at most once per interval, whatever its threads."""
+"""`Throttle`: something this process does at most once per interval, whatever its threads."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 import time
 
 
-class Pace:
+class Throttle:
     """At most once per interval (monotonic clock), for all the threads of a process."""
 
     def __init__(self) -> None:

@@ -1,9 +1,17 @@
-"""Strings that other packages mark for translation and that no catalogue translates
-into Portuguese yet, written here so that `makemessages` keeps them in ours.
+"""Strings of other packages whose Portuguese comes from our catalogue, named here so
+that `make messages` keeps them in it. None of these tuples is read at run time.
 
 Our catalogue is read before any other (LOCALE_PATHS), so its translations of these
-appear wherever the packages show them: mostly the admin. Each msgid must be the
-package's exactly; none of these tuples is read at run time.
+appear wherever the packages show them: mostly the admin, and dates. Each msgid must
+be the package's exactly. Two kinds:
+
+- gaps: strings a package marks for translation that no catalogue translates into
+  Portuguese yet (new in Django 6.1; django-tasks-db and django-axes ship none);
+- corrections: month names. Django's Portuguese catalogue capitalises them
+  ("23 de Novembro de 2026"), so every `DATE_FORMAT` and `DATETIME_FORMAT` date
+  read wrong to a Brazilian reader; ours writes them in lower case, as Brazilian
+  Portuguese does in a date ("23 de novembro de 2026"). They are the names of
+  `django.utils.dates.MONTHS`, the `F` of a date format.
 """
 
 from __future__ import annotations
@@ -62,4 +70,20 @@ DJANGO_AXES = (
     gettext_noop("Username"),
     gettext_noop("Not set"),
     gettext_noop("Clean up expired attempts"),
+)
+
+# Corrections: Django's month names, in lower case in ours.
+MONTHS = (
+    gettext_noop("January"),
+    gettext_noop("February"),
+    gettext_noop("March"),
+    gettext_noop("April"),
+    gettext_noop("May"),
+    gettext_noop("June"),
+    gettext_noop("July"),
+    gettext_noop("August"),
+    gettext_noop("September"),
+    gettext_noop("October"),
+    gettext_noop("November"),
+    gettext_noop("December"),
 )

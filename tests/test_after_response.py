@@ -13,9 +13,10 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from django.test import Client, RequestFactory
 
-from fleet import afterwards
+from fleet import after_response
 from fleet.services import vehicles
 from fleet.services.connection import fleet_cache_scope
+from fleet.services.vehicle_cache import CacheKeys
 from tests.conftest import Emulator
 
 LIST = "GET /key/list-cars"
@@ -24,7 +25,7 @@ LIST = "GET /key/list-cars"
 def test_outside_a_request_the_work_is_done_at_once() -> None:
     done: list[str] = []
 
-    afterwards.later(lambda: done.append("stored"))
+    after_response.later(lambda: done.append("stored"))
 
     assert done == ["stored"]
 
@@ -33,18 +34,18 @@ def test_in_a_request_the_work_waits_for_the_response_and_a_failure_stops_nothin
     caplog: Any,
 ) -> None:
     done: list[str] = []
-    afterwards.request_started()
+    after_response.request_started()
 
-    afterwards.later(lambda: done.append("first"))
-    afterwards.later(lambda: 1 / 0)
-    afterwards.later(lambda: done.append("third"))
+    after_response.later(lambda: done.append("first"))
+    after_response.later(lambda: 1 / 0)
+    after_response.later(lambda: done.append("third"))
     assert done == []
-    with caplog.at_level(logging.ERROR, logger="fleet.afterwards"):
-        afterwards.request_finished()
+    with caplog.at_level(logging.ERROR, logger="fleet.after_response"):
+        after_response.request_finished()
 
     assert done == ["first", "third"]
     assert "work left for after the response failed" in caplog.text
-    afterwards.later(lambda: done.append("outside"))  # the request is over
+    after_response.later(lambda: done.append("outside"))  # the request is over
     assert done == ["first", "third", "outside"]
 
 
@@ -71,7 +72,7 @@ def test_the_cold_page_is_answered_before_the_list_is_stored_and_the_lock_freed(
         .get("/vehicles/", headers={"cookie": f"sessionid={browser.cookies['sessionid'].value}"})
         .environ
     )
-    keys = vehicles._Keys(fleet_cache_scope())
+    keys = CacheKeys(fleet_cache_scope())
     answered: list[str] = []
 
     # What gunicorn does: call the application, write the body, then close it.
@@ -99,9 +100,9 @@ def test_the_refresh_button_stores_the_new_list_before_its_redirect(
     fleet_settings: Any, emulator: Emulator
 ) -> None:
     vehicles.vehicle_search()  # outside a request: stored at once
-    keys = vehicles._Keys(fleet_cache_scope())
+    keys = CacheKeys(fleet_cache_scope())
     before = cache.get(keys.meta)["version"]
-    afterwards.request_started()
+    after_response.request_started()
     try:
         vehicles.vehicles_refresh()
 
@@ -109,5 +110,5 @@ def test_the_refresh_button_stores_the_new_list_before_its_redirect(
         assert cache.get(keys.meta)["version"] != before
         assert cache.get(keys.lock) is None
     finally:
-        afterwards.request_finished()
+        after_response.request_finished()
     assert emulator.calls(LIST) == 2

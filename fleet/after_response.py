@@ -21,7 +21,7 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 _pending: ContextVar[list[Callable[[], object]] | None] = ContextVar(
-    "fleet_afterwards", default=None
+    "fleet_after_response", default=None
 )
 
 

@@ -1,0 +1,60 @@
+"""The portal's records, one module per concern; every model and choice is importable from
+here (`from fleet.models import Fine`).
+
+- `accounts`: fleet web-app logins and the audit trail of accessKey mints;
+- `cnh`: driver licence lookups and the displays of full CPFs;
+- `webhooks`: what the fleet platform pushes (deliveries, fines, notifications, unknown keys);
+- `drivers`: the names of the fleet's drivers;
+- `saved_views`: a user's saved views of the fines list.
+"""
+
+from fleet.models.accounts import AccessKeyMint, FleetAccount, MintOutcome, MintPurpose
+from fleet.models.cnh import (
+    CnhItemStatus,
+    CnhLookup,
+    CnhLookupItem,
+    CnhLookupKind,
+    CnhLookupStatus,
+    CnhPurpose,
+    CnhReason,
+    CpfDisclosure,
+    CpfDisclosurePlace,
+)
+from fleet.models.drivers import Driver
+from fleet.models.saved_views import SavedFineView
+from fleet.models.webhooks import (
+    REPLAYABLE_STATUSES,
+    DeliveryStatus,
+    EventKind,
+    Fine,
+    Notification,
+    UnknownWebhookKey,
+    WebhookDelivery,
+    WebhookRecord,
+)
+
+__all__ = [
+    "REPLAYABLE_STATUSES",
+    "AccessKeyMint",
+    "CnhItemStatus",
+    "CnhLookup",
+    "CnhLookupItem",
+    "CnhLookupKind",
+    "CnhLookupStatus",
+    "CnhPurpose",
+    "CnhReason",
+    "CpfDisclosure",
+    "CpfDisclosurePlace",
+    "DeliveryStatus",
+    "Driver",
+    "EventKind",
+    "Fine",
+    "FleetAccount",
+    "MintOutcome",
+    "MintPurpose",
+    "Notification",
+    "SavedFineView",
+    "UnknownWebhookKey",
+    "WebhookDelivery",
+    "WebhookRecord",
+]

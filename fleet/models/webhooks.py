@@ -1,0 +1,303 @@
+"""What the fleet platform pushes by webhook (spec 2.6 and 6): every delivery as received,
+the fines and notifications built from them, and the payload keys the portal does not
+know yet. What a payload says is read by `fleet.webhooks.payloads`, nowhere else."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from fleet import formatting
+from fleet.webhooks.payloads import REGISTRATION_LENGTH, payload_plate, payload_text
+from fleet.webhooks.values import AMOUNT_DIGITS
+
+
+class DeliveryStatus(models.TextChoices):
+    RECEIVED = "received", _("received, not processed yet")
+    PROCESSED = "processed", _("processed")
+    DUPLICATE = "duplicate", _("duplicate of an earlier delivery")
+    UNKNOWN_KIND = "unknown_kind", _("kept: unknown event kind")
+    INVALID = "invalid", _("kept: invalid")
+    FAILED = "failed", _("kept: processing failed")
+    REFUSED = "refused", _("refused: too large")
+
+
+# Deliveries that may come out differently when processed again.
+REPLAYABLE_STATUSES = (
+    DeliveryStatus.RECEIVED,
+    DeliveryStatus.UNKNOWN_KIND,
+    DeliveryStatus.INVALID,
+    DeliveryStatus.FAILED,
+)
+
+
+class EventKind(models.TextChoices):
+    FINE = "frame", _("fine")
+    NOTIFICATION = "notification", _("notification")
+    UNKNOWN = "unknown", _("unknown")
+
+
+class WebhookDelivery(models.Model):
+    """One POST to the webhook receiver, exactly as it arrived.
+
+    Written before anything is parsed, so that nothing received is lost: a
+    delivery that could not be processed keeps its error and can be replayed.
+    Only headers that cannot be credentials are kept (`safe_headers`).
+    """
+
+    received_at = models.DateTimeField(_("received"), default=timezone.now, db_index=True)
+    content_type = models.CharField(_("content type"), max_length=255, blank=True)
+    body = models.BinaryField(_("body"), blank=True)
+    body_size = models.PositiveIntegerField(_("body size (bytes)"))
+    # Indexed with the status (Meta.indexes): duplicates are processed deliveries by body.
+    body_sha256 = models.CharField(_("SHA-256 of the body"), max_length=64)
+    headers = models.JSONField(_("headers"), default=dict, blank=True)
+    source_address = models.GenericIPAddressField(_("source address"), null=True, blank=True)
+    status = models.CharField(
+        _("status"), max_length=20, choices=DeliveryStatus.choices, default=DeliveryStatus.RECEIVED
+    )
+    kind = models.CharField(_("event kind"), max_length=20, choices=EventKind.choices, blank=True)
+    error = models.TextField(_("error"), blank=True)
+    attempts = models.PositiveSmallIntegerField(_("processing attempts"), default=0)
+    processed_at = models.DateTimeField(_("last processed"), null=True, blank=True)
+    unknown_keys_unrecorded = models.PositiveIntegerField(
+        _("unknown keys not recorded"),
+        default=0,
+        help_text=_(
+            "New unknown keys of this delivery beyond FLEET_WEBHOOK_UNKNOWN_KEYS_MAX when it "
+            "was last processed: counted here, not listed one by one."
+        ),
+    )
+    duplicate_of = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        db_index=False,  # a partial index instead: see Meta.indexes
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("duplicate of"),
+    )
+    fine = models.ForeignKey(
+        "Fine",
+        on_delete=models.SET_NULL,
+        db_index=False,  # a partial index instead: see Meta.indexes
+        null=True,
+        blank=True,
+        related_name="deliveries",
+        verbose_name=_("fine"),
+    )
+    notification = models.ForeignKey(
+        "Notification",
+        on_delete=models.SET_NULL,
+        db_index=False,  # a partial index instead: see Meta.indexes
+        null=True,
+        blank=True,
+        related_name="deliveries",
+        verbose_name=_("notification"),
+    )
+
+    class Meta:
+        verbose_name = _("webhook delivery")
+        verbose_name_plural = _("webhook deliveries")
+        ordering = ["-received_at", "-id"]
+        # Every index is written by each delivery the receiver stores, so those of
+        # columns a new delivery leaves empty cover only the rows that fill them: a
+        # delivery stored touches its table and two indexes, not five. The waiting
+        # deliveries in arrival order by status; a body's processed twin by both.
+        indexes = [
+            models.Index(fields=["status", "received_at"], name="fleet_delivery_status"),
+            models.Index(fields=["body_sha256", "status"], name="fleet_delivery_body"),
+            *(
+                models.Index(
+                    fields=[name], condition=models.Q(**{f"{name}__isnull": False}), name=index
+                )
+                for name, index in (
+                    ("duplicate_of", "fleet_delivery_duplicate_of"),
+                    ("fine", "fleet_delivery_fine"),
+                    ("notification", "fleet_delivery_notification"),
+                )
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} · {formatting.moment(self.received_at)} · {self.get_status_display()}"
+
+    def body_text(self) -> str:
+        """The body as text; bytes that are not UTF-8 shown as replacement characters."""
+        return bytes(self.body).decode("utf-8", errors="replace")
+
+
+def _registration_index(name: str) -> models.Index:
+    """A vehicle's records, untreated first; only the records that name a plate."""
+    return models.Index(
+        fields=["registration", "treated"], condition=~models.Q(registration=""), name=name
+    )
+
+
+class WebhookRecord(models.Model):
+    """What fines and notifications share: one record per event id, updated in place.
+
+    `key` is `id:<the payload's id>`, or `sha256:<digest of its identifying
+    fields>` when the payload has no id. `treated_history` holds every
+    distinct `treated` value seen, oldest first, as
+    `{"treated", "at" (the payload's time, if any), "received", "delivery"}`.
+    """
+
+    key = models.CharField(_("key"), max_length=120, unique=True)
+    external_id = models.CharField(_("id in the fleet platform"), max_length=100, blank=True)
+    treated = models.BooleanField(_("treated"))
+    treated_history = models.JSONField(_("history of treated"), default=list, blank=True)
+    payload = models.JSONField(_("last payload"), default=dict)
+    source_updated_at = models.DateTimeField(_("updated in the fleet platform"), null=True)
+    # The payload's plate in the Mercosul format (`plates.registration`): a vehicle's
+    # records whichever format they were issued under; "" without a plate.
+    registration = models.CharField(
+        _("vehicle registration"), max_length=REGISTRATION_LENGTH, blank=True, default=""
+    )
+    received_at = models.DateTimeField(_("received"), default=timezone.now)
+    updated_at = models.DateTimeField(_("updated"), default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return self.external_id or self.key[:20]
+
+    @property
+    def plate(self) -> str:
+        return payload_plate(self.payload)
+
+    def treated_changes(self) -> list[dict[str, object]]:
+        """The history reduced to its changes: each entry differs from the one before."""
+        changes: list[dict[str, object]] = []
+        for entry in self.treated_history:
+            if not changes or changes[-1].get("treated") != entry.get("treated"):
+                changes.append(entry)
+        return changes
+
+
+class Fine(WebhookRecord):
+    """A traffic fine (a `frame` event): its official document and payment slip.
+
+    `link_frame` is empty while the issuing authority has not made the official
+    document available (`linkFrame: null`). `amount` and `occurred_at` are the
+    payload's, read when the fine is written (`fleet.webhooks.payloads`; null when
+    absent or malformed: the payload keeps what was sent, `amount_text` and
+    `occurred_at_text`, shown only then); every page, export, e-mail and outgoing
+    webhook shows these columns. `driver_id` is the driver of its vehicle in the
+    fleet's vehicle list when the fine arrived (null if unknown).
+    """
+
+    link_frame = models.TextField(_("official infraction document"), blank=True)
+    link = models.TextField(_("payment slip"), blank=True)
+    amount = models.DecimalField(
+        _("amount (R$)"), max_digits=AMOUNT_DIGITS, decimal_places=2, null=True, blank=True
+    )
+    occurred_at = models.DateTimeField(_("committed on"), null=True, blank=True)
+    driver_id = models.PositiveBigIntegerField(_("driver id"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("fine")
+        verbose_name_plural = _("fines")
+        ordering = ["treated", "-updated_at", "-id"]
+        indexes = [
+            models.Index(fields=["treated", "-updated_at"], name="fleet_fine_list"),
+            _registration_index("fleet_fine_plate"),
+            # The dashboard's sums, each read from an index alone: untreated in total,
+            # by vehicle and by driver; by month; received lately.
+            models.Index(fields=["treated", "amount"], name="fleet_fine_treated_amount"),
+            # By vehicle and by driver, in the order of a GROUP BY, with what it sums.
+            models.Index(
+                fields=["treated", "registration", "amount"], name="fleet_fine_treated_plate"
+            ),
+            models.Index(
+                fields=["treated", "driver_id", "amount"], name="fleet_fine_treated_driver"
+            ),
+            models.Index(
+                fields=["driver_id", "treated"],
+                condition=models.Q(driver_id__isnull=False),
+                name="fleet_fine_driver",
+            ),
+            models.Index(fields=["occurred_at", "amount"], name="fleet_fine_occurred"),
+            models.Index(fields=["received_at", "amount"], name="fleet_fine_received"),
+            # The fines still without their document, counted on their own.
+            models.Index(
+                fields=["treated"], condition=models.Q(link_frame=""), name="fleet_fine_no_document"
+            ),
+            # The latest change: what the dashboard's cached figures are keyed by.
+            models.Index(fields=["updated_at"], name="fleet_fine_updated"),
+        ]
+
+    def get_absolute_url(self) -> str:
+        return reverse("fleet:fine", args=[self.pk])
+
+    @property
+    def reference(self) -> str:
+        return payload_text(self.payload, "autoInfracao")
+
+    @property
+    def description(self) -> str:
+        return payload_text(self.payload, "description")
+
+    @property
+    def occurred_at_text(self) -> str:
+        """`occurredAt` as sent (a text that may not be a time)."""
+        return payload_text(self.payload, "occurredAt")
+
+    @property
+    def amount_text(self) -> str:
+        """`amount` as sent (a text that may not be a number)."""
+        return payload_text(self.payload, "amount")
+
+
+class Notification(WebhookRecord):
+    """A notification (a `notification` event)."""
+
+    class Meta:
+        verbose_name = _("notification")
+        verbose_name_plural = _("notifications")
+        ordering = ["treated", "-updated_at", "-id"]
+        indexes = [
+            models.Index(fields=["treated", "-updated_at"], name="fleet_notification_list"),
+            _registration_index("fleet_notification_plate"),
+        ]
+
+    def get_absolute_url(self) -> str:
+        return reverse("fleet:notification", args=[self.pk])
+
+    @property
+    def title(self) -> str:
+        return payload_text(self.payload, "title")
+
+    @property
+    def message(self) -> str:
+        return payload_text(self.payload, "message")
+
+
+class UnknownWebhookKey(models.Model):
+    """A payload key the portal did not know when it first arrived (spec 6, rule 2).
+
+    The admin lists those it still does not know, so that a developer sees
+    what the platform added and when.
+    """
+
+    path = models.CharField(_("key"), max_length=200, unique=True)
+    first_seen = models.DateTimeField(_("first seen"), default=timezone.now)
+    first_delivery = models.ForeignKey(
+        WebhookDelivery,
+        on_delete=models.SET_NULL,
+        null=True,
+        related_name="+",
+        verbose_name=_("first delivery"),
+    )
+    sample = models.CharField(_("sample value"), max_length=200, blank=True)
+
+    class Meta:
+        verbose_name = _("unknown webhook key")
+        verbose_name_plural = _("unknown webhook keys")
+        ordering = ["-first_seen", "path"]
+
+    def __str__(self) -> str:
+        return self.path

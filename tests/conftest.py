@@ -213,25 +213,23 @@ def _fresh_fleet_client() -> Iterator[None]:
     (the database forgets them between tests) and no e-CRLV view reported."""
     from django.core.cache import cache
 
-    from fleet.services.connection import _client_for
-    from fleet.services.crlv import _REPORTED
+    from fleet.services.connection import fleet_clients_forget
+    from fleet.services.crlv import crlv_reports_forget
     from fleet.services.vehicle_cache import vehicles_forget
-    from fleet.webhooks.receive import _schedule
-    from fleet.webhooks.unknown_keys import _seen_keys
+    from fleet.webhooks.receive import deliveries_schedule_forget
+    from fleet.webhooks.unknown_keys import unknown_keys_forget
 
-    _client_for.cache_clear()
-    cache.clear()
-    vehicles_forget()
-    _seen_keys.clear()
-    _schedule.reset()
-    _REPORTED.clear()
+    def forget() -> None:
+        fleet_clients_forget()
+        cache.clear()
+        vehicles_forget()
+        unknown_keys_forget()
+        deliveries_schedule_forget()
+        crlv_reports_forget()
+
+    forget()
     yield
-    _client_for.cache_clear()
-    cache.clear()
-    vehicles_forget()
-    _seen_keys.clear()
-    _schedule.reset()
-    _REPORTED.clear()
+    forget()
 
 
 def run_tasks() -> int:

@@ -44,6 +44,12 @@ def _scope_for(base_url: str, access_token: str) -> str:
     return hashlib.sha256(f"{base_url}\n{access_token}".encode()).hexdigest()[:16]
 
 
+def fleet_clients_forget() -> None:
+    """Drop this process's clients: the next `fleet_client()` builds a new one, as another
+    worker would (its connection pool too; the route cooldowns stay in the cache)."""
+    _client_for.cache_clear()
+
+
 @functools.lru_cache(maxsize=4)
 def _client_for(
     base_url: str,

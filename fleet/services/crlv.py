@@ -40,7 +40,7 @@ _REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._~-]{0,99}")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 
 
-class CrlvOutcome(StrEnum):
+class CrlvProblem(StrEnum):
     """Why the portal itself could not show or hand over an e-CRLV; when the API
     failed, the `Outcome` of its error says why."""
 
@@ -54,7 +54,7 @@ class CrlvOutcome(StrEnum):
 class CrlvUnavailable(Exception):
     """No e-CRLV answer; `outcome` says why, `retry_after` when to ask again."""
 
-    def __init__(self, outcome: CrlvOutcome | Outcome, *, retry_after: float | None = None) -> None:
+    def __init__(self, outcome: CrlvProblem | Outcome, *, retry_after: float | None = None) -> None:
         super().__init__(outcome.value)
         self.outcome = outcome
         self.retry_after = retry_after
@@ -69,7 +69,7 @@ def vehicle_crlv_get(*, plate: str) -> VehicleCrlv:
     it has no e-CRLV information, and an operator learns what the vendor sent.
     """
     if not plates.is_valid(plate):
-        raise CrlvUnavailable(CrlvOutcome.INVALID)
+        raise CrlvUnavailable(CrlvProblem.INVALID)
     canonical = plates.normalize(plate)
     view = _ask(lambda client: client.get_vehicle_crlv(canonical))
     if view.is_unreadable:
@@ -80,7 +80,7 @@ def vehicle_crlv_get(*, plate: str) -> VehicleCrlv:
 def crlv_request_get(*, request_id: str) -> CrlvRequest:
     """An e-CRLV request's current status (with a fresh document when completed)."""
     if not _REQUEST_ID.fullmatch(request_id) or ".." in request_id:
-        raise CrlvUnavailable(CrlvOutcome.INVALID)
+        raise CrlvUnavailable(CrlvProblem.INVALID)
     canonical = request_id.lower() if _UUID.fullmatch(request_id) else request_id
     return _ask(lambda client: client.get_crlv_request(canonical))
 
@@ -94,17 +94,17 @@ def vehicle_crlv_download_url(*, plate: str) -> str:
     """A PDF link minted just now for the vehicle's latest e-CRLV; `NOT_READY` if none."""
     latest = vehicle_crlv_get(plate=plate).latest
     if latest is None:
-        raise CrlvUnavailable(CrlvOutcome.NOT_READY)
+        raise CrlvUnavailable(CrlvProblem.NOT_READY)
     return _download_url(latest)
 
 
 def _download_url(request: CrlvRequest) -> str:
     if request.document is None:
-        raise CrlvUnavailable(CrlvOutcome.NOT_READY)
+        raise CrlvUnavailable(CrlvProblem.NOT_READY)
     url = request.document.download_url
     if url is None:
         logger.warning("e-CRLV document without a download link the portal could read")
-        raise CrlvUnavailable(CrlvOutcome.NO_LINK)
+        raise CrlvUnavailable(CrlvProblem.NO_LINK)
     # The browser is sent there: only a web address, never `javascript:` or a path of ours.
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http") or not parts.netloc:
@@ -117,7 +117,7 @@ def _download_url(request: CrlvRequest) -> str:
             "e-CRLV download refused: the fleet service gave a plain http:// link (host %s)",
             parts.hostname,
         )
-        raise CrlvUnavailable(CrlvOutcome.INSECURE_LINK)
+        raise CrlvUnavailable(CrlvProblem.INSECURE_LINK)
     # The portal's name vouches for where it redirects: only to the vendor's hosts, so
     # that a tampered or mistaken answer cannot send a manager to a look-alike site.
     if not _is_download_host(url):
@@ -127,7 +127,7 @@ def _download_url(request: CrlvRequest) -> str:
             "documents from it)",
             _printable_host(parts.hostname),
         )
-        raise CrlvUnavailable(CrlvOutcome.UNTRUSTED_LINK)
+        raise CrlvUnavailable(CrlvProblem.UNTRUSTED_LINK)
     return url
 
 
@@ -162,6 +162,12 @@ def _printable_host(host: str | None) -> str:
 _REPORTED: set[tuple[str, ...]] = set()
 _REPORTED_LOCK = threading.Lock()
 _REPORTED_MAX = 32
+
+
+def crlv_reports_forget() -> None:
+    """Forget which unrecognised e-CRLV views this process has logged: each is logged again."""
+    with _REPORTED_LOCK:
+        _REPORTED.clear()
 
 
 def _report_unrecognised(view: VehicleCrlv) -> None:

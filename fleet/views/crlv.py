@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET
 
 from fleet import plates
 from fleet.services.crlv import (
-    CrlvOutcome,
+    CrlvProblem,
     CrlvRequest,
     CrlvUnavailable,
     Outcome,
@@ -41,14 +41,14 @@ DEFAULT_RETRY_AFTER_S = 30
 
 # Status of a whole page whose e-CRLV part failed: what went wrong, for proxies and logs.
 # (htmx fragments are always 200: htmx swaps only successful answers in.)
-_FAILURE_STATUS: dict[Outcome | CrlvOutcome, int] = {
+_FAILURE_STATUS: dict[Outcome | CrlvProblem, int] = {
     Outcome.RATE_LIMITED: 429,
     Outcome.UNAVAILABLE: 503,
     Outcome.CREDENTIALS_REJECTED: 502,
     Outcome.PERMISSION_DENIED: 403,
-    CrlvOutcome.NO_LINK: 502,
-    CrlvOutcome.INSECURE_LINK: 502,
-    CrlvOutcome.UNTRUSTED_LINK: 502,
+    CrlvProblem.NO_LINK: 502,
+    CrlvProblem.INSECURE_LINK: 502,
+    CrlvProblem.UNTRUSTED_LINK: 502,
     Outcome.ERROR: 502,
 }
 
@@ -83,7 +83,7 @@ def vehicle_crlv_download(request: AuthenticatedRequest, plate: str) -> HttpResp
     except CrlvUnavailable as failure:
         if failure.outcome is Outcome.NOT_FOUND:
             return _vehicle_not_found(request, plate, invalid=False)
-        if failure.outcome is CrlvOutcome.NOT_READY:
+        if failure.outcome is CrlvProblem.NOT_READY:
             messages.warning(request, _("This vehicle has no issued e-CRLV to download yet."))
             return redirect("fleet:vehicle", plate=plates.normalize(plate))
         return _vehicle_page(request, plates.normalize(plate), failure=failure)
@@ -99,7 +99,7 @@ def crlv_request(request: AuthenticatedRequest, request_id: str) -> HttpResponse
     try:
         crlv = crlv_request_get(request_id=request_id)
     except CrlvUnavailable as failure:
-        if failure.outcome in (CrlvOutcome.INVALID, Outcome.NOT_FOUND):
+        if failure.outcome in (CrlvProblem.INVALID, Outcome.NOT_FOUND):
             return _request_not_found(request, failure)
         return _request_page(request, request_id, failure=failure, delay_ms=delay_ms)
     return _request_page(request, request_id, crlv=crlv, delay_ms=delay_ms)
@@ -113,9 +113,9 @@ def crlv_request_download(request: AuthenticatedRequest, request_id: str) -> Htt
     try:
         url = crlv_download_url(request_id=request_id)
     except CrlvUnavailable as failure:
-        if failure.outcome in (CrlvOutcome.INVALID, Outcome.NOT_FOUND):
+        if failure.outcome in (CrlvProblem.INVALID, Outcome.NOT_FOUND):
             return _request_not_found(request, failure)
-        if failure.outcome is CrlvOutcome.NOT_READY:
+        if failure.outcome is CrlvProblem.NOT_READY:
             messages.warning(
                 request, _("The e-CRLV is not issued yet: there is nothing to download.")
             )
@@ -203,7 +203,7 @@ def _vehicle_not_found(request: AuthenticatedRequest, plate: str, *, invalid: bo
 
 
 def _request_not_found(request: AuthenticatedRequest, failure: CrlvUnavailable) -> HttpResponse:
-    context = {"not_found": True, "invalid": failure.outcome is CrlvOutcome.INVALID}
+    context = {"not_found": True, "invalid": failure.outcome is CrlvProblem.INVALID}
     return render(request, "fleet/crlv_request.html", context, status=404)
 
 

@@ -165,6 +165,11 @@ def _values(
 _schedule = Throttle()
 
 
+def deliveries_schedule_forget() -> None:
+    """Forget when this process last asked for a processing run: the next delivery asks."""
+    _schedule.reset()
+
+
 def deliveries_schedule() -> None:
     """Have the worker process the `received` deliveries soon (at most one request per interval).
 

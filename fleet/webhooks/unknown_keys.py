@@ -45,6 +45,11 @@ class _SeenKeys:
 _seen_keys = _SeenKeys()
 
 
+def unknown_keys_forget() -> None:
+    """Forget which unknown keys this process knows are recorded: the database is asked again."""
+    _seen_keys.clear()
+
+
 def unknown_keys_record(found: Mapping[str, str], delivery: WebhookDelivery) -> None:
     """Remember when each of `found` (`path -> sample`, in payload order) was first seen,
     at most FLEET_WEBHOOK_UNKNOWN_KEYS_MAX new ones, and count the rest on `delivery`;

@@ -10,7 +10,7 @@ import pytest
 
 from fleet.api.client import LIST_VEHICLES
 from fleet.api.errors import RateLimited
-from fleet.services.connection import _client_for, fleet_client
+from fleet.services.connection import fleet_client, fleet_clients_forget
 from fleet.services.cooldown import CacheCooldown
 from tests.conftest import Emulator
 from tests.services.conftest import LIST_CARS
@@ -87,7 +87,7 @@ def test_the_portal_client_pauses_every_worker_after_a_long_retry_after(
     with pytest.raises(RateLimited):
         fleet_client().list_vehicle_columns()
 
-    _client_for.cache_clear()  # another worker: its own client, the same cache
+    fleet_clients_forget()  # another worker: its own client, the same cache
     with pytest.raises(RateLimited) as refused:
         fleet_client().list_vehicle_columns()
 

@@ -8,7 +8,7 @@ import pytest
 import requests
 
 from fleet.services.crlv import (
-    CrlvOutcome,
+    CrlvProblem,
     CrlvUnavailable,
     Outcome,
     crlv_download_url,
@@ -56,7 +56,7 @@ def test_an_invalid_plate_is_refused_without_an_upstream_call(emulator, fleet_se
         lambda: vehicle_crlv_get(plate=plate),
         lambda: vehicle_crlv_download_url(plate=plate),
     ):
-        assert outcome_of(call).outcome is CrlvOutcome.INVALID
+        assert outcome_of(call).outcome is CrlvProblem.INVALID
     assert emulator.requests() == []
 
 
@@ -81,7 +81,7 @@ def test_a_request_id_that_cannot_be_one_is_refused_without_an_upstream_call(
         lambda: crlv_request_get(request_id=request_id),
         lambda: crlv_download_url(request_id=request_id),
     ):
-        assert outcome_of(call).outcome is CrlvOutcome.INVALID
+        assert outcome_of(call).outcome is CrlvProblem.INVALID
     assert emulator.requests() == []
 
 
@@ -151,7 +151,7 @@ def test_a_vehicle_download_gets_a_new_url_of_its_latest_document(emulator, seed
 def test_a_request_without_a_document_is_not_ready(emulator, seeded, status):
     failure = outcome_of(lambda: crlv_download_url(request_id=seeded[status]["requestId"]))
 
-    assert failure.outcome is CrlvOutcome.NOT_READY
+    assert failure.outcome is CrlvProblem.NOT_READY
 
 
 def test_a_vehicle_without_an_issued_document_is_not_ready(emulator, seeded):
@@ -159,7 +159,7 @@ def test_a_vehicle_without_an_issued_document_is_not_ready(emulator, seeded):
 
     assert vehicle_crlv_get(plate=plate).latest is None
     assert outcome_of(lambda: vehicle_crlv_download_url(plate=plate)).outcome is (
-        CrlvOutcome.NOT_READY
+        CrlvProblem.NOT_READY
     )
 
 
@@ -171,7 +171,7 @@ def test_a_document_link_that_is_not_a_web_address_is_never_handed_out(emulator,
 
     failure = outcome_of(lambda: crlv_download_url(request_id=seeded["completed"]["requestId"]))
 
-    assert failure.outcome is CrlvOutcome.NO_LINK  # not a web link: not a link at all
+    assert failure.outcome is CrlvProblem.NO_LINK  # not a web link: not a link at all
 
 
 @pytest.mark.parametrize("environment", ["production", "sandbox"])
@@ -182,7 +182,7 @@ def test_a_plain_http_pdf_link_is_refused_outside_the_emulator_and_logged(
 
     failure = outcome_of(lambda: crlv_download_url(request_id=seeded["completed"]["requestId"]))
 
-    assert failure.outcome is CrlvOutcome.INSECURE_LINK
+    assert failure.outcome is CrlvProblem.INSECURE_LINK
     refused = [r for r in log_records.of("fleet.services.crlv") if "http://" in r.getMessage()]
     assert len(refused) == 1
     assert "127.0.0.1" in refused[0].getMessage()

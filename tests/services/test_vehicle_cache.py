@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 
-from fleet.services.connection import _client_for, fleet_cache_scope
+from fleet.services.connection import fleet_cache_scope, fleet_clients_forget
 from fleet.services.vehicle_cache import CacheKeys, decoded_snapshot, vehicles_forget
 from fleet.services.vehicle_index import SNAPSHOT_FORMAT
 from fleet.services.vehicles import (
@@ -65,7 +65,7 @@ def fetched_just_now(fetched_at: datetime) -> bool:
 
 def another_worker() -> None:
     """Make this process look like another worker: its own client, no decoded list."""
-    _client_for.cache_clear()
+    fleet_clients_forget()
     vehicles_forget()
 
 

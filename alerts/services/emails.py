@@ -35,7 +35,7 @@ from django.utils.translation import ngettext
 
 from alerts.models import Alert, AlertEvent
 from fleet import formatting
-from fleet.webhooks.values import parse_amount, parse_moment
+from fleet.api.values import parse_amount, parse_moment
 
 _UNSUBSCRIBE_SALT = "alerts.unsubscribe"
 

@@ -76,7 +76,7 @@ def event_data(event: AlertEvent, record: Fine | Notification) -> dict[str, Any]
     """The event as the alert tells it: the record's plate and fields then, and its page.
 
     A fine's amount and time are its columns (`1293.47`, `2026-11-20T13:45:00Z`, what
-    `fleet.webhooks.values` reads back), or the text as sent where a column is null.
+    `fleet.api.values` reads back), or the text as sent where a column is null.
     Never the platform's links: its documents' addresses expire.
     """
     data: dict[str, Any] = {

@@ -4,4 +4,6 @@
 else; it imports nothing from Django and works from a plain Python shell.
 Failures are the exceptions of `errors`, results the frozen records of
 `resources`, and `redaction.RedactingFilter` keeps credentials out of logs.
+`values` reads the platform's amounts and times, for the API's answers and the
+webhooks' payloads alike.
 """

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import msgspec
 
-from fleet.webhooks.values import parse_moment
+from fleet.api.values import parse_moment
 
 
 class ShapeError(ValueError):
@@ -174,7 +174,7 @@ def json_object(value: Any, what: str) -> Mapping[str, Any]:
 def _timestamp(data: Mapping[str, Any], name: str) -> datetime | None:
     """A moment in any of the usual spellings, or None (then it is not shown).
 
-    The spec shows no dates at all: `fleet.webhooks.values.parse_moment` reads them
+    The spec shows no dates at all: `fleet.api.values.parse_moment` reads them
     as it reads a webhook's (ISO 8601, Unix seconds or milliseconds, `dd/mm/yyyy
     hh:mm`; UTC without an offset); anything else is left out rather than failing
     the answer.

@@ -10,8 +10,8 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from fleet import formatting
+from fleet.api.values import AMOUNT_DIGITS
 from fleet.webhooks.payloads import REGISTRATION_LENGTH, payload_plate, payload_text
-from fleet.webhooks.values import AMOUNT_DIGITS
 
 
 class DeliveryStatus(models.TextChoices):

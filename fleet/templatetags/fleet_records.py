@@ -10,7 +10,7 @@ from django import template
 from django.urls import reverse
 
 from fleet import formatting, plates
-from fleet.webhooks.values import parse_moment
+from fleet.api.values import parse_moment
 
 register = template.Library()
 

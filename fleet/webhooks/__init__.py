@@ -3,9 +3,8 @@
 - `receive`: the receiver's rules: the token, the headers kept, storing each
   delivery as received before anything else, asking the worker to process;
 - `payloads`: the tolerant reader of a delivery's JSON and of what its members
-  say (plate, texts, a fine's amount and time): read once, stored, shown;
-- `values`: the one reader of an amount in R$ and of a time (the Fleet API
-  client reads the API's dates with it too);
+  say (plate, texts, a fine's amount and time, through `fleet.api.values`, the
+  one reader of the platform's amounts and times): read once, stored, shown;
 - `processing`: the worker's runs over the stored deliveries, a batch at a
   time, once in effect whatever the order or repetition; replaying those kept;
 - `records`: a fine's or a notification's state and how an event changes it

@@ -14,7 +14,7 @@ kept with that message and can be replayed.
 What a member says is read here too, once, for every page, export, e-mail and
 outgoing webhook: the plate (`payload_plate`, `payload_registration`), any text
 (`payload_text`), a fine's amount and time (`payload_amount`,
-`payload_occurred_at`, through `fleet.webhooks.values`). The fine's columns
+`payload_occurred_at`, through `fleet.api.values`). The fine's columns
 keep what these read; the payload keeps what was sent.
 
 Pure functions: no database, no settings. `fleet.webhooks.receive` stores
@@ -32,7 +32,7 @@ from typing import Any, Final
 import orjson
 
 from fleet import plates
-from fleet.webhooks.values import parse_amount, parse_moment
+from fleet.api.values import parse_amount, parse_moment
 
 FINE: Final = "frame"
 NOTIFICATION: Final = "notification"

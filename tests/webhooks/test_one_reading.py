@@ -1,4 +1,4 @@
-"""A fine's amount and time are read once (fleet/webhooks/values.py), stored, and every
+"""A fine's amount and time are read once (fleet/api/values.py), stored, and every
 surface shows what was stored: the lists and pages, the dashboard, the CSV export, the
 alert e-mail and the outgoing webhook. A value that cannot be read is null, and shown as
 it was sent."""
@@ -20,11 +20,11 @@ from alerts.services.emails import alert_email
 from alerts.services.preferences import alert_preferences_save
 from alerts.services.sending import webhook_payload
 from fleet import plates
+from fleet.api.values import parse_amount, parse_moment
 from fleet.models import Fine
 from fleet.services.vehicles import vehicle_search
 from fleet.webhooks.payloads import payload_amount, payload_occurred_at
 from fleet.webhooks.processing import deliveries_process_received
-from fleet.webhooks.values import parse_amount, parse_moment
 from tests.mail import html_of, text_of
 
 WEBHOOK = "/webhooks/fleet/dev-webhook-token/"

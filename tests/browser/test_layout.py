@@ -8,7 +8,14 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from fleet.models import Fine, Notification
+from fleet.models import (
+    CnhItemStatus,
+    CnhLookup,
+    CnhLookupItem,
+    CnhLookupStatus,
+    Fine,
+    Notification,
+)
 from tests.browser.conftest import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -60,4 +67,33 @@ def test_every_page_fits_a_phone_and_its_tables_scroll_inside_their_box(
     page.goto("/fines/")
     box = page.get_by_test_id("fine-table").locator("xpath=..")
     assert box.evaluate("b => b.scrollWidth - b.clientWidth") == 0
+    context.close()
+
+
+def test_a_licence_with_long_members_the_portal_does_not_know_fits_a_phone(
+    browser, live_server, manager, fleet_settings
+):
+    # Members a vendor may add are listed as sent; some are one long word.
+    checksum, link = "d5c7952cc10858dfc3a14b65f68f4559" * 2, "https://detran.example/" + "a" * 80
+    lookup = CnhLookup.objects.create(
+        owner=manager, kind="single", purpose="periodic", status=CnhLookupStatus.DONE
+    )
+    CnhLookupItem.objects.create(
+        lookup=lookup,
+        position=0,
+        cpf="52998224725",
+        status=CnhItemStatus.OK,
+        result={"name": "MARIA DA SILVA", "checksum": checksum, "x-very-long-member-name": link},
+    )
+    context = browser.new_context(base_url=live_server.url, locale="pt-BR", viewport=PHONE)
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    log_in(page, "manager", "manager-demo-password")
+    page.goto(lookup.get_absolute_url())
+
+    expect(page.get_by_test_id("cnh-extra").first).to_have_text(checksum)
+    overflow = page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow == 0, f"the licence scrolls sideways by {overflow} px on a phone"
     context.close()

@@ -18,12 +18,13 @@ SOAK_SECONDS ?= 600
 # Python 3.13 (.python-version): pyenv's shim when present, else python3.13 on PATH.
 PYTHON313 := $(shell (pyenv which python3.13 2>/dev/null || command -v python3.13) | head -n 1)
 
-.PHONY: help run test soak lint typecheck pytest pytest-minimal browser nginx redis idp setup messages clean
+.PHONY: help run test soak lint typecheck pytest pytest-minimal browser nginx redis idp setup messages screenshots clean
 
 help:
 	@echo "make run    set up and start the emulator and the portal at http://127.0.0.1:$(PORT)/"
 	@echo "make test   install test tools (and Chromium) and run ruff, mypy and pytest"
 	@echo "make soak   deploy/ on loopback under mixed load and faults (SOAK_SECONDS=600)"
+	@echo "make screenshots   the README's pictures (docs/screenshots/) from a demo of their own"
 
 $(PY):
 	@test -n "$(PYTHON313)" || { echo "Python 3.13 is needed (see .python-version): install it, e.g. 'pyenv install 3.13'"; exit 1; }
@@ -51,6 +52,10 @@ setup: $(VENV)/.runtime .env
 
 run: setup idp
 	$(PY) manage.py run_dev --port $(PORT)
+
+# The README's pictures (docs/screenshots/), taken from a demo of their own on spare ports.
+screenshots: $(VENV)/.dev .env browser
+	$(PY) -m docs.screenshots
 
 # Debian packages the tests need, installed when missing and we are root; otherwise
 # the tests that need them say loudly that they are skipped (and fail under CI=true).

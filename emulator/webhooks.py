@@ -5,7 +5,9 @@ notifications, each created with `treated: false` (a fine's `linkFrame`
 null or a URL), some later updated (the official document arrives, the
 record is treated), optionally with keys the receiver cannot know, exact
 duplicates, malformed bodies and a shuffled order. It also says what a
-receiver should end up with: each record's final state.
+receiver should end up with: each record's final state. Its records are
+spread over the year before the clock's now, as a fleet's would be; a fine is
+one of the traffic code's infractions, at its amount (`emulator.infractions`).
 
 `send` POSTs the batch as JSON over keep-alive connections, several at
 once, and counts the answers. A transport error or a 5xx is retried (as a
@@ -27,38 +29,37 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import accumulate
 from typing import Any
 from urllib.parse import urlsplit
 
+from emulator import infractions
 from emulator.clock import isoformat
 
 MAX_COUNT = 100_000
 USER_AGENT = "FleetApiEmulator-Webhooks/1.0"
 
-# Common infractions of the Brazilian traffic code: description, code, amount (R$).
-_INFRACTIONS = (
-    ("Transitar em velocidade superior à máxima permitida em até 20%", "7455-0", "130.16"),
-    ("Transitar em velocidade superior à máxima permitida entre 20% e 50%", "7463-0", "195.23"),
-    ("Avançar o sinal vermelho do semáforo", "6050-1", "293.47"),
-    ("Estacionar em local proibido pela sinalização", "5541-0", "195.23"),
-    ("Dirigir veículo utilizando-se de telefone celular", "7366-2", "293.47"),
-    ("Deixar de usar o cinto de segurança", "5185-1", "195.23"),
-    ("Transitar em faixa exclusiva de ônibus", "5673-0", "293.47"),
-    ("Conduzir veículo com licenciamento vencido", "6599-2", "293.47"),
-)
 _NOTICES = (
     ("license", "Licenciamento a vencer", "O licenciamento do veículo {plate} vence em 30 dias."),
     ("driver", "Indicação de condutor", "Indique o condutor da multa do veículo {plate}."),
     ("recall", "Recall do fabricante", "O veículo {plate} está convocado para um recall."),
     ("inspection", "Vistoria agendada", "A vistoria do veículo {plate} foi agendada."),
 )
-_SEVERITIES = (("leve", 3), ("média", 4), ("grave", 5), ("gravíssima", 7))
 FINE_SHARE = 0.7
 NO_ID_SHARE = 0.1  # records whose payload carries no id: the receiver must tell them apart
 DOCUMENT_AT_CREATION = 0.4
 DOCUMENT_LATER = 0.7
 TREATED_LATER = 0.6
 MERCOSUL_LATER = 0.25  # a fleet's old plate written as the Mercosul plate that replaced it
+# Records are spread over the year before the batch (a fine's `occurredAt`, a
+# notification's `createdAt`), the recent months a little denser (RECENT_BIAS > 1).
+SPAN = timedelta(days=365)
+RECENT_BIAS = 1.3
+NEWEST = timedelta(hours=2)  # the youngest record, so that its events fit before the batch
+NOTICE_WITHIN = timedelta(days=30)  # a fine reaches the platform at most this long after
+BRASILIA = timedelta(hours=-3)
+# Fines by hour of the day, Brasília time: few at night, most in the rush hours.
+_HOURS = (1, 1, 1, 1, 1, 2, 4, 7, 9, 8, 7, 7, 7, 7, 7, 8, 9, 9, 7, 5, 4, 3, 2, 1)
 _OLD_PLATE = re.compile(r"[A-Z]{3}[0-9]{4}")
 
 
@@ -108,13 +109,16 @@ def generate(
 ) -> Batch:
     """`count` deliveries: that share of exact duplicates and of malformed bodies, the rest events.
 
-    With `plates` (a fleet's), each record is about one of those vehicles,
-    sometimes under the Mercosul plate that replaced its old one (`_fleet_plate`);
-    without, about a made-up plate.
+    With `plates` (a fleet's), each record is about one of those vehicles, some
+    of them far more often than others, sometimes under the Mercosul plate that
+    replaced its old one (`_fleet_plate`); without, about a made-up plate.
 
-    Every event carries `updatedAt`, one second after the event before it,
-    all in the past of `now`: a receiver can order a record's events
-    whatever order they arrive in. The same seed and `now`, the same bytes.
+    Records are spread over the year before `now` (`_Records.moment`). Every
+    event carries `updatedAt`: a record's first when the platform registered it
+    (a notification's `createdAt`; a fine's, which follows its `occurredAt`), its
+    updates later, all before the batch is sent (`sentAt`, one second apart, in
+    the minute before `now`): a receiver can order a record's events whatever
+    order they arrive in. The same seed and `now`, the same bytes.
     """
     if not 1 <= count <= MAX_COUNT:
         raise ValueError(f"count must be 1 to {MAX_COUNT}")
@@ -126,15 +130,14 @@ def generate(
     if wanted_events + wanted_malformed == 0:
         raise ValueError("a batch of duplicates only has nothing to duplicate")
     clock = (now or datetime.now(UTC)) - timedelta(seconds=count + 60)
+    records = _Records(rng, seed=seed, extra_keys=extra_keys, plates=plates, until=clock)
     batch = Batch()
     originals: list[Delivery] = []
     number = 0
     while len(originals) < wanted_events:
         number += 1
-        events = _record_events(rng, seed, number, extra_keys, plates)
-        for payload, state in events[: wanted_events - len(originals)]:
+        for payload, state in _record_events(records, number)[: wanted_events - len(originals)]:
             clock += timedelta(seconds=1)
-            _stamp(payload, clock)
             if extra_keys:
                 payload["eventId"] = str(uuid.UUID(int=rng.getrandbits(128), version=4))
                 payload["sentAt"] = isoformat(clock)
@@ -158,26 +161,91 @@ def events_batch(payloads: Sequence[object]) -> Batch:
     return Batch([Delivery(_encode(payload), "event") for payload in payloads])
 
 
-def _record_events(
-    rng: random.Random, seed: int, number: int, extra_keys: bool, plates: Sequence[str]
-) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+class _Records:
+    """What a batch's records are drawn from: its random numbers, the fleet's plates (a
+    few vehicles far more often than most, as a fleet has its frequent offenders), and
+    their times, all before `until`."""
+
+    def __init__(
+        self,
+        rng: random.Random,
+        *,
+        seed: int,
+        extra_keys: bool,
+        plates: Sequence[str],
+        until: datetime,
+    ) -> None:
+        self.rng, self.seed, self.extra_keys, self.until = rng, seed, extra_keys, until
+        self.plates = plates
+        # The vehicle ranked r (in an order drawn here) weighs 1 / (1 + 10 r / n).
+        ranks = list(range(len(plates)))
+        rng.shuffle(ranks)
+        self._cum_weights = list(accumulate(1 / (1 + 10 * rank / len(ranks)) for rank in ranks))
+        self._taken: set[datetime] = set()
+
+    def plate(self) -> str:
+        if not self.plates:
+            return _plate(self.rng)
+        return _fleet_plate(self.rng, self.plates, self._cum_weights)
+
+    def moment(self) -> datetime:
+        """A record's own time (a fine committed, a notification created), unique to the
+        second: up to SPAN before `until`, the recent months denser, mostly by day."""
+        rng = self.rng
+        back = timedelta(seconds=round(SPAN.total_seconds() * rng.random() ** RECENT_BIAS))
+        local = (self.until - back + BRASILIA).replace(
+            hour=rng.choices(range(24), weights=_HOURS)[0],
+            minute=rng.randrange(60),
+            second=rng.randrange(60),
+            microsecond=0,
+        )
+        moment = local - BRASILIA
+        while moment > self.until - NEWEST:
+            moment -= timedelta(days=1)
+        if moment < self.until - SPAN:
+            moment += timedelta(days=1)
+        # A notification's `createdAt` tells it apart (`_final`'s reference).
+        while moment in self._taken:
+            moment -= timedelta(seconds=1)
+        self._taken.add(moment)
+        return moment
+
+    def notice(self, occurred: datetime) -> datetime:
+        """When the platform registers a fine committed at `occurred`: ten minutes to
+        NOTICE_WITHIN after, and at most halfway to `until`."""
+        latest = min(NOTICE_WITHIN, (self.until - occurred) / 2)
+        return occurred + timedelta(seconds=self.rng.randint(600, int(latest.total_seconds())))
+
+    def later(self, start: datetime, count: int) -> list[datetime]:
+        """`count` distinct whole seconds after `start` and up to `until`, in order."""
+        first, last = int(start.timestamp()) + 1, int(self.until.timestamp())
+        seconds = sorted(self.rng.sample(range(first, last + 1), count))
+        return [datetime.fromtimestamp(second, UTC) for second in seconds]
+
+
+def _record_events(records: _Records, number: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """A record's events in order, each with the record's state after it."""
-    plate = _fleet_plate(rng, plates) if plates else _plate(rng)
+    rng = records.rng
+    plate = records.plate()
     has_id = rng.random() >= NO_ID_SHARE
     if rng.random() < FINE_SHARE:
-        description, code, amount = rng.choice(_INFRACTIONS)
-        reference = f"E{seed % 100:02d}{number:07d}"
+        infraction = infractions.infraction(rng)
+        occurred = records.moment()
+        created = records.notice(occurred)
+        reference = f"E{records.seed % 100:02d}{number:07d}"
         data: dict[str, Any] = {
             "carPlate": plate,
             "autoInfracao": reference,
-            "description": description,
-            "infractionCode": code,
-            "occurredAt": isoformat(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=number)),
-            "amount": amount,
+            "description": infraction.description,
+            "infractionCode": infraction.code,
+            "occurredAt": isoformat(occurred),
+            "amount": infraction.amount,
+            "createdAt": isoformat(created),
         }
-        if extra_keys:
-            severity, points = rng.choice(_SEVERITIES)
-            data |= {"severity": severity, "points": points}
+        if records.extra_keys:
+            city, uf = infractions.place(rng, plate)
+            tier = infraction.tier
+            data |= {"severity": tier.severity, "points": tier.points, "city": city, "state": uf}
         kind, key_id = "frame", 100_000 + number
         document = f"https://autoridade.example/autos/{reference}.pdf"
         link_frame = document if rng.random() < DOCUMENT_AT_CREATION else None
@@ -193,7 +261,8 @@ def _record_events(
         rng.shuffle(updates)
     else:
         topic, title, message = rng.choice(_NOTICES)
-        reference = isoformat(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=number))
+        created = records.moment()
+        reference = isoformat(created)
         data = {
             "type": topic,
             "title": title,
@@ -201,7 +270,7 @@ def _record_events(
             "carPlate": plate,
             "createdAt": reference,
         }
-        if extra_keys:
+        if records.extra_keys:
             data["channel"] = rng.choice(("app", "email", "sms"))
         kind, key_id, links = "notification", 500_000 + number, {}
         updates = [{"treated": True}] if rng.random() < TREATED_LATER else []
@@ -209,11 +278,12 @@ def _record_events(
         data = {"id": key_id, **data}
     state: dict[str, Any] = {"treated": False} | links
     events = []
-    for change in [{}, *updates]:
+    times = [created, *records.later(created, len(updates))]
+    for change, moment in zip([{}, *updates], times, strict=True):
         state = state | change
-        events.append(
-            (_payload(rng, kind, data, state), _final(kind, key_id, has_id, reference, state))
-        )
+        payload = _payload(rng, kind, data, state)
+        payload[kind]["updatedAt"] = isoformat(moment)
+        events.append((payload, _final(kind, key_id, has_id, reference, state)))
     return events
 
 
@@ -243,11 +313,6 @@ def _final(
     }
 
 
-def _stamp(payload: dict[str, Any], moment: datetime) -> None:
-    kind = "frame" if "frame" in payload else "notification"
-    payload[kind]["updatedAt"] = isoformat(moment)
-
-
 def _malformed(rng: random.Random, number: int, moment: datetime) -> bytes:
     """A body no receiver can turn into a record; the four kinds in turn."""
     fake = {"id": 900_000 + number, "carPlate": _plate(rng), "updatedAt": isoformat(moment)}
@@ -262,11 +327,11 @@ def _malformed(rng: random.Random, number: int, moment: datetime) -> bytes:
     return _encode({"notification": fake})  # `treated` missing
 
 
-def _fleet_plate(rng: random.Random, plates: Sequence[str]) -> str:
+def _fleet_plate(rng: random.Random, plates: Sequence[str], cum_weights: Sequence[float]) -> str:
     """One of the fleet's plates; an old one (ABC1234) now and then as the Mercosul
     plate that replaced it (ABC1C34: the fifth character's digit as a letter, 0 = A),
     as the authorities write it once the vehicle has its new plate."""
-    plate = rng.choice(plates)
+    plate = rng.choices(plates, cum_weights=cum_weights)[0]
     if _OLD_PLATE.fullmatch(plate) and rng.random() < MERCOSUL_LATER:
         return f"{plate[:4]}{string.ascii_uppercase[int(plate[4])]}{plate[5:]}"
     return plate

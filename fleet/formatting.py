@@ -12,6 +12,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from django.utils import formats, timezone
+from django.utils.translation import gettext
 
 
 def moment(value: datetime | None, *, sent: str = "") -> str:
@@ -29,3 +30,8 @@ def amount(value: Decimal | None, *, sent: str = "") -> str:
     if value is None:
         return sent
     return f"R$ {formats.number_format(value, 2, use_l10n=True, force_grouping=True)}"
+
+
+def driver(driver_id: int, name: str = "") -> str:
+    """A driver as the pages name them: the name the portal knows, else `Driver 154`."""
+    return name or gettext("Driver %(id)s") % {"id": driver_id}

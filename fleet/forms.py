@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 from collections.abc import Mapping
 from datetime import date
 from typing import Any, ClassVar
@@ -12,11 +13,12 @@ from urllib.parse import urlencode
 from django import forms
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
 
-from fleet import cpf, plates
+from fleet import cpf, formatting, plates
 from fleet.models import CnhPurpose, MintOutcome
+from fleet.services.drivers import fine_drivers
 from fleet.services.sso import MintFailed
 
 
@@ -381,6 +383,18 @@ class NotificationFilterForm(ListFilterForm):
         }
 
 
+def _driver_choices() -> list[tuple[int | str, str]]:
+    """The drivers the fines list filters by, by name (`formatting.driver`); a name two
+    drivers share comes with their ids."""
+    drivers = fine_drivers()
+    shared = {name for name, n in Counter(name for _id, name in drivers if name).items() if n > 1}
+
+    def label(driver_id: int, name: str) -> str:
+        return f"{name} ({driver_id})" if name in shared else formatting.driver(driver_id, name)
+
+    return [("", gettext("All drivers")), *((id_, label(id_, name)) for id_, name in drivers)]
+
+
 class FineFilterForm(NotificationFilterForm):
     """The fine list's query string: search, plate, treated and official-document filters,
     driver, month, amount range, received since, sort, and page."""
@@ -403,11 +417,17 @@ class FineFilterForm(NotificationFilterForm):
     document = forms.ChoiceField(
         label=_("Official document"), choices=DOCUMENT_CHOICES, required=False
     )
-    driver = forms.IntegerField(
-        label=_("Driver id"),
+    driver = forms.TypedChoiceField(
+        label=_("Driver"),
         required=False,
-        min_value=1,
-        widget=forms.NumberInput(attrs={"inputmode": "numeric", "class": "input--short"}),
+        choices=_driver_choices,
+        coerce=int,
+        empty_value=None,
+        error_messages={
+            "invalid_choice": _(
+                "“%(value)s” is not one of the drivers in the list: choose a driver there."
+            )
+        },
     )
     month = forms.RegexField(
         label=_("Month committed"),

@@ -109,6 +109,12 @@ def vehicle_drivers(*, registrations: Iterable[str], fetch: bool = True) -> dict
     }
 
 
+def fleet_driver_ids() -> list[int]:
+    """Every driver id the vehicle list gives a vehicle, in order."""
+    snapshot, _freshness = current_snapshot()
+    return sorted({driver for driver in snapshot.drivers if driver is not None})
+
+
 def driver_vehicles(*, driver_id: int) -> list[VehicleRow]:
     """The vehicles the vehicle list gives to driver `driver_id`, in plate order."""
     snapshot, _freshness = current_snapshot()

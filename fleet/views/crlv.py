@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from fleet import plates
+from fleet import formatting, plates
 from fleet.services.crlv import (
     CrlvProblem,
     CrlvRequest,
@@ -31,6 +31,7 @@ from fleet.services.crlv import (
     vehicle_crlv_download_url,
     vehicle_crlv_get,
 )
+from fleet.services.dashboard import driver_names
 from fleet.services.fines import vehicle_records
 from fleet.services.vehicles import FleetDataUnavailable, vehicle_get
 from fleet.views import AuthenticatedRequest, Polling, is_fragment_request
@@ -147,9 +148,13 @@ def _vehicle_page(
     if is_fragment_request(request):
         return render(request, "fleet/vehicle.html#crlv", context)
     try:
-        context["vehicle"] = vehicle_get(plate=plate)
+        context["vehicle"] = vehicle = vehicle_get(plate=plate)
     except FleetDataUnavailable:
         context["vehicle_unavailable"] = True
+    else:
+        if vehicle is not None and (driver_id := vehicle.driver_id) is not None:
+            name = driver_names([driver_id]).get(driver_id, "")
+            context["driver_label"] = formatting.driver(driver_id, name)
     context["records"] = vehicle_records(plate)
     return _with_failure_status(render(request, "fleet/vehicle.html", context), failure)
 

@@ -15,7 +15,8 @@ import requests
 from django.db.models import QuerySet
 from playwright.sync_api import expect
 
-from fleet.models import Fine
+from fleet.models import Driver, Fine
+from fleet.services.vehicles import vehicle_search
 from fleet.webhooks.processing import deliveries_process_received
 from tests.browser.conftest import log_in
 
@@ -155,4 +156,30 @@ def test_a_fine_is_found_by_its_notice_number_as_you_type(
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("E010000042")
     expect(page).to_have_url(re.compile(r"/fines/\?q=e010000042"))
+    assert page.evaluate("window.sameDocument") is True
+
+
+def test_a_driver_is_picked_by_name_and_the_list_follows_without_a_reload(
+    page, manager, emulator, live_server, fleet_settings
+):
+    vehicle_search()  # the portal has read the vehicle list: fines get their vehicle's driver
+    by_driver = {v["driver_id"]: v for v in emulator.vehicles() if v["driver_id"] is not None}
+    (ana, ana_vehicle), (_other, other_vehicle) = list(by_driver.items())[:2]
+    Driver.objects.create(driver_id=ana, name="Ana Souza")
+    webhook = f"{live_server.url}/webhooks/fleet/dev-webhook-token/"
+    for number, vehicle in ((51, ana_vehicle), (52, other_vehicle)):
+        event = {"frame": {"id": number, "carPlate": vehicle["car_plate"], "treated": False}}
+        assert requests.post(webhook, json=event, timeout=10).status_code == 202
+    deliveries_process_received()  # the worker's next run
+    log_in(page, "manager", "manager-demo-password")
+    page.goto("/fines/")
+    page.evaluate("window.sameDocument = true")
+    rows = page.get_by_test_id("fine-table").locator("tbody tr")
+    expect(rows).to_have_count(2)
+
+    page.locator("#id_driver").select_option(label="Ana Souza")
+
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-key", "51")
+    expect(page).to_have_url(re.compile(rf"/fines/\?.*\bdriver={ana}(&|$)"))
     assert page.evaluate("window.sameDocument") is True

@@ -97,6 +97,11 @@ while not lookup.is_final and time.monotonic() < deadline:
 print("STATUS", lookup.status)
 """
 
+COUNT_NAMED_DRIVERS = """
+from fleet.models import Driver
+print("NAMED", Driver.objects.exclude(name="").count())
+"""
+
 
 def test_run_dev_serves_both_prints_the_logins_and_stops_both_on_ctrl_c(run_dev):
     process, portal, emulator, idp, env = run_dev
@@ -124,6 +129,15 @@ def test_run_dev_serves_both_prints_the_logins_and_stops_both_on_ctrl_c(run_dev)
         check=True,
     )
     assert "STATUS done" in looked_up.stdout
+    # The emulator's drivers got names, read from it once it answered.
+    named = re.search(r"Demo drivers: (\d+) of the fleet's (\d+) drivers named", printed)
+    assert named
+    assert named.group(1) == named.group(2) != "0"
+    drivers = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", COUNT_NAMED_DRIVERS],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert f"NAMED {named.group(1)}" in drivers.stdout
     # The demo identity provider: its button on the login page, and a sign-in through it.
     assert f"Demo identity provider at {idp}/" in printed
     assert "manager / manager-sso-password  (fleet manager)" in printed

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import threading
+from collections import Counter
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 import requests
 
+from emulator.fleet import generate_vehicles
 from emulator.webhooks import generate
 from tests.conftest import ROOT, Emulator
 
@@ -276,3 +279,111 @@ def test_the_command_and_the_control_surface_name_the_emulators_vehicles(
     named = {event_of(parsed(body))["carPlate"] for body in receiver.bodies}
     assert len(receiver.bodies) == 60
     assert named <= known
+
+
+# CTB art. 258: leve, média, grave, gravíssima, and the gravíssima 2, 3, 5 and 10 times.
+TIERS = {
+    "88.38": "leve",
+    "130.16": "média",
+    "195.23": "grave",
+    "293.47": "gravíssima",
+    "586.94": "gravíssima",
+    "880.41": "gravíssima",
+    "1467.35": "gravíssima",
+    "2934.70": "gravíssima",
+}
+NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)
+
+
+def moment(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def last_months(now: datetime, count: int) -> list[str]:
+    """`count` months up to `now`'s, as `YYYY-MM`."""
+    months, year, month = [], now.year, now.month
+    for _ in range(count):
+        months.append(f"{year:04d}-{month:02d}")
+        year, month = (year, month - 1) if month > 1 else (year - 1, 12)
+    return months
+
+
+def fleet_fines(count: int = 1000, **options: Any) -> list[Any]:
+    """The fines' events of a batch about the 500 vehicles of `make run`'s emulator."""
+    plates = [vehicle.car_plate for vehicle in generate_vehicles(500, 1)]
+    batch = generate(count, seed=1, now=NOW, plates=plates, **options)
+    payloads = [parsed(delivery.body) for delivery in batch.deliveries]
+    return [payload["frame"] for payload in payloads if "frame" in payload]
+
+
+def test_fines_are_spread_over_the_last_twelve_months_of_the_clock():
+    fines = fleet_fines()
+    firsts = {fine["autoInfracao"]: moment(fine["occurredAt"]) for fine in fines}
+
+    assert len(firsts) > 300
+    assert all(NOW - timedelta(days=366) < when < NOW for when in firsts.values())
+    by_month = Counter(when.strftime("%Y-%m") for when in firsts.values())
+    twelve = last_months(NOW, 12)
+    assert sum(1 for month in twelve if by_month[month]) >= 10
+    # The recent half of the year a little busier than the older half.
+    assert sum(by_month[month] for month in twelve[1:7]) > sum(by_month[m] for m in twelve[7:])
+
+
+def test_a_records_times_follow_each_other_and_none_is_after_the_clock():
+    batch = generate(600, seed=2, now=NOW, extra_keys=True)
+    events: dict[Any, list[Any]] = {}
+    for delivery in batch.deliveries:
+        payload = parsed(delivery.body)
+        events.setdefault(delivery.record, []).append(event_of(payload))
+        assert moment(payload["sentAt"]) < NOW
+    for record in events.values():
+        created = moment(record[0]["createdAt"])
+        stamps = [moment(event["updatedAt"]) for event in record]
+        assert stamps[0] == created < NOW - timedelta(hours=1)
+        assert stamps == sorted(set(stamps))
+        assert stamps[-1] < NOW
+        if "occurredAt" in record[0]:
+            assert moment(record[0]["occurredAt"]) < created
+    # Each record's first event dates from when it was made, not from the batch.
+    assert len({record[0]["updatedAt"][:7] for record in events.values()}) >= 10
+
+
+def test_amounts_are_the_traffic_codes_and_each_infraction_has_one_tier():
+    fines = fleet_fines(extra_keys=True)
+
+    assert {fine["amount"] for fine in fines} <= TIERS.keys()
+    assert {"88.38", "2934.70"} <= {fine["amount"] for fine in fines}
+    assert all(TIERS[fine["amount"]] == fine["severity"] for fine in fines)
+    points = {"leve": 3, "média": 4, "grave": 5, "gravíssima": 7}
+    assert all(points[fine["severity"]] == fine["points"] for fine in fines)
+    infractions = {(f["description"], f["infractionCode"], f["amount"]) for f in fines}
+    assert len(infractions) >= 15
+    assert len({description for description, _code, _amount in infractions}) == len(infractions)
+    assert all(re.fullmatch(r"\d{3}-\d{2}", code) for _d, code, _a in infractions)
+    recusal = [a for description, _c, a in infractions if "etilômetro" in description]
+    assert recusal == ["2934.70"]  # refusing the breathalyser: gravíssima ten times
+
+
+def test_fines_name_varied_vehicles_of_both_plate_formats_and_places():
+    fines = fleet_fines(extra_keys=True)
+
+    named = Counter(fine["carPlate"] for fine in fines)
+    assert len(named) > 100
+    assert any(re.fullmatch(r"[A-Z]{3}\d{4}", plate) for plate in named)
+    assert any(re.fullmatch(r"[A-Z]{3}\d[A-Z]\d{2}", plate) for plate in named)
+    assert named.most_common(1)[0][1] >= 4  # some vehicles are fined again and again
+    assert len({fine["state"] for fine in fines}) >= 10
+    assert len({fine["city"] for fine in fines}) >= 15
+
+
+def test_the_control_surface_dates_its_events_by_the_emulators_clock(emulator: Emulator, receiver):
+    emulator.control("POST", "clock", set="2031-06-15T12:00:00Z")
+    moved = datetime(2031, 6, 15, 12, tzinfo=UTC)
+
+    emulator.control("POST", "webhooks", url=receiver.url, count=60)
+
+    events = [event_of(parsed(body)) for body in receiver.bodies]
+    records = [event.get("occurredAt") or event["createdAt"] for event in events]
+    assert all(moved - timedelta(days=366) < moment(when) < moved for when in records)
+    assert all(moment(event["updatedAt"]) < moved for event in events)
+    assert len({when[:7] for when in records}) >= 6

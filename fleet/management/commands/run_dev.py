@@ -1,11 +1,11 @@
 """`manage.py run_dev`: the emulator, the portal and its worker together, for `make run`.
 
-Starts `python -m emulator` (when FLEET_ENVIRONMENT is `emulator`), the demo
-identity provider (`idp/`, when Node.js and its packages are there and no
-OIDC_ISSUER is configured), the development server and the background worker
-(`manage.py db_worker`: webhook deliveries, CNH lookups and alerts) as child
-processes, waits until they are up, prints the addresses and the demo logins, and
-stops them all on Ctrl-C or when one exits.
+Starts `python -m emulator` (when FLEET_ENVIRONMENT is `emulator`; once it answers,
+`demo_drivers` names its drivers), the demo identity provider (`idp/`, when Node.js
+and its packages are there and no OIDC_ISSUER is configured), the development
+server and the background worker (`manage.py db_worker`: webhook deliveries, CNH
+lookups and alerts) as child processes, waits until they are up, prints the
+addresses and the demo logins, and stops them all on Ctrl-C or when one exits.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from fleet.management.commands.demo_users import DEMO_USERS
@@ -50,6 +51,7 @@ class Command(BaseCommand):
         try:
             if settings.FLEET_ENVIRONMENT == "emulator":
                 children.append(self._start_emulator(options["vehicles"]))
+                self._name_demo_drivers()
             portal_url = f"http://{options['host']}:{options['port']}"
             portal_env = os.environ.copy()
             demo_idp = self._start_demo_idp(portal_url, options["idp_port"])
@@ -111,6 +113,14 @@ class Command(BaseCommand):
         )
         _wait_for(f"{settings.FLEET_BASE_URL}/healthz", [process])
         return process
+
+    def _name_demo_drivers(self) -> None:
+        """Names for the emulator's drivers (`demo_drivers`), read from it now that it
+        answers; without them the pages show the drivers by number."""
+        try:
+            call_command("demo_drivers", stdout=self.stdout)
+        except CommandError as exc:
+            self.stdout.write(self.style.WARNING(f"The demo drivers were not named: {exc}."))
 
     def _start_demo_idp(self, portal_url: str, port: int) -> DemoIdentityProvider | None:
         """The demo identity provider, unless one is configured or Node.js is missing."""

@@ -7,6 +7,7 @@ import io
 from collections import Counter
 from collections.abc import Mapping
 from datetime import date
+from functools import partial
 from typing import Any, ClassVar
 from urllib.parse import urlencode
 
@@ -383,10 +384,13 @@ class NotificationFilterForm(ListFilterForm):
         }
 
 
-def _driver_choices() -> list[tuple[int | str, str]]:
+def _driver_choices(*, asked: int | None = None) -> list[tuple[int | str, str]]:
     """The drivers the fines list filters by, by name (`formatting.driver`); a name two
-    drivers share comes with their ids."""
+    drivers share comes with their ids. `asked`, a driver the portal knows nothing of
+    yet (the driver page links every driver's fines, none or not), is listed by id."""
     drivers = fine_drivers()
+    if asked is not None and asked not in {driver_id for driver_id, _name in drivers}:
+        drivers.append((asked, ""))
     shared = {name for name, n in Counter(name for _id, name in drivers if name).items() if n > 1}
 
     def label(driver_id: int, name: str) -> str:
@@ -459,6 +463,12 @@ class FineFilterForm(NotificationFilterForm):
         input_formats=["%Y-%m-%d"],
     )
     sort = forms.ChoiceField(label=_("Sort by"), choices=SORT_CHOICES, required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        asked = str(self.data.get(self.add_prefix("driver"), "")).strip()
+        if asked.isascii() and asked.isdigit() and 0 < int(asked) < 2**31:
+            self.fields["driver"].choices = partial(_driver_choices, asked=int(asked))  # type: ignore[attr-defined]
 
     def filters(self) -> dict[str, Any]:
         data = super().filters()  # validates

@@ -89,8 +89,20 @@ def test_choosing_a_driver_lists_their_fines_and_keeps_the_choice(manager_client
     assert manager_client.get(f"/fines/?driver={ana}&treated=0").status_code == 200
 
 
-def test_a_driver_the_portal_does_not_know_is_a_form_error(manager_client, drivers):
-    for bogus in ("424242", "abc", "-1"):
+def test_a_driver_the_portal_knows_nothing_of_is_listed_by_id_with_no_fines(
+    manager_client, drivers
+):
+    # The driver page links every driver's fines, a driver without name or fine too.
+    response = manager_client.get("/fines/", {"driver": "424242"}, headers=ENGLISH)
+
+    assert response.status_code == 200
+    assert 'data-testid="filter-error"' not in response.text
+    assert re.search(r'<option value="424242" selected>Driver 424242</option>', response.text)
+    assert keys(response) == []
+
+
+def test_a_driver_filter_that_is_no_driver_id_is_a_form_error(manager_client, drivers):
+    for bogus in ("abc", "-1", "0", "٣", "99999999999"):
         response = manager_client.get("/fines/", {"driver": bogus}, headers=ENGLISH)
 
         assert response.status_code == 200

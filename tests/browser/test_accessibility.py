@@ -1,9 +1,13 @@
 """axe-core (pinned: axe-playwright-python in requirements-dev.txt ships it) over every page
-a manager and an administrator can reach, in Portuguese and English, at a laptop's and a
-phone's width: no violation at any impact, best practices included.
+a manager and an administrator can reach, in Portuguese and English, at a laptop's, a small
+laptop's, a tablet's and a phone's width: no violation at any impact, best practices
+included; and no page that scrolls sideways or has content wider than its box, with values
+as long as real ones get (a seven-figure amount, a 40-character driver's name, a Mercosul
+plate written with a hyphen).
 
-A failure lists every violation as `rule (impact) on page at width: target`, so it says
-what to fix and where.
+A failure lists every violation as `rule (impact) on page at width: target`, and every box
+its content overflows as `element "text" by N px on page at width`, so it says what to fix
+and where.
 """
 
 from __future__ import annotations
@@ -13,15 +17,19 @@ from typing import Any
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
+from django.utils import timezone
 
 from fleet import plates
-from fleet.models import CnhLookup, CnhLookupStatus, Fine, Notification
+from fleet.models import CnhLookup, CnhLookupStatus, Driver, Fine, Notification
 from fleet.services.cnh import cnh_lookup_create
 from tests.conftest import Emulator
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WIDTHS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 375, "height": 812}}
+# Width: height, in px (a laptop, a small laptop, a tablet, a phone); axe runs at the first
+# and the last (the same page in between: the layout is what changes, and is checked).
+WIDTHS = {1280: 800, 1024: 768, 768: 1024, 390: 844}
+AXE_WIDTHS = (1280, 390)
 LOG_IN = {
     "pt-BR": ("Nome de usuário", "Senha", "Entrar"),
     "en-US": ("Username", "Password", "Log in"),
@@ -29,6 +37,31 @@ LOG_IN = {
 CPF = "529.982.247-25"
 NOT_FOUND = "/no/such/page/"
 AXE = Axe()
+# As long as real values get.
+LONG_AMOUNT = "1234567.89"
+LONG_NAME = "Ana Beatriz Vasconcelos Albuquerque Lima"
+LONG_FINE_ID = 990_001
+# The boxes in `main` whose content is wider than they are. A box that scrolls or clips
+# on purpose (`overflow-x` other than visible, a `.table-scroll`) is left out, and so are
+# the fields, which scroll the text typed in them.
+OVERFLOWING = r"""() => {
+    const main = document.querySelector("main");
+    if (!main) return [];
+    const found = [];
+    for (const box of [main, ...main.querySelectorAll("*")]) {
+        if (["INPUT", "SELECT", "TEXTAREA"].includes(box.tagName)) continue;
+        if (box.classList.contains("table-scroll")) continue;
+        if (getComputedStyle(box).overflowX !== "visible") continue;
+        const excess = box.scrollWidth - box.clientWidth;
+        if (excess <= 1) continue;
+        const classes = (box.getAttribute("class") || "").trim().split(/\s+/).filter(Boolean);
+        const name = [box.tagName.toLowerCase(), ...classes].join(".");
+        const id = box.dataset && box.dataset.testid ? `[data-testid=${box.dataset.testid}]` : "";
+        const text = box.textContent.replace(/\s+/g, " ").trim().slice(0, 50);
+        found.push(`${name}${id} "${text}" by ${excess} px`);
+    }
+    return found;
+}"""
 
 
 def wait_for(condition: Any, what: str) -> None:
@@ -40,39 +73,60 @@ def wait_for(condition: Any, what: str) -> None:
 
 @pytest.fixture
 def records(live_server: Any, emulator: Emulator, db_worker: Any) -> None:
-    """Fines and notifications, sent by the emulator like the platform sends them."""
-    emulator.control(
-        "POST", "webhooks", url=f"{live_server.url}/webhooks/fleet/dev-webhook-token/", count=12
+    """Fines and notifications, sent by the emulator like the platform sends them; among
+    them a fine of R$ 1.234.567,89 on a Mercosul plate written with a hyphen, attributed
+    to a driver with a 40-character name."""
+    mercosul = (
+        v for v in emulator.vehicles() if plates.registration(v["car_plate"]) == v["car_plate"]
     )
+    vehicle = next(v for v in mercosul if v.get("driver_id"))
+    Driver.objects.create(driver_id=vehicle["driver_id"], name=LONG_NAME)
+    plate = plates.normalize(vehicle["car_plate"])
+    long_fine = {
+        "id": LONG_FINE_ID,
+        "carPlate": f"{plate[:3]}-{plate[3:]}",
+        "autoInfracao": "E99000001",
+        "description": "Transitar em velocidade superior à máxima permitida em mais de 50%",
+        "occurredAt": timezone.now().isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "amount": LONG_AMOUNT,
+        "treated": False,
+    }
+    webhook = f"{live_server.url}/webhooks/fleet/dev-webhook-token/"
+    emulator.control("POST", "webhooks", url=webhook, count=12)
+    emulator.control("POST", "webhooks", url=webhook, events=[{"frame": long_fine}])
     wait_for(
-        lambda: Fine.objects.exists() and Notification.objects.exists(),
-        "the worker did not process the deliveries",
+        lambda: (
+            Notification.objects.exists()
+            and Fine.objects.filter(
+                external_id=str(LONG_FINE_ID), driver_id=vehicle["driver_id"]
+            ).exists()
+        ),
+        "the worker did not process the deliveries and attribute the long fine to its driver",
     )
 
 
 def manager_pages(manager: Any, emulator: Emulator) -> list[str]:
     """Every page of the portal a manager reaches, with something on each."""
-    # A vehicle with fines, so that its page lists them.
-    plate = plates.normalize(Fine.objects.exclude(registration="").first().plate)
+    # The vehicle, the fine and the driver with the longest values.
+    fine = Fine.objects.get(external_id=str(LONG_FINE_ID))
+    plate = plates.normalize(fine.plate)
     crlv = emulator.create_crlv_request(plate, pending_seconds=0, in_progress_seconds=0)
     lookup = cnh_lookup_create(owner=manager, cpfs=[CPF], batch=False, purpose="periodic")
     wait_for(
         lambda: CnhLookup.objects.get(pk=lookup.pk).status == CnhLookupStatus.DONE,
         "the worker did not finish the CNH lookup",
     )
-    # A driver of the fleet, whose page lists their vehicles.
-    driver = next(v["driver_id"] for v in emulator.vehicles() if v.get("driver_id"))
     return [
         "/",
         "/vehicles/",
         f"/vehicles/{plate}/",
         f"/crlv/requests/{crlv['requestId']}/",
         "/fines/",
-        Fine.objects.first().get_absolute_url(),
+        fine.get_absolute_url(),
         "/notifications/",
         Notification.objects.first().get_absolute_url(),
-        f"/fines/?month={Fine.objects.exclude(occurred_at=None).first().occurred_at:%Y-%m}",
-        f"/drivers/{driver}/",
+        f"/fines/?month={fine.occurred_at:%Y-%m}",
+        f"/drivers/{fine.driver_id}/",
         "/drivers/cnh/",
         lookup.get_absolute_url(),
         "/app/",
@@ -100,26 +154,36 @@ def admin_pages() -> list[str]:
 
 
 def violations(page: Any, path: str) -> list[str]:
-    """What axe finds on `path`, at each width, one line per element; and a page wider
-    than the screen."""
+    """What axe finds on `path` at a laptop's and a phone's width, one line per element;
+    at every width, a page wider than the screen and a box in `main` whose content is wider
+    than it (Django's admin, laid out by Django for a laptop and a phone, at those two)."""
     found = []
     response = page.goto(path)
     # The page itself, not the sign-in page or an error in its place.
     assert response.url.endswith(path), f"{path} sent to {response.url}"
     assert response.status == (404 if path == NOT_FOUND else 200), f"{path}: {response.status}"
     page.wait_for_load_state("networkidle")
-    for width, viewport in WIDTHS.items():
-        page.set_viewport_size(viewport)
-        for rule in AXE.run(page).response["violations"]:
-            for node in rule["nodes"]:
-                target = " ".join(str(part) for part in node["target"])
-                found.append(f"{rule['id']} ({rule['impact']}) on {path} at {width}: {target}")
-        # The phone layout: wide tables scroll in their own box, never the whole page.
+    # What a click reveals is checked too: a table in a closed `details` still has to fit.
+    page.evaluate("document.querySelectorAll('main details').forEach(d => { d.open = true; })")
+    admin = path.startswith("/admin/")
+    for width, height in WIDTHS.items():
+        if admin and width not in AXE_WIDTHS:
+            continue
+        page.set_viewport_size({"width": width, "height": height})
+        at = f"on {path} at {width} px"
+        if width in AXE_WIDTHS:
+            for rule in AXE.run(page).response["violations"]:
+                for node in rule["nodes"]:
+                    target = " ".join(str(part) for part in node["target"])
+                    found.append(f"{rule['id']} ({rule['impact']}) {at}: {target}")
+        # Wide tables scroll in their own box, never the whole page.
         overflow = page.evaluate(
             "document.documentElement.scrollWidth - document.documentElement.clientWidth"
         )
         if overflow:
-            found.append(f"page scrolls sideways by {overflow} px on {path} at {width}")
+            found.append(f"page scrolls sideways by {overflow} px {at}")
+        if not admin:
+            found += [f"{box} {at}" for box in page.evaluate(OVERFLOWING)]
     return found
 
 
@@ -154,7 +218,7 @@ def test_every_page_has_no_axe_violation(
         found += violations(page, path)
     page.context.close()
 
-    assert not found, f"{len(found)} axe violation(s) in {locale}:\n" + "\n".join(found)
+    assert not found, f"{len(found)} problem(s) in {locale}:\n" + "\n".join(found)
 
 
 def test_the_keyboard_focus_is_always_visible(

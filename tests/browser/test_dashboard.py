@@ -121,8 +121,11 @@ def test_the_dashboard_adds_up_the_fines_sent_and_links_to_them(
         expect(row.get_by_test_id("driver-count")).to_have_text(str(len(amounts)))
         expect(row.get_by_test_id("driver-amount")).to_have_text(brl(sum(amounts, Decimal(0))))
 
-    # A month's figure opens that month's fines, with the same totals.
+    # A month's figure opens that month's fines, with the same totals. The months' table
+    # is folded under the chart until asked for.
     busiest = max(by_month, key=lambda month: len(by_month[month]))
+    expect(page.get_by_test_id("months-table")).to_be_hidden()
+    page.get_by_text("Números por mês").click()
     page.locator(f'[data-testid="month"][data-month="{busiest}"]').get_by_test_id(
         "month-amount"
     ).click()

@@ -51,3 +51,12 @@ def registration(text: str) -> str:
     if _OLD.fullmatch(plate):
         return f"{plate[:4]}{chr(ord('A') + int(plate[4]))}{plate[5:]}"
     return plate
+
+
+def old_plate(text: str) -> str | None:
+    """The old plate a Mercosul plate may have replaced (`ABC1C34` → `ABC1234`), normalized;
+    None when `text` is not a Mercosul plate whose fifth letter stands for a digit (A to J)."""
+    plate = normalize(text)
+    if _MERCOSUL.fullmatch(plate) and "A" <= plate[4] <= "J":
+        return f"{plate[:4]}{ord(plate[4]) - ord('A')}{plate[5:]}"
+    return None

@@ -62,3 +62,18 @@ def test_an_old_plate_and_the_mercosul_plate_that_replaced_it_are_one_registrati
     plate, registration
 ):
     assert plates.registration(plate) == registration
+
+
+@pytest.mark.parametrize(
+    ("plate", "old"),
+    [
+        ("ABC1C34", "ABC1234"),
+        ("abc-1a00", "ABC1000"),
+        ("ABC1J99", "ABC1999"),
+        ("ABC1K99", None),  # K stands for no digit: a plate issued as Mercosul
+        ("ABC1234", None),  # already old
+        ("not a plate", None),
+    ],
+)
+def test_the_old_plate_a_mercosul_plate_may_have_replaced(plate, old):
+    assert plates.old_plate(plate) == old

@@ -78,9 +78,13 @@ def vehicle_export(
 
 
 def vehicle_get(*, plate: str) -> VehicleRow | None:
-    """The vehicle with this plate (typed any way `plates.normalize` accepts), if any."""
+    """The vehicle with this plate (typed any way `plates.normalize` accepts), if any; a
+    vehicle the fleet lists under its old plate is found by its registration too (the
+    Mercosul form its fines name: `plates.registration`)."""
     snapshot, _freshness = current_snapshot()
     index = snapshot.find(plates.normalize(plate))
+    if index is None and (old := plates.old_plate(plate)) is not None:
+        index = snapshot.find(old)
     return None if index is None else snapshot.row(index)
 
 

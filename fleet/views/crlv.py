@@ -67,9 +67,21 @@ def vehicle(request: AuthenticatedRequest, plate: str) -> HttpResponse:
         crlv = vehicle_crlv_get(plate=plate)
     except CrlvUnavailable as failure:
         if failure.outcome is Outcome.NOT_FOUND:
+            if (listed := _listed_plate(plate)) not in (None, plate):
+                return redirect("fleet:vehicle", plate=listed)
             return _vehicle_not_found(request, plate, invalid=False)
         return _vehicle_page(request, plate, failure=failure)
     return _vehicle_page(request, plate, crlv=crlv)
+
+
+def _listed_plate(plate: str) -> str | None:
+    """The plate the vehicle list names the vehicle `plate` designates by (its old plate,
+    for a registration in the Mercosul form, as fines and the dashboard name it)."""
+    try:
+        vehicle = vehicle_get(plate=plate)
+    except FleetDataUnavailable:
+        return None
+    return None if vehicle is None else plates.normalize(vehicle.plate)
 
 
 @require_GET

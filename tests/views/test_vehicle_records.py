@@ -176,6 +176,22 @@ def test_the_vehicle_page_lists_its_fines_and_notifications_beside_its_ecrlv(
     assert "See all" not in page  # every one is listed
 
 
+def test_the_vehicle_page_of_an_old_plate_is_found_by_its_mercosul_registration(
+    manager_client, client, emulator
+):
+    # The dashboard and the fines name a vehicle by its registration (Mercosul form).
+    old = an_old_plate(emulator)
+    deliver(client, fine(1, plates.registration(old)))
+
+    page = manager_client.get(
+        f"/vehicles/{plates.registration(old)}/", headers=ENGLISH, follow=True
+    )
+
+    assert page.redirect_chain == [(f"/vehicles/{old}/", 302)]
+    assert f'<dd class="plate">{plates.display(old)}</dd>' in page.text
+    assert keys(page.text.split('data-testid="vehicle-fine-list"')[1]) == ["1"]
+
+
 def test_the_vehicle_page_lists_the_first_ten_and_links_to_the_rest(
     manager_client, client, emulator, django_assert_max_num_queries
 ):

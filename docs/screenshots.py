@@ -37,10 +37,18 @@ OUT = ROOT / "docs" / "screenshots"
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 LAPTOP: Final[ViewportSize] = {"width": 1280, "height": 800}
 PHONE: Final[ViewportSize] = {"width": 390, "height": 844}
-# What each screen size shows: (the picture's name, the page; None: the most fined vehicle's).
-SHOTS: Final[list[tuple[ViewportSize, list[tuple[str, str | None]]]]] = [
-    (LAPTOP, [("dashboard-1280", "/"), ("fines-1280", "/fines/"), ("vehicle-1280", None)]),
-    (PHONE, [("dashboard-390", "/")]),
+# What each screen size shows: (the picture's name, the page, whole or its first screen);
+# the page None: the vehicle with the most untreated fines.
+SHOTS: Final[list[tuple[ViewportSize, list[tuple[str, str | None, bool]]]]] = [
+    (
+        LAPTOP,
+        [
+            ("dashboard-1280", "/", True),
+            ("fines-1280", "/fines/", False),
+            ("vehicle-1280", None, False),
+        ],
+    ),
+    (PHONE, [("dashboard-390", "/", True)]),
 ]
 DELIVERIES = 300
 VEHICLES = 500  # make run's
@@ -154,17 +162,19 @@ def shoot(url: str, out: Path, database: Path) -> list[Path]:
     written = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox", "--disable-gpu"]
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--lang=pt-BR"],
         )
         for viewport, pages in SHOTS:
             context = browser.new_context(base_url=url, locale="pt-BR", viewport=viewport)
             page = context.new_page()
             sign_in(page)
-            for name, path in pages:
+            for name, path, whole in pages:
                 page.goto(path or most_fined_vehicle(database))
                 page.wait_for_load_state("networkidle")
                 written.append(out / f"{name}.png")
-                page.screenshot(path=written[-1], full_page=True)
+                page.screenshot(path=written[-1], full_page=whole)
             context.close()
         browser.close()
     return written

@@ -50,7 +50,7 @@ SHOTS: Final[list[tuple[ViewportSize, list[tuple[str, str | None, bool]]]]] = [
     ),
     (PHONE, [("dashboard-390", "/", True)]),
 ]
-DELIVERIES = 300
+DELIVERIES = 600  # the README's send-webhooks command
 VEHICLES = 500  # make run's
 START_TIMEOUT = 60.0
 PROCESS_TIMEOUT = 120.0

@@ -5,11 +5,13 @@ The receiver asks for the task `webhook_deliveries_process`, which runs
 arrival order, a batch at a time, and gives each its outcome with the rules
 of `fleet.webhooks.records`. A batch is read (its payloads parsed) before its
 transaction, then written in a few statements: the records it touches are
-read in one query per model, those it creates inserted in one, those it
-changes updated in one, and its deliveries marked in one. If the database
-refuses any of it, the batch is undone and its deliveries are processed one
-at a time (`delivery_process`, with the same effect), so that only the one at
-fault is kept as `failed`.
+read and locked in one query per model, those it creates inserted in one,
+those it changes updated, the dashboard's tallies changed by what it did to
+the fines (`fleet.services.tallies`: from their state as read to their state
+as written), and its deliveries marked in one. If the database refuses any of
+it, the batch is undone and its deliveries are processed one at a time
+(`delivery_process`, with the same effect), so that only the one at fault
+is kept as `failed`.
 
 Exactly once in effect: the same body twice (`body_sha256`) is a duplicate of
 the one processed first and changes nothing; a record's key is unique. A
@@ -27,12 +29,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Min
 from django.utils import timezone
 
 from fleet import worker
 from fleet.models import DeliveryStatus, EventKind, Fine, WebhookDelivery, WebhookRecord
+from fleet.services.tallies import FineState, fine_tallies_apply
 from fleet.services.vehicles import vehicle_drivers
 from fleet.webhooks import payloads
 from fleet.webhooks.changes import RecordChange, records_changed
@@ -93,12 +96,18 @@ def deliveries_process_received(*, batch: int = 64, budget_s: float = 30.0) -> C
 
 
 def delivery_process(*, delivery: WebhookDelivery) -> DeliveryStatus:
-    """Process one stored delivery (again), in its own transaction; its new status."""
+    """Process one stored delivery (again), in its own transaction (once more if another
+    run created its record meanwhile: it is then updated); its new status."""
     read = _read(WebhookDelivery.objects.only(*_TO_PROCESS).get(pk=delivery.pk))
     attempts = read.delivery.attempts
     try:
-        with transaction.atomic():
-            _write([read])
+        try:
+            with transaction.atomic():
+                _write([read])
+        except IntegrityError:  # another run created its record meanwhile: update that one
+            read.delivery.attempts = attempts
+            with transaction.atomic():
+                _write([read])
     except Exception as error:  # the database refused a write: kept for replay
         logger.exception("webhook delivery %s could not be processed; kept for replay", delivery.pk)
         read.delivery.attempts = attempts  # as before the writes that were undone
@@ -189,6 +198,8 @@ def _write(reads: Sequence[_Read]) -> None:
     twins = _processed_twins(applied, exclude=[read.delivery.pk for read in reads])
     records = _records(applied)
     before = {key: _state(record) for key, record in records.items()}
+    # The fines as committed (`_records` holds their locks): what the tallies counted.
+    tallied = {key: FineState.of(fine) for key, fine in records.items() if isinstance(fine, Fine)}
     # A Fine or a Notification, as its model says (`Any`: one dict for both models).
     created: dict[tuple[RecordModel, str], Any] = {}
     changed: dict[tuple[RecordModel, str], set[str]] = {}  # existing records: fields changed
@@ -215,6 +226,11 @@ def _write(reads: Sequence[_Read]) -> None:
     # CASE per field and row: for a batch, more time than the database takes).
     for key, fields in changed.items():
         records[key].save(update_fields=sorted(fields))
+    fine_tallies_apply(
+        (tallied.get(key), FineState.of(record))
+        for key, record in records.items()
+        if isinstance(record, Fine)
+    )
     for read in applied:
         if (record := links.get(read.delivery.pk)) is not None:
             link = "fine_id" if isinstance(record, Fine) else "notification_id"

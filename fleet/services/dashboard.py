@@ -6,22 +6,28 @@ Every figure is read from the running sums that the writes of fines keep in thei
 transaction (`fleet.services.tallies`): a few rows each, however many fines there are.
 The figures are kept in the cache under the tallies' version and today's date, so that
 a dashboard reads one row while no fine changed, and a handful of small indexed
-queries, never the fines, once one did: a fine written shows at once.
+queries, never the fines, once one did: a fine written shows at once. The writers of
+fines have them read, and their fragment rendered, as soon as their writes commit
+(`fine_figures_prepare`), so that with a cache the portal's processes share, the next
+dashboard usually finds them ready.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Final
 
+from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Count, DecimalField, Min, QuerySet, Sum, Value
+from django.db.models import Count, DecimalField, Min, Q, QuerySet, Sum, Value
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
-from django.utils import timezone
+from django.template.loader import render_to_string
+from django.urls import get_script_prefix
+from django.utils import timezone, translation
 
 from fleet.models import Driver, Fine, FineTally, Notification, TallyDimension
 from fleet.services.tallies import (
@@ -30,6 +36,8 @@ from fleet.services.tallies import (
     month_key,
     tally_amount,
 )
+
+logger = logging.getLogger(__name__)
 
 TOP: Final = 5  # vehicles and drivers listed
 MONTHS: Final = 12
@@ -183,15 +191,31 @@ def fine_figures() -> FineFigures:
     return figures  # writes keep coming: as read, not kept
 
 
-def fine_figures_rendered(figures: FineFigures, *, variant: str, render: Callable[[], str]) -> str:
-    """What `render` makes of `figures` (HTML), kept beside them: `variant` names what
-    else it depends on (the language)."""
-    key = f"{figures.key}:rendered:{variant}"
+def fine_figures_html(figures: FineFigures, *, language: str) -> str:
+    """The dashboard's fragment about money (`fleet/dashboard.html#money`) for `figures`
+    in `language`, kept beside them: it shows the figures alone (no user, no token)."""
+    # Its links start with the script prefix, which a worker's process may not share.
+    key = f"{figures.key}:rendered:{language}:{get_script_prefix()}"
     html: str | None = cache.get(key)
     if html is None:
-        html = render()
+        with translation.override(language):
+            html = render_to_string("fleet/dashboard.html#money", {"figures": figures})
         cache.set(key, html, timeout=_CACHE_SECONDS)
     return html
+
+
+def fine_figures_prepare() -> None:
+    """Read the figures and render their fragment in every language into the cache, for
+    the dashboards that come next (the cache is shared by the portal's processes): what
+    the writers of fines run once their writes committed. A dashboard that comes first
+    reads the figures itself; with nothing changed, this reads one row. A cache that
+    fails is logged, not raised: the writes are done."""
+    try:
+        figures = fine_figures()
+        for language, _name in settings.LANGUAGES:
+            fine_figures_html(figures, language=language)
+    except Exception:
+        logger.exception("could not prepare the dashboard's figures")
 
 
 def fine_figures_forget() -> None:
@@ -219,47 +243,45 @@ def _amount() -> Coalesce:
 
 
 def _computed(today: date, key: str) -> FineFigures:
-    totals = {
-        dimension: Total(count, tally_amount(cents))
-        for dimension, count, cents in FineTally.objects.filter(
-            dimension__in=[TallyDimension.UNTREATED, TallyDimension.WITHOUT_DOCUMENT], key=""
-        ).values_list("dimension", "count", "cents")
-    }
-    untreated = totals.get(TallyDimension.UNTREATED, Total(0, _ZERO))
     since = today - timedelta(days=RECENT_DAYS - 1)
-    recent = FineTally.objects.filter(
-        dimension=TallyDimension.DAY, key__gte=day_key(since)
-    ).aggregate(count=Sum("count", default=0), cents=Sum("cents", default=0))
+    starts = [month_start(today, back=back) for back in range(MONTHS - 1, -1, -1)]
+    # The totals, the months shown and the days counted as recent, in one query.
+    rows: dict[tuple[str, str], tuple[int, int]] = {
+        (dimension, name): (count, cents)
+        for dimension, name, count, cents in FineTally.objects.filter(
+            Q(dimension__in=[TallyDimension.UNTREATED, TallyDimension.WITHOUT_DOCUMENT], key="")
+            | Q(
+                dimension=TallyDimension.MONTH,
+                key__gte=month_key(starts[0]),
+                key__lte=month_key(starts[-1]),
+            )
+            | Q(dimension=TallyDimension.DAY, key__gte=day_key(since))
+        ).values_list("dimension", "key", "count", "cents")
+    }
+
+    def total(*found: tuple[int, int]) -> Total:
+        return Total(sum(count for count, _ in found), tally_amount(sum(c for _, c in found)))
+
+    untreated = total(rows.get((TallyDimension.UNTREATED, ""), (0, 0)))
+    recent = total(
+        *(row for (dimension, _), row in rows.items() if dimension == TallyDimension.DAY)
+    )
+    months = []
+    for start in starts:
+        month = total(rows.get((TallyDimension.MONTH, month_key(start)), (0, 0)))
+        months.append(MonthFigure(start, month.count, month.amount))
     top_vehicles, most_fined = _top_vehicles() if untreated.count else ([], [])
     return FineFigures(
         untreated=untreated,
-        months=_months(today),
+        months=months,
         top_vehicles=top_vehicles,
         top_drivers=_top_drivers() if untreated.count else [],
-        recent=Total(recent["count"], tally_amount(recent["cents"])),
+        recent=recent,
         recent_since=since,
-        without_document=totals.get(TallyDimension.WITHOUT_DOCUMENT, Total(0, _ZERO)).count,
+        without_document=rows.get((TallyDimension.WITHOUT_DOCUMENT, ""), (0, 0))[0],
         most_fined=most_fined,
         key=key,
     )
-
-
-def _months(today: date) -> list[MonthFigure]:
-    """Each of the last `MONTHS` months' count and R$: their tallies, 0 for a month without."""
-    starts = [month_start(today, back=back) for back in range(MONTHS - 1, -1, -1)]
-    found = {
-        month: (count, cents)
-        for month, count, cents in FineTally.objects.filter(
-            dimension=TallyDimension.MONTH,
-            key__gte=month_key(starts[0]),
-            key__lte=month_key(starts[-1]),
-        ).values_list("key", "count", "cents")
-    }
-    months = []
-    for start in starts:
-        count, cents = found.get(month_key(start), (0, 0))
-        months.append(MonthFigure(start, count, tally_amount(cents)))
-    return months
 
 
 def _first(dimension: TallyDimension, *order: str) -> list[tuple[str, int, int]]:

@@ -20,7 +20,7 @@ from django.db.models import Count, F, Q, QuerySet, Sum
 
 from fleet import plates
 from fleet.models import Fine, Notification, SavedFineView
-from fleet.services.dashboard import local_midnight, month_start
+from fleet.services.dashboard import fine_figures_prepare, local_midnight, month_start
 from fleet.services.tallies import FINE_FIELDS, FineState, fine_tallies_apply
 from fleet.services.vehicles import vehicle_drivers
 
@@ -151,7 +151,8 @@ def fine_filtered(
 def fine_drivers_attribute() -> int:
     """Give the fines without a driver the driver their vehicle has in the vehicle list
     (fetched if need be); how many got one. A chunk of fines to a transaction: read
-    under their locks, one UPDATE per driver, the dashboard's tallies by driver with them."""
+    under their locks, one UPDATE per driver, the dashboard's tallies by driver with
+    them; then the dashboard's figures prepared."""
     registrations = set(
         Fine.objects.filter(driver_id__isnull=True)
         .exclude(registration="")
@@ -185,8 +186,11 @@ def fine_drivers_attribute() -> int:
             )
         attributed += len(fines)
         if len(fines) < ATTRIBUTION_CHUNK:
-            return attributed
+            break
         last = fines[-1].key
+    if attributed:
+        fine_figures_prepare()
+    return attributed
 
 
 def notification_search(

@@ -11,7 +11,8 @@ the fines (`fleet.services.tallies`: from their state as read to their state
 as written), and its deliveries marked in one. If the database refuses any of
 it, the batch is undone and its deliveries are processed one at a time
 (`delivery_process`, with the same effect), so that only the one at fault
-is kept as `failed`.
+is kept as `failed`. A run (or a replay) that wrote something ends by having
+the dashboard's figures ready in the cache for the next visit.
 
 Exactly once in effect: the same body twice (`body_sha256`) is a duplicate of
 the one processed first and changes nothing; a record's key is unique. A
@@ -35,6 +36,7 @@ from django.utils import timezone
 
 from fleet import worker
 from fleet.models import DeliveryStatus, EventKind, Fine, WebhookDelivery, WebhookRecord
+from fleet.services.dashboard import fine_figures_prepare
 from fleet.services.tallies import FineState, fine_tallies_apply
 from fleet.services.vehicles import vehicle_drivers
 from fleet.webhooks import payloads
@@ -92,6 +94,8 @@ def deliveries_process_received(*, batch: int = 64, budget_s: float = 30.0) -> C
             worker.enqueue("webhook_deliveries_process")
         except Exception:
             logger.exception("could not ask the worker to go on processing webhook deliveries")
+    if outcomes[DeliveryStatus.PROCESSED]:
+        fine_figures_prepare()
     return outcomes
 
 
@@ -132,6 +136,8 @@ def delivery_replay(*, ids: Iterable[int]) -> Counter[str]:
             outcomes[DeliveryStatus.REFUSED] += 1
             continue
         outcomes[delivery_process(delivery=delivery)] += 1
+    if outcomes[DeliveryStatus.PROCESSED]:
+        fine_figures_prepare()
     return outcomes
 
 

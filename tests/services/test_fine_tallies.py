@@ -340,6 +340,22 @@ def test_while_no_fine_changes_a_dashboard_reads_one_row(client):
 
 
 @pytest.mark.django_db
+def test_after_a_write_the_next_dashboard_finds_its_figures_ready(client, manager):
+    client.force_login(manager)
+    deliver(client, frame(1))
+    client.get("/")
+    deliver(client, frame(2, amount="7.50"))  # processing ends by preparing them
+
+    with CaptureQueriesContext(connection) as view:
+        page = client.get("/", headers=ENGLISH).text
+
+    assert 'data-testid="untreated-amount">R$&nbsp;107.50<' in page
+    tallies = [q["sql"] for q in view if "fleet_finetally" in q["sql"]]
+    assert len(tallies) == 1  # the version, no figure
+    assert not [q["sql"] for q in view if '"fleet_fine"' in q["sql"]]
+
+
+@pytest.mark.django_db
 def test_a_driver_renamed_in_the_admin_is_named_at_once(
     client, fleet, admin_client, django_capture_on_commit_callbacks
 ):

@@ -7,9 +7,10 @@ transaction (`fleet.services.tallies`): a few rows each, however many fines ther
 The figures are kept in the cache under the tallies' version and today's date, so that
 a dashboard reads one row while no fine changed, and a handful of small indexed
 queries, never the fines, once one did: a fine written shows at once. The writers of
-fines have them read, and their fragment rendered, as soon as their writes commit
-(`fine_figures_prepare`), so that with a cache the portal's processes share, the next
-dashboard usually finds them ready.
+fines read them and render their fragment for the cache themselves: processing in the
+transaction that writes a run's last batch, for the moment it commits
+(`fine_figures_publish`), the others once they are done (`fine_figures_prepare`). With
+a cache the portal's processes share, the next dashboard finds them ready.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Final
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db import transaction
 from django.db.models import Count, DecimalField, Min, Q, QuerySet, Sum, Value
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
@@ -176,8 +178,7 @@ def fine_figures() -> FineFigures:
     today = timezone.localdate()
     version = fine_tallies_version()
     for _attempt in range(_READ_ATTEMPTS):
-        generation = cache.get(_GENERATION, 0)
-        key = f"fleet:fine-figures:{_CACHE_FORMAT}:{generation}:{today}:{version}"
+        key = _figures_key(today, version)
         cached: FineFigures | None = cache.get(key)
         if cached is not None:
             return cached
@@ -194,12 +195,10 @@ def fine_figures() -> FineFigures:
 def fine_figures_html(figures: FineFigures, *, language: str) -> str:
     """The dashboard's fragment about money (`fleet/dashboard.html#money`) for `figures`
     in `language`, kept beside them: it shows the figures alone (no user, no token)."""
-    # Its links start with the script prefix, which a worker's process may not share.
-    key = f"{figures.key}:rendered:{language}:{get_script_prefix()}"
+    key = _html_key(figures, language)
     html: str | None = cache.get(key)
     if html is None:
-        with translation.override(language):
-            html = render_to_string("fleet/dashboard.html#money", {"figures": figures})
+        html = _html(figures, language)
         cache.set(key, html, timeout=_CACHE_SECONDS)
     return html
 
@@ -216,6 +215,48 @@ def fine_figures_prepare() -> None:
             fine_figures_html(figures, language=language)
     except Exception:
         logger.exception("could not prepare the dashboard's figures")
+
+
+def fine_figures_publish() -> None:
+    """`fine_figures_prepare` from inside the transaction that changed the tallies, put
+    in the cache the moment it commits: the next dashboard never finds them missing.
+
+    Its tally writes hold the version row until it ends, so what it reads is that
+    version whole. Undone, it leaves nothing in the cache.
+    """
+    try:
+        with transaction.atomic():  # a savepoint: a failure here leaves the writes be
+            today = timezone.localdate()
+            figures = _computed(today, _figures_key(today, fine_tallies_version()))
+            entries: dict[str, object] = {figures.key: figures}
+            for language, _name in settings.LANGUAGES:
+                entries[_html_key(figures, language)] = _html(figures, language)
+    except Exception:
+        logger.exception("could not read the dashboard's figures to publish them")
+        return
+
+    def publish() -> None:
+        try:
+            cache.set_many(entries, timeout=_CACHE_SECONDS)
+        except Exception:
+            logger.exception("could not publish the dashboard's figures")
+
+    transaction.on_commit(publish)
+
+
+def _figures_key(today: date, version: int) -> str:
+    generation = cache.get(_GENERATION, 0)
+    return f"fleet:fine-figures:{_CACHE_FORMAT}:{generation}:{today}:{version}"
+
+
+def _html_key(figures: FineFigures, language: str) -> str:
+    # Its links start with the script prefix, which a worker's process may not share.
+    return f"{figures.key}:rendered:{language}:{get_script_prefix()}"
+
+
+def _html(figures: FineFigures, language: str) -> str:
+    with translation.override(language):
+        return render_to_string("fleet/dashboard.html#money", {"figures": figures})
 
 
 def fine_figures_forget() -> None:

@@ -11,8 +11,9 @@ the fines (`fleet.services.tallies`: from their state as read to their state
 as written), and its deliveries marked in one. If the database refuses any of
 it, the batch is undone and its deliveries are processed one at a time
 (`delivery_process`, with the same effect), so that only the one at fault
-is kept as `failed`. A run (or a replay) that wrote something ends by having
-the dashboard's figures ready in the cache for the next visit.
+is kept as `failed`. A run's last batch also reads the dashboard's figures,
+for the cache the moment it commits (`fine_figures_publish`); a run or a
+replay that wrote something ends by checking they are there.
 
 Exactly once in effect: the same body twice (`body_sha256`) is a duplicate of
 the one processed first and changes nothing; a record's key is unique. A
@@ -36,7 +37,7 @@ from django.utils import timezone
 
 from fleet import worker
 from fleet.models import DeliveryStatus, EventKind, Fine, WebhookDelivery, WebhookRecord
-from fleet.services.dashboard import fine_figures_prepare
+from fleet.services.dashboard import fine_figures_prepare, fine_figures_publish
 from fleet.services.tallies import FineState, fine_tallies_apply
 from fleet.services.vehicles import vehicle_drivers
 from fleet.webhooks import payloads
@@ -83,10 +84,12 @@ def deliveries_process_received(*, batch: int = 64, budget_s: float = 30.0) -> C
         )
         if not candidates:
             break
-        for read in _batch_apply([_read(delivery) for delivery in candidates]):
+        last_batch = len(candidates) < batch
+        reads = [_read(delivery) for delivery in candidates]
+        for read in _batch_apply(reads, publish=last_batch):
             _finish(read)
             outcomes[read.delivery.status] += 1
-        if len(candidates) < batch:
+        if last_batch:
             break
         last = candidates[-1].pk
     else:  # out of time with some left: the next run goes on
@@ -171,8 +174,10 @@ def _read(delivery: WebhookDelivery) -> _Read:
     return read
 
 
-def _batch_apply(reads: list[_Read]) -> list[_Read]:
+def _batch_apply(reads: list[_Read], *, publish: bool = False) -> list[_Read]:
     """Write `reads` in one transaction; those written (another run may have taken some).
+    With `publish` (a run's last batch), the dashboard's figures, if it changed them, are
+    read in it too, for the cache when it commits (`fine_figures_publish`).
 
     If the database refuses a write, the whole batch is undone and each delivery
     still waiting is processed on its own.
@@ -186,7 +191,8 @@ def _batch_apply(reads: list[_Read]) -> list[_Read]:
                 .values_list("pk", flat=True)
             )
             chosen = [read for read in reads if read.delivery.pk in waiting]
-            _write(chosen)
+            if _write(chosen) and publish:
+                fine_figures_publish()
     except Exception:
         logger.warning("a batch of webhook deliveries failed; processing them one at a time")
         again = WebhookDelivery.objects.filter(pk__in=pks, status=DeliveryStatus.RECEIVED)
@@ -197,9 +203,10 @@ def _batch_apply(reads: list[_Read]) -> list[_Read]:
     return chosen
 
 
-def _write(reads: Sequence[_Read]) -> None:
+def _write(reads: Sequence[_Read]) -> bool:
     """Apply `reads`, in their order, inside the caller's transaction: a few statements
-    for all of them, with the effect each would have had alone, in turn."""
+    for all of them, with the effect each would have had alone, in turn. Whether the
+    dashboard's tallies changed."""
     applied = [read for read in reads if read.event is not None]
     twins = _processed_twins(applied, exclude=[read.delivery.pk for read in reads])
     records = _records(applied)
@@ -232,7 +239,7 @@ def _write(reads: Sequence[_Read]) -> None:
     # CASE per field and row: for a batch, more time than the database takes).
     for key, fields in changed.items():
         records[key].save(update_fields=sorted(fields))
-    fine_tallies_apply(
+    tallies_changed = fine_tallies_apply(
         (tallied.get(key), FineState.of(record))
         for key, record in records.items()
         if isinstance(record, Fine)
@@ -243,6 +250,7 @@ def _write(reads: Sequence[_Read]) -> None:
             setattr(read.delivery, link, record.pk)
     _marks_write([read.delivery for read in reads])
     _changes_announce(records, before=before, created=created)
+    return tallies_changed
 
 
 def _drivers_attribute(fines: Sequence[Fine]) -> None:

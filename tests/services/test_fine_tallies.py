@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Count, Sum
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -28,12 +28,20 @@ from django_tasks_db.models import DBTaskResult
 
 from fleet import plates, worker
 from fleet.models import DeliveryStatus, Driver, Fine, FineTally, WebhookDelivery
-from fleet.services.dashboard import FineFigures, fine_figures, local_midnight, month_start
+from fleet.services.dashboard import (
+    FineFigures,
+    Total,
+    fine_figures,
+    fine_figures_publish,
+    local_midnight,
+    month_start,
+)
 from fleet.services.fines import fine_drivers_attribute
 from fleet.services.tallies import (
     FineState,
     day_key,
     fine_contributions,
+    fine_tallies_apply,
     fine_tallies_counted,
     fine_tallies_differences,
     month_key,
@@ -353,6 +361,42 @@ def test_after_a_write_the_next_dashboard_finds_its_figures_ready(client, manage
     tallies = [q["sql"] for q in view if "fleet_finetally" in q["sql"]]
     assert len(tallies) == 1  # the version, no figure
     assert not [q["sql"] for q in view if '"fleet_fine"' in q["sql"]]
+
+
+def a_state(amount: str) -> FineState:
+    return FineState(
+        treated=False,
+        amount=Decimal(amount),
+        registration="ABC1C34",
+        driver_id=None,
+        occurred_at=None,
+        received_at=timezone.now(),
+        has_document=False,
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_figures_read_in_a_writing_transaction_reach_the_cache_only_if_it_commits():
+    def undone() -> None:
+        with transaction.atomic():
+            fine_tallies_apply([(None, a_state("99.99"))])
+            fine_figures_publish()
+            raise RuntimeError("undone")
+
+    with pytest.raises(RuntimeError):
+        undone()
+    fine_tallies_apply([(None, a_state("12.34"))])  # the same version, not published
+
+    assert fine_figures().untreated == Total(1, Decimal("12.34"))
+
+    with transaction.atomic():
+        fine_tallies_apply([(None, a_state("5.00"))])
+        fine_figures_publish()
+    with CaptureQueriesContext(connection) as reads:
+        figures = fine_figures()
+
+    assert figures.untreated == Total(2, Decimal("17.34"))
+    assert len(reads) == 1  # the version: the figures were in the cache at the commit
 
 
 @pytest.mark.django_db

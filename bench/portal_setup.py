@@ -42,6 +42,8 @@ _CREATE_MANAGER = """
 import os
 from django.contrib.auth import get_user_model
 from fleet.models import FleetAccount
+# A PostgreSQL database is reused from run to run: its manager of the last run goes.
+get_user_model().objects.filter(username=os.environ["BENCH_USERNAME"]).delete()
 user = get_user_model().objects.create_user(
     username=os.environ["BENCH_USERNAME"], password=os.environ["BENCH_PASSWORD"]
 )
@@ -119,11 +121,14 @@ def ensure_database(url: str) -> bool:
 
 
 def portal_empty_webhook_tables(environment: dict[str, str]) -> None:
-    """Delete every webhook delivery, fine, notification and unknown key (a reused database)."""
+    """Delete every webhook delivery, fine, notification and unknown key (a reused database),
+    and the dashboard's tallies of those fines."""
     script = (
         "from fleet.models import Fine, Notification, UnknownWebhookKey, WebhookDelivery\n"
+        "from fleet.services.tallies import fine_tallies_rebuild\n"
         "for model in (UnknownWebhookKey, WebhookDelivery, Fine, Notification):\n"
-        "    model.objects.all().delete()"
+        "    model.objects.all().delete()\n"
+        "fine_tallies_rebuild()  # the dashboard's tallies: none left"
     )
     subprocess.run(
         [sys.executable, "manage.py", "shell", "-v", "0", "-c", script],

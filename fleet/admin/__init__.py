@@ -21,6 +21,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
@@ -41,6 +42,7 @@ from fleet.models import (
     UnknownWebhookKey,
     WebhookDelivery,
 )
+from fleet.services.dashboard import fine_figures_forget
 from fleet.services.sso import fleet_account_check
 from fleet.webhooks.payloads import KNOWN_PATHS
 from fleet.webhooks.processing import delivery_replay
@@ -337,10 +339,23 @@ class NotificationAdmin(_ReadOnly, _NotificationModelAdmin):
 
 @admin.register(Driver)
 class DriverAdmin(_DriverModelAdmin):
-    """Names for the vehicle list's driver ids: what the dashboard and the driver page show."""
+    """Names for the vehicle list's driver ids: what the dashboard and the driver page show
+    (the dashboard reads its figures again once a name changed)."""
 
     list_display = ["driver_id", "name"]
     search_fields = ["name", "=driver_id"]
+
+    def save_model(self, request: HttpRequest, obj: Driver, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        transaction.on_commit(fine_figures_forget)
+
+    def delete_model(self, request: HttpRequest, obj: Driver) -> None:
+        super().delete_model(request, obj)
+        transaction.on_commit(fine_figures_forget)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Driver]) -> None:
+        super().delete_queryset(request, queryset)
+        transaction.on_commit(fine_figures_forget)
 
 
 @admin.register(UnknownWebhookKey)

@@ -5,7 +5,8 @@ here (`from fleet.models import Fine`).
 - `cnh`: driver licence lookups and the displays of full CPFs;
 - `webhooks`: what the fleet platform pushes (deliveries, fines, notifications, unknown keys);
 - `drivers`: the names of the fleet's drivers;
-- `saved_views`: a user's saved views of the fines list.
+- `saved_views`: a user's saved views of the fines list;
+- `tallies`: the dashboard's running sums of fines.
 """
 
 from fleet.models.accounts import AccessKeyMint, FleetAccount, MintOutcome, MintPurpose
@@ -22,6 +23,7 @@ from fleet.models.cnh import (
 )
 from fleet.models.drivers import Driver
 from fleet.models.saved_views import SavedFineView
+from fleet.models.tallies import FineTally, TallyDimension
 from fleet.models.webhooks import (
     REPLAYABLE_STATUSES,
     DeliveryStatus,
@@ -49,11 +51,13 @@ __all__ = [
     "Driver",
     "EventKind",
     "Fine",
+    "FineTally",
     "FleetAccount",
     "MintOutcome",
     "MintPurpose",
     "Notification",
     "SavedFineView",
+    "TallyDimension",
     "UnknownWebhookKey",
     "WebhookDelivery",
     "WebhookRecord",

@@ -205,8 +205,9 @@ class Fine(WebhookRecord):
         indexes = [
             models.Index(fields=["treated", "-updated_at"], name="fleet_fine_list"),
             _registration_index("fleet_fine_plate"),
-            # The dashboard's sums, each read from an index alone: untreated in total,
-            # by vehicle and by driver; by month; received lately.
+            # Sums over all the fines (the dashboard's tallies from scratch, the list's
+            # totals), each read from an index alone: untreated in total, by vehicle and
+            # by driver; by month; received lately.
             models.Index(fields=["treated", "amount"], name="fleet_fine_treated_amount"),
             # By vehicle and by driver, in the order of a GROUP BY, with what it sums.
             models.Index(
@@ -226,8 +227,6 @@ class Fine(WebhookRecord):
             models.Index(
                 fields=["treated"], condition=models.Q(link_frame=""), name="fleet_fine_no_document"
             ),
-            # The latest change: what the dashboard's cached figures are keyed by.
-            models.Index(fields=["updated_at"], name="fleet_fine_updated"),
         ]
 
     def get_absolute_url(self) -> str:

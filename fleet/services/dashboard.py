@@ -2,44 +2,51 @@
 vehicles and drivers with the most untreated R$, the fines received lately, the fines
 without their document and the vehicles with the most untreated fines.
 
-Every figure is an aggregate the database computes on an index (`Fine.Meta.indexes`),
-never a loop over fines. The figures are kept in the cache under a key made of what
-changes them (the newest fine, the latest change of any, today's date), so that a
-dashboard at 100,000 fines reads two index ends, not the table, until a fine is written.
+Every figure is read from the running sums that the writes of fines keep in their own
+transaction (`fleet.services.tallies`): a few rows each, however many fines there are.
+The figures are kept in the cache under the tallies' version and today's date, so that
+a dashboard reads one row while no fine changed, and a handful of small indexed
+queries, never the fines, once one did: a fine written shows at once. The writers of
+fines read them and render their fragment for the cache themselves: processing in the
+transaction that writes a run's last batch, for the moment it commits
+(`fine_figures_publish`), the others once they are done (`fine_figures_prepare`). With
+a cache the portal's processes share, the next dashboard finds them ready.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Final
 
+from django.conf import settings
 from django.core.cache import cache
-from django.db.models import (
-    Case,
-    Count,
-    DecimalField,
-    IntegerField,
-    Max,
-    Min,
-    QuerySet,
-    Sum,
-    Value,
-    When,
-)
+from django.db import transaction
+from django.db.models import Count, DecimalField, Min, Q, QuerySet, Sum, Value
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
-from django.utils import timezone
+from django.template.loader import render_to_string
+from django.urls import get_script_prefix
+from django.utils import timezone, translation
 
-from fleet.models import Driver, Fine, Notification
+from fleet.models import Driver, Fine, FineTally, Notification, TallyDimension
+from fleet.services.tallies import (
+    day_key,
+    fine_tallies_version,
+    month_key,
+    tally_amount,
+)
+
+logger = logging.getLogger(__name__)
 
 TOP: Final = 5  # vehicles and drivers listed
 MONTHS: Final = 12
 RECENT_DAYS: Final = 7
 _CACHE_SECONDS: Final = 300  # bounds how long a renamed driver keeps the old name
-_CACHE_FORMAT: Final = 1
+_CACHE_FORMAT: Final = 2
+_READ_ATTEMPTS: Final = 3
 _GENERATION: Final = "fleet:fine-figures:generation"
 _ZERO: Final = Decimal("0.00")
 
@@ -166,35 +173,95 @@ def record_counts(*, figures: FineFigures | None = None) -> RecordCounts:
 
 
 def fine_figures() -> FineFigures:
-    """The figures, from the cache while no fine changed since they were computed."""
+    """The figures as the fines stand: from the cache while the tallies' version is the
+    one they were read at, else read from the tallies (and kept)."""
     today = timezone.localdate()
-    # Two queries: SQLite reads a lone MIN or MAX from an index's end, two at once by a scan.
-    newest = Fine.objects.aggregate(pk=Max("pk"))["pk"]
-    latest = Fine.objects.aggregate(changed=Max("updated_at"))["changed"]
-    changed = latest.timestamp() if latest else 0
-    generation = cache.get(_GENERATION, 0)
-    key = f"fleet:fine-figures:{_CACHE_FORMAT}:{generation}:{today}:{newest}:{changed}"
-    figures: FineFigures | None = cache.get(key)
-    if figures is None:
+    version = fine_tallies_version()
+    for _attempt in range(_READ_ATTEMPTS):
+        key = _figures_key(today, version)
+        cached: FineFigures | None = cache.get(key)
+        if cached is not None:
+            return cached
         figures = _computed(today, key)
-        cache.set(key, figures, timeout=_CACHE_SECONDS)
-    return figures
+        # Read in several statements: they make one state only if no write came between.
+        now = fine_tallies_version()
+        if now == version:
+            cache.set(key, figures, timeout=_CACHE_SECONDS)
+            return figures
+        version = now
+    return figures  # writes keep coming: as read, not kept
 
 
-def fine_figures_rendered(figures: FineFigures, *, variant: str, render: Callable[[], str]) -> str:
-    """What `render` makes of `figures` (HTML), kept beside them: `variant` names what
-    else it depends on (the language)."""
-    key = f"{figures.key}:rendered:{variant}"
+def fine_figures_html(figures: FineFigures, *, language: str) -> str:
+    """The dashboard's fragment about money (`fleet/dashboard.html#money`) for `figures`
+    in `language`, kept beside them: it shows the figures alone (no user, no token)."""
+    key = _html_key(figures, language)
     html: str | None = cache.get(key)
     if html is None:
-        html = render()
+        html = _html(figures, language)
         cache.set(key, html, timeout=_CACHE_SECONDS)
     return html
 
 
+def fine_figures_prepare() -> None:
+    """Read the figures and render their fragment in every language into the cache, for
+    the dashboards that come next (the cache is shared by the portal's processes): what
+    the writers of fines run once their writes committed. A dashboard that comes first
+    reads the figures itself; with nothing changed, this reads one row. A cache that
+    fails is logged, not raised: the writes are done."""
+    try:
+        figures = fine_figures()
+        for language, _name in settings.LANGUAGES:
+            fine_figures_html(figures, language=language)
+    except Exception:
+        logger.exception("could not prepare the dashboard's figures")
+
+
+def fine_figures_publish() -> None:
+    """`fine_figures_prepare` from inside the transaction that changed the tallies, put
+    in the cache the moment it commits: the next dashboard never finds them missing.
+
+    Its tally writes hold the version row until it ends, so what it reads is that
+    version whole. Undone, it leaves nothing in the cache.
+    """
+    try:
+        with transaction.atomic():  # a savepoint: a failure here leaves the writes be
+            today = timezone.localdate()
+            figures = _computed(today, _figures_key(today, fine_tallies_version()))
+            entries: dict[str, object] = {figures.key: figures}
+            for language, _name in settings.LANGUAGES:
+                entries[_html_key(figures, language)] = _html(figures, language)
+    except Exception:
+        logger.exception("could not read the dashboard's figures to publish them")
+        return
+
+    def publish() -> None:
+        try:
+            cache.set_many(entries, timeout=_CACHE_SECONDS)
+        except Exception:
+            logger.exception("could not publish the dashboard's figures")
+
+    transaction.on_commit(publish)
+
+
+def _figures_key(today: date, version: int) -> str:
+    generation = cache.get(_GENERATION, 0)
+    return f"fleet:fine-figures:{_CACHE_FORMAT}:{generation}:{today}:{version}"
+
+
+def _html_key(figures: FineFigures, language: str) -> str:
+    # Its links start with the script prefix, which a worker's process may not share.
+    return f"{figures.key}:rendered:{language}:{get_script_prefix()}"
+
+
+def _html(figures: FineFigures, language: str) -> str:
+    with translation.override(language):
+        return render_to_string("fleet/dashboard.html#money", {"figures": figures})
+
+
 def fine_figures_forget() -> None:
-    """Have the next dashboard compute its figures again: fines changed in a way their
-    last change time does not show (drivers attributed after they were written)."""
+    """Have the next dashboard read its figures again: for a change the tallies do not
+    count (the name of a driver)."""
     try:
         cache.incr(_GENERATION)
     except ValueError:  # not there yet
@@ -217,122 +284,111 @@ def _amount() -> Coalesce:
 
 
 def _computed(today: date, key: str) -> FineFigures:
-    total = Fine.objects.filter(treated=False).aggregate(count=Count("pk"), amount=_amount())
-    without_document = Fine.objects.filter(link_frame="").count()
     since = today - timedelta(days=RECENT_DAYS - 1)
-    recent = Fine.objects.filter(received_at__gte=local_midnight(since)).aggregate(
-        count=Count("pk"), amount=_amount()
+    starts = [month_start(today, back=back) for back in range(MONTHS - 1, -1, -1)]
+    # The totals, the months shown and the days counted as recent, in one query.
+    rows: dict[tuple[str, str], tuple[int, int]] = {
+        (dimension, name): (count, cents)
+        for dimension, name, count, cents in FineTally.objects.filter(
+            Q(dimension__in=[TallyDimension.UNTREATED, TallyDimension.WITHOUT_DOCUMENT], key="")
+            | Q(
+                dimension=TallyDimension.MONTH,
+                key__gte=month_key(starts[0]),
+                key__lte=month_key(starts[-1]),
+            )
+            | Q(dimension=TallyDimension.DAY, key__gte=day_key(since))
+        ).values_list("dimension", "key", "count", "cents")
+    }
+
+    def total(*found: tuple[int, int]) -> Total:
+        return Total(sum(count for count, _ in found), tally_amount(sum(c for _, c in found)))
+
+    untreated = total(rows.get((TallyDimension.UNTREATED, ""), (0, 0)))
+    recent = total(
+        *(row for (dimension, _), row in rows.items() if dimension == TallyDimension.DAY)
     )
+    months = []
+    for start in starts:
+        month = total(rows.get((TallyDimension.MONTH, month_key(start)), (0, 0)))
+        months.append(MonthFigure(start, month.count, month.amount))
+    top_vehicles, most_fined = _top_vehicles() if untreated.count else ([], [])
     return FineFigures(
-        untreated=Total(total["count"], total["amount"]),
-        months=_months(today),
-        top_vehicles=_top_vehicles() if total["count"] else [],
-        top_drivers=_top_drivers() if total["count"] else [],
-        recent=Total(recent["count"], recent["amount"]),
+        untreated=untreated,
+        months=months,
+        top_vehicles=top_vehicles,
+        top_drivers=_top_drivers() if untreated.count else [],
+        recent=recent,
         recent_since=since,
-        without_document=without_document,
-        most_fined=_most_fined() if total["count"] else [],
+        without_document=rows.get((TallyDimension.WITHOUT_DOCUMENT, ""), (0, 0))[0],
+        most_fined=most_fined,
         key=key,
     )
 
 
-def _months(today: date) -> list[MonthFigure]:
-    """Each of the last `MONTHS` months' count and R$, in one pass over the date index:
-    each fine's month numbered by comparing its date with the months' starts (no date
-    function per fine, which SQLite would run in Python)."""
-    starts = [month_start(today, back=back) for back in range(MONTHS - 1, -1, -1)]
-    bounds = [local_midnight(day) for day in [*starts, month_start(today, back=-1)]]
-    number = Case(
-        *(
-            When(occurred_at__lt=end, then=Value(position))
-            for position, end in enumerate(bounds[1:])
-        ),
-        output_field=IntegerField(),
+def _first(dimension: TallyDimension, *order: str) -> list[tuple[str, int, int]]:
+    """The first `TOP` tallies of `dimension` that count some fine, in `order`: (key,
+    count, cents)."""
+    return list(
+        FineTally.objects.filter(dimension=dimension, count__gt=0)
+        .order_by(*order)
+        .values_list("key", "count", "cents")[:TOP]
     )
-    found = {
-        row["month"]: row
-        for row in Fine.objects.filter(occurred_at__gte=bounds[0], occurred_at__lt=bounds[-1])
-        .annotate(month=number)
-        .values("month")
-        .annotate(count=Count("pk"), amount=_amount())
-        .order_by()
-    }
-    return [
-        MonthFigure(start, found[position]["count"], found[position]["amount"])
-        if position in found
-        else MonthFigure(start, 0, _ZERO)
-        for position, start in enumerate(starts)
-    ]
 
 
-def _top_vehicles() -> list[VehicleFigure]:
-    fines = Fine.objects.filter(treated=False).exclude(registration="")
-    top = list(
-        fines.values("registration")
-        .annotate(count=Count("pk"), amount=_amount())
-        .order_by("-amount", "-count", "registration")[:TOP]
+def _top_vehicles() -> tuple[list[VehicleFigure], list[FinedVehicle]]:
+    """The vehicles with the most untreated R$, and those with the most untreated fines,
+    under either of their plates: their tallies, then the payloads of those few only."""
+    by_amount = _first(TallyDimension.VEHICLE, "-cents", "-count", "key")
+    by_count = _first(TallyDimension.VEHICLE, "-count", "key")
+    named = _plates_named({row[0] for row in by_amount + by_count})
+    return (
+        [
+            VehicleFigure(
+                registration=registration,
+                plate=named.get(registration) or registration,
+                count=count,
+                amount=tally_amount(cents),
+            )
+            for registration, count, cents in by_amount
+        ],
+        [
+            FinedVehicle(
+                registration=registration,
+                plate=named.get(registration) or registration,
+                untreated=count,
+            )
+            for registration, count, _cents in by_count
+        ],
     )
-    # A plate their fines name; the old one sorts first ("ABC-1234", "ABC1234" < "ABC1C34").
-    named = dict(
-        fines.filter(registration__in=[row["registration"] for row in top])
+
+
+def _plates_named(registrations: set[str]) -> dict[str, str]:
+    """A plate the untreated fines of each vehicle name it by; the old one sorts first
+    ("ABC-1234", "ABC1234" < "ABC1C34")."""
+    if not registrations:
+        return {}
+    return dict(
+        Fine.objects.filter(treated=False, registration__in=registrations)
+        .exclude(registration="")  # the plate index covers only those
         .values_list("registration")
         .annotate(named=Min(Coalesce(KT("payload__carPlate"), KT("payload__plate"))))
     )
-    return [
-        VehicleFigure(
-            registration=row["registration"],
-            plate=named.get(row["registration"]) or row["registration"],
-            count=row["count"],
-            amount=row["amount"],
-        )
-        for row in top
-    ]
-
-
-def _most_fined() -> list[FinedVehicle]:
-    """The vehicles with the most untreated fines, under either of their plates.
-
-    Counted on the plate index alone; the payloads are read for those few only.
-    """
-    untreated = Fine.objects.filter(treated=False).exclude(registration="")
-    top = list(
-        untreated.values_list("registration")
-        .annotate(untreated=Count("pk"))
-        .order_by("-untreated", "registration")[:TOP]
-    )
-    # A plate their fines name; the old one sorts first ("ABC-1234", "ABC1234" < "ABC1C34").
-    named = dict(
-        untreated.filter(registration__in=[registration for registration, _ in top])
-        .values_list("registration")
-        .annotate(named_plate=Min(Coalesce(KT("payload__carPlate"), KT("payload__plate"))))
-    )
-    return [
-        FinedVehicle(
-            registration=registration,
-            plate=named.get(registration) or registration,
-            untreated=count,
-        )
-        for registration, count in top
-    ]
 
 
 def _top_drivers() -> list[DriverFigure]:
-    top = list(
-        Fine.objects.filter(treated=False, driver_id__isnull=False)
-        .values("driver_id")
-        .annotate(count=Count("pk"), amount=_amount())
-        .order_by("-amount", "-count", "driver_id")[:TOP]
-    )
-    names = driver_names([row["driver_id"] for row in top if row["driver_id"] is not None])
+    top = [
+        (int(key), count, cents)
+        for key, count, cents in _first(TallyDimension.DRIVER, "-cents", "-count", "key")
+    ]
+    names = driver_names([driver for driver, _count, _cents in top])
     return [
         DriverFigure(
             driver_id=driver,
             name=names.get(driver, ""),
-            count=row["count"],
-            amount=row["amount"],
+            count=count,
+            amount=tally_amount(cents),
         )
-        for row in top
-        if (driver := row["driver_id"]) is not None  # filtered out above: for the type
+        for driver, count, cents in top
     ]
 
 

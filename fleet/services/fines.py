@@ -1,24 +1,27 @@
 """Fines and notifications as the pages show them: lists, filters, totals, saved views.
 
-Records come only from webhooks (`fleet.webhooks.processing`); these are reads.
-Untreated records come first, then the most recently changed.
+Records come only from webhooks (`fleet.webhooks.processing`); these are reads, but
+for the attribution of fines to their drivers. Untreated records come first, then the
+most recently changed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
+from django.db import transaction
 from django.db.models import Count, F, Q, QuerySet, Sum
 
 from fleet import plates
 from fleet.models import Fine, Notification, SavedFineView
-from fleet.services.dashboard import fine_figures_forget, local_midnight, month_start
+from fleet.services.dashboard import fine_figures_prepare, local_midnight, month_start
+from fleet.services.tallies import FINE_FIELDS, FineState, fine_tallies_apply
 from fleet.services.vehicles import vehicle_drivers
 
 PER_PAGE = 50
@@ -26,6 +29,8 @@ PER_PAGE = 50
 LIST_ORDER = ("treated", "-updated_at", "-id")
 # Rows an export reads from the database at a time.
 EXPORT_CHUNK = 500
+# Fines attributed to their drivers in one transaction.
+ATTRIBUTION_CHUNK = 500
 
 
 # Records a vehicle's page lists of each kind; the lists it links to have them all.
@@ -145,7 +150,9 @@ def fine_filtered(
 
 def fine_drivers_attribute() -> int:
     """Give the fines without a driver the driver their vehicle has in the vehicle list
-    (fetched if need be); how many got one. One UPDATE per driver."""
+    (fetched if need be); how many got one. A chunk of fines to a transaction: read
+    under their locks, one UPDATE per driver, the dashboard's tallies by driver with
+    them; then the dashboard's figures prepared."""
     registrations = set(
         Fine.objects.filter(driver_id__isnull=True)
         .exclude(registration="")
@@ -155,17 +162,34 @@ def fine_drivers_attribute() -> int:
     drivers = vehicle_drivers(registrations=registrations) if registrations else None
     if not drivers:
         return 0
-    by_driver: dict[int, list[str]] = {}
-    for registration, driver in drivers.items():
-        by_driver.setdefault(driver, []).append(registration)
-    attributed = sum(
-        Fine.objects.filter(driver_id__isnull=True, registration__in=plates_of).update(
-            driver_id=driver
-        )
-        for driver, plates_of in by_driver.items()
-    )
+    attributed, last = 0, ""
+    while True:
+        with transaction.atomic():
+            # In key order, as processing locks them: neither waits for the other in a circle.
+            fines = list(
+                Fine.objects.select_for_update()
+                .filter(driver_id__isnull=True, registration__in=list(drivers), key__gt=last)
+                .order_by("key")
+                .only("key", *FINE_FIELDS)[:ATTRIBUTION_CHUNK]
+            )
+            by_driver: dict[int, list[int]] = {}
+            for fine in fines:
+                by_driver.setdefault(drivers[fine.registration], []).append(fine.pk)
+            for driver, pks in by_driver.items():
+                Fine.objects.filter(pk__in=pks).update(driver_id=driver)
+            fine_tallies_apply(
+                (
+                    FineState.of(fine),
+                    replace(FineState.of(fine), driver_id=drivers[fine.registration]),
+                )
+                for fine in fines
+            )
+        attributed += len(fines)
+        if len(fines) < ATTRIBUTION_CHUNK:
+            break
+        last = fines[-1].key
     if attributed:
-        fine_figures_forget()
+        fine_figures_prepare()
     return attributed
 
 

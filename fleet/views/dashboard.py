@@ -11,13 +11,12 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
-from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 from django.utils.translation import get_language
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from fleet.services.dashboard import fine_figures, fine_figures_rendered, record_counts
+from fleet.services.dashboard import fine_figures, fine_figures_html, record_counts
 from fleet.views import AuthenticatedRequest, is_fragment_request
 
 
@@ -32,14 +31,7 @@ def dashboard(request: AuthenticatedRequest) -> HttpResponse:
     }
     partial = is_fragment_request(request)
     if not partial:  # the figures about money are not polled: they are read once a visit
-        # Rendered here from the figures alone (no token, no nonce, no user): safe to keep.
-        money = fine_figures_rendered(
-            figures,
-            variant=get_language(),
-            render=lambda: render_to_string(
-                "fleet/dashboard.html#money", {"figures": figures}, request
-            ),
-        )
+        money = fine_figures_html(figures, language=get_language())
         context["money_html"] = mark_safe(money)  # noqa: S308 - the template's own output
     template = "fleet/dashboard.html#counts" if partial else "fleet/dashboard.html"
     return render(request, template, context)

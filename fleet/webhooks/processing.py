@@ -5,11 +5,15 @@ The receiver asks for the task `webhook_deliveries_process`, which runs
 arrival order, a batch at a time, and gives each its outcome with the rules
 of `fleet.webhooks.records`. A batch is read (its payloads parsed) before its
 transaction, then written in a few statements: the records it touches are
-read in one query per model, those it creates inserted in one, those it
-changes updated in one, and its deliveries marked in one. If the database
-refuses any of it, the batch is undone and its deliveries are processed one
-at a time (`delivery_process`, with the same effect), so that only the one at
-fault is kept as `failed`.
+read and locked in one query per model, those it creates inserted in one,
+those it changes updated, the dashboard's tallies changed by what it did to
+the fines (`fleet.services.tallies`: from their state as read to their state
+as written), and its deliveries marked in one. If the database refuses any of
+it, the batch is undone and its deliveries are processed one at a time
+(`delivery_process`, with the same effect), so that only the one at fault
+is kept as `failed`. A run's last batch also reads the dashboard's figures,
+for the cache the moment it commits (`fine_figures_publish`); a run or a
+replay that wrote something ends by checking they are there.
 
 Exactly once in effect: the same body twice (`body_sha256`) is a duplicate of
 the one processed first and changes nothing; a record's key is unique. A
@@ -27,12 +31,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Min
 from django.utils import timezone
 
 from fleet import worker
 from fleet.models import DeliveryStatus, EventKind, Fine, WebhookDelivery, WebhookRecord
+from fleet.services.dashboard import fine_figures_prepare, fine_figures_publish
+from fleet.services.tallies import FineState, fine_tallies_apply
 from fleet.services.vehicles import vehicle_drivers
 from fleet.webhooks import payloads
 from fleet.webhooks.changes import RecordChange, records_changed
@@ -78,10 +84,12 @@ def deliveries_process_received(*, batch: int = 64, budget_s: float = 30.0) -> C
         )
         if not candidates:
             break
-        for read in _batch_apply([_read(delivery) for delivery in candidates]):
+        last_batch = len(candidates) < batch
+        reads = [_read(delivery) for delivery in candidates]
+        for read in _batch_apply(reads, publish=last_batch):
             _finish(read)
             outcomes[read.delivery.status] += 1
-        if len(candidates) < batch:
+        if last_batch:
             break
         last = candidates[-1].pk
     else:  # out of time with some left: the next run goes on
@@ -89,16 +97,24 @@ def deliveries_process_received(*, batch: int = 64, budget_s: float = 30.0) -> C
             worker.enqueue("webhook_deliveries_process")
         except Exception:
             logger.exception("could not ask the worker to go on processing webhook deliveries")
+    if outcomes[DeliveryStatus.PROCESSED]:
+        fine_figures_prepare()
     return outcomes
 
 
 def delivery_process(*, delivery: WebhookDelivery) -> DeliveryStatus:
-    """Process one stored delivery (again), in its own transaction; its new status."""
+    """Process one stored delivery (again), in its own transaction (once more if another
+    run created its record meanwhile: it is then updated); its new status."""
     read = _read(WebhookDelivery.objects.only(*_TO_PROCESS).get(pk=delivery.pk))
     attempts = read.delivery.attempts
     try:
-        with transaction.atomic():
-            _write([read])
+        try:
+            with transaction.atomic():
+                _write([read])
+        except IntegrityError:  # another run created its record meanwhile: update that one
+            read.delivery.attempts = attempts
+            with transaction.atomic():
+                _write([read])
     except Exception as error:  # the database refused a write: kept for replay
         logger.exception("webhook delivery %s could not be processed; kept for replay", delivery.pk)
         read.delivery.attempts = attempts  # as before the writes that were undone
@@ -123,6 +139,8 @@ def delivery_replay(*, ids: Iterable[int]) -> Counter[str]:
             outcomes[DeliveryStatus.REFUSED] += 1
             continue
         outcomes[delivery_process(delivery=delivery)] += 1
+    if outcomes[DeliveryStatus.PROCESSED]:
+        fine_figures_prepare()
     return outcomes
 
 
@@ -156,8 +174,10 @@ def _read(delivery: WebhookDelivery) -> _Read:
     return read
 
 
-def _batch_apply(reads: list[_Read]) -> list[_Read]:
+def _batch_apply(reads: list[_Read], *, publish: bool = False) -> list[_Read]:
     """Write `reads` in one transaction; those written (another run may have taken some).
+    With `publish` (a run's last batch), the dashboard's figures, if it changed them, are
+    read in it too, for the cache when it commits (`fine_figures_publish`).
 
     If the database refuses a write, the whole batch is undone and each delivery
     still waiting is processed on its own.
@@ -171,7 +191,8 @@ def _batch_apply(reads: list[_Read]) -> list[_Read]:
                 .values_list("pk", flat=True)
             )
             chosen = [read for read in reads if read.delivery.pk in waiting]
-            _write(chosen)
+            if _write(chosen) and publish:
+                fine_figures_publish()
     except Exception:
         logger.warning("a batch of webhook deliveries failed; processing them one at a time")
         again = WebhookDelivery.objects.filter(pk__in=pks, status=DeliveryStatus.RECEIVED)
@@ -182,13 +203,16 @@ def _batch_apply(reads: list[_Read]) -> list[_Read]:
     return chosen
 
 
-def _write(reads: Sequence[_Read]) -> None:
+def _write(reads: Sequence[_Read]) -> bool:
     """Apply `reads`, in their order, inside the caller's transaction: a few statements
-    for all of them, with the effect each would have had alone, in turn."""
+    for all of them, with the effect each would have had alone, in turn. Whether the
+    dashboard's tallies changed."""
     applied = [read for read in reads if read.event is not None]
     twins = _processed_twins(applied, exclude=[read.delivery.pk for read in reads])
     records = _records(applied)
     before = {key: _state(record) for key, record in records.items()}
+    # The fines as committed (`_records` holds their locks): what the tallies counted.
+    tallied = {key: FineState.of(fine) for key, fine in records.items() if isinstance(fine, Fine)}
     # A Fine or a Notification, as its model says (`Any`: one dict for both models).
     created: dict[tuple[RecordModel, str], Any] = {}
     changed: dict[tuple[RecordModel, str], set[str]] = {}  # existing records: fields changed
@@ -215,12 +239,18 @@ def _write(reads: Sequence[_Read]) -> None:
     # CASE per field and row: for a batch, more time than the database takes).
     for key, fields in changed.items():
         records[key].save(update_fields=sorted(fields))
+    tallies_changed = fine_tallies_apply(
+        (tallied.get(key), FineState.of(record))
+        for key, record in records.items()
+        if isinstance(record, Fine)
+    )
     for read in applied:
         if (record := links.get(read.delivery.pk)) is not None:
             link = "fine_id" if isinstance(record, Fine) else "notification_id"
             setattr(read.delivery, link, record.pk)
     _marks_write([read.delivery for read in reads])
     _changes_announce(records, before=before, created=created)
+    return tallies_changed
 
 
 def _drivers_attribute(fines: Sequence[Fine]) -> None:

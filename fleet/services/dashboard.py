@@ -31,7 +31,8 @@ from django.template.loader import render_to_string
 from django.urls import get_script_prefix
 from django.utils import timezone, translation
 
-from fleet.models import Driver, Fine, FineTally, Notification, TallyDimension
+from fleet.models import Fine, FineTally, Notification, TallyDimension
+from fleet.services.drivers import driver_names
 from fleet.services.tallies import (
     day_key,
     fine_tallies_version,
@@ -390,11 +391,6 @@ def _top_drivers() -> list[DriverFigure]:
         )
         for driver, count, cents in top
     ]
-
-
-def driver_names(driver_ids: list[int]) -> dict[int, str]:
-    """The names the portal knows for these drivers (`Driver`, typed in the admin)."""
-    return dict(Driver.objects.filter(driver_id__in=driver_ids).values_list("driver_id", "name"))
 
 
 def fine_totals(fines: QuerySet[Fine]) -> Total:

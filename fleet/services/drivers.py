@@ -31,3 +31,8 @@ def driver_names_add(*, names: Mapping[int, str]) -> int:
     # Ignoring conflicts: a driver named meanwhile, by someone else, keeps that name.
     Driver.objects.bulk_create(missing, ignore_conflicts=True)
     return len(missing)
+
+
+def driver_names(driver_ids: list[int]) -> dict[int, str]:
+    """The names the portal knows for these drivers (`Driver`, typed in the admin)."""
+    return dict(Driver.objects.filter(driver_id__in=driver_ids).values_list("driver_id", "name"))

@@ -31,7 +31,7 @@ from fleet.services.crlv import (
     vehicle_crlv_download_url,
     vehicle_crlv_get,
 )
-from fleet.services.dashboard import driver_names
+from fleet.services.drivers import driver_names
 from fleet.services.fines import vehicle_records
 from fleet.services.vehicles import FleetDataUnavailable, vehicle_get
 from fleet.views import AuthenticatedRequest, Polling, is_fragment_request

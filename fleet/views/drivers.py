@@ -8,7 +8,8 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from fleet.services.dashboard import driver_names, fine_totals
+from fleet.services.dashboard import fine_totals
+from fleet.services.drivers import driver_names
 from fleet.services.fines import PER_PAGE, fine_filtered
 from fleet.services.vehicles import FleetDataUnavailable, VehicleRow, driver_vehicles
 from fleet.views import AuthenticatedRequest

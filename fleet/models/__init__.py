@@ -6,7 +6,8 @@ here (`from fleet.models import Fine`).
 - `webhooks`: what the fleet platform pushes (deliveries, fines, notifications, unknown keys);
 - `drivers`: the names of the fleet's drivers;
 - `saved_views`: a user's saved views of the fines list;
-- `tallies`: the dashboard's running sums of fines.
+- `tallies`: the dashboard's running sums of fines;
+- `groups`: vehicle groups, the part of the fleet each manager sees.
 """
 
 from fleet.models.accounts import AccessKeyMint, FleetAccount, MintOutcome, MintPurpose
@@ -22,6 +23,13 @@ from fleet.models.cnh import (
     CpfDisclosurePlace,
 )
 from fleet.models.drivers import Driver
+from fleet.models.groups import (
+    WHOLE_FLEET_PERMISSION,
+    DirectoryGroup,
+    VehicleGroup,
+    VehicleGroupMember,
+    VehicleGroupPlate,
+)
 from fleet.models.saved_views import SavedFineView
 from fleet.models.tallies import FineTally, TallyDimension
 from fleet.models.webhooks import (
@@ -37,6 +45,7 @@ from fleet.models.webhooks import (
 
 __all__ = [
     "REPLAYABLE_STATUSES",
+    "WHOLE_FLEET_PERMISSION",
     "AccessKeyMint",
     "CnhItemStatus",
     "CnhLookup",
@@ -48,6 +57,7 @@ __all__ = [
     "CpfDisclosure",
     "CpfDisclosurePlace",
     "DeliveryStatus",
+    "DirectoryGroup",
     "Driver",
     "EventKind",
     "Fine",
@@ -59,6 +69,9 @@ __all__ = [
     "SavedFineView",
     "TallyDimension",
     "UnknownWebhookKey",
+    "VehicleGroup",
+    "VehicleGroupMember",
+    "VehicleGroupPlate",
     "WebhookDelivery",
     "WebhookRecord",
 ]

@@ -1,0 +1,191 @@
+"""Who sees which vehicles: a user's scope, the union of their vehicle groups.
+
+A user with the whole-fleet permission (`fleet.view_whole_fleet`: given to users or to
+groups of users in the admin; superusers have every permission) sees the whole fleet,
+vehicles in no group and records without a plate too. Anyone else, staff included,
+sees the vehicles of their groups and the records that name them, whichever plate
+(old or Mercosul) they name them by: a group holds registrations
+(`plates.registration`), as the records do.
+
+Every page reads the scope of its user once (`scope_of`, kept on the user object for
+the request). It costs the groups' query; the registrations are read only where a
+page needs them, from this process's memory or the cache, keyed by the groups and
+their revisions, so that a change of a group's plates shows at the next page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Final
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import F, Model, QuerySet
+
+from fleet import plates
+from fleet.bounded import bounded_put
+from fleet.models import (
+    WHOLE_FLEET_PERMISSION,
+    DirectoryGroup,
+    VehicleGroup,
+    VehicleGroupMember,
+    VehicleGroupPlate,
+)
+
+_KEPT: Final = 64  # scopes' registrations this process keeps
+_CACHE_SECONDS: Final = 3600
+_ATTRIBUTE: Final = "_fleet_vehicle_scope"
+
+_registrations: dict[str, frozenset[str]] = {}
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class VehicleScope:
+    """The vehicles a user sees: the whole fleet, or those of `group_ids` (maybe none)."""
+
+    whole_fleet: bool
+    group_ids: tuple[int, ...] = ()
+    group_names: tuple[str, ...] = ()
+    # Says which registrations the scope holds: the groups and their revisions.
+    key: str = field(default="", compare=False)
+
+    @property
+    def empty(self) -> bool:
+        return not self.whole_fleet and not self.group_ids
+
+    def registrations(self) -> frozenset[str]:
+        """The registrations of the scope's vehicles; `whole_fleet` holds them all (not listed)."""
+        if self.whole_fleet:
+            raise ValueError("the whole fleet's registrations are not listed")
+        return _registrations_of(self.key, self.group_ids)
+
+    def covers(self, registration: str) -> bool:
+        """Whether a vehicle or record with this registration (or plate, either format) is
+        in the scope; a record without a plate is the whole fleet's alone."""
+        if self.whole_fleet:
+            return True
+        return bool(registration) and plates.registration(registration) in self.registrations()
+
+    def records[M: Model](self, records: QuerySet[M]) -> QuerySet[M]:
+        """`records` (of a model with a `registration`) that the scope sees."""
+        if self.whole_fleet:
+            return records
+        if not self.group_ids:
+            return records.none()
+        return records.filter(
+            registration__in=VehicleGroupPlate.objects.filter(
+                group_id__in=self.group_ids
+            ).values("registration")
+        )
+
+
+WHOLE_FLEET: Final = VehicleScope(whole_fleet=True, key="whole")
+NOTHING: Final = VehicleScope(whole_fleet=False, key="none")
+
+
+def scope_of(user: User | AnonymousUser) -> VehicleScope:
+    """What `user` sees; read once per user object (a request's)."""
+    found: VehicleScope | None = getattr(user, _ATTRIBUTE, None)
+    if found is None:
+        found = _scope_read(user)
+        setattr(user, _ATTRIBUTE, found)
+    return found
+
+
+def _scope_read(user: User | AnonymousUser) -> VehicleScope:
+    if not user.is_authenticated or not user.is_active:
+        return NOTHING
+    if user.has_perm(WHOLE_FLEET_PERMISSION):
+        return WHOLE_FLEET
+    groups = list(
+        VehicleGroup.objects.filter(members__user=user)
+        .distinct()
+        .order_by("name")
+        .values_list("pk", "name", "revision")
+    )
+    if not groups:
+        return NOTHING
+    by_id = sorted((pk, revision) for pk, _name, revision in groups)
+    return VehicleScope(
+        whole_fleet=False,
+        group_ids=tuple(pk for pk, _revision in by_id),
+        group_names=tuple(name for _pk, name, _revision in groups),
+        key="groups:" + ",".join(f"{pk}.{revision}" for pk, revision in by_id),
+    )
+
+
+def scope_forget(user: User) -> None:
+    """Have `user`'s scope read again (after a change of their groups in this request)."""
+    if hasattr(user, _ATTRIBUTE):
+        delattr(user, _ATTRIBUTE)
+
+
+def _registrations_of(key: str, group_ids: tuple[int, ...]) -> frozenset[str]:
+    found = _registrations.get(key)
+    if found is not None:
+        return found
+    cache_key = "fleet:scope:" + hashlib.sha256(key.encode()).hexdigest()[:32]
+    cached = cache.get(cache_key)
+    if isinstance(cached, frozenset):
+        found = cached
+    else:
+        found = frozenset(
+            VehicleGroupPlate.objects.filter(group_id__in=group_ids)
+            .values_list("registration", flat=True)
+            .distinct()
+        )
+        cache.set(cache_key, found, timeout=_CACHE_SECONDS)
+    with _lock:
+        bounded_put(_registrations, key, found, size=_KEPT)
+    return found
+
+
+def grouped_key() -> str:
+    """Changes whenever the set of vehicles in some group may have changed."""
+    groups = list(VehicleGroup.objects.order_by("pk").values_list("pk", "revision"))
+    digest = hashlib.sha256(repr(groups).encode()).hexdigest()[:32]
+    return f"grouped:{digest}"
+
+
+def grouped_registrations(key: str) -> frozenset[str]:
+    """The registrations of every vehicle in some group (for `key`, `grouped_key()`)."""
+    found = _registrations.get(key)
+    if found is None:
+        found = frozenset(
+            VehicleGroupPlate.objects.values_list("registration", flat=True).distinct()
+        )
+        with _lock:
+            bounded_put(_registrations, key, found, size=_KEPT)
+    return found
+
+
+def vehicle_groups_changed(group_ids: Iterable[int]) -> None:
+    """Count a change of these groups' plates: their members' scopes are read again."""
+    VehicleGroup.objects.filter(pk__in=list(group_ids)).update(revision=F("revision") + 1)
+
+
+def directory_groups_apply(*, user: User, provider: str, values: Iterable[str]) -> None:
+    """Put `user` in the vehicle groups `provider` maps `values` (its groups claim) to, and
+    out of the others that provider gave; groups given by hand stay as they are."""
+    wanted = set(
+        DirectoryGroup.objects.filter(provider=provider, value__in=set(values)).values_list(
+            "group_id", flat=True
+        )
+    )
+    with transaction.atomic():
+        given = VehicleGroupMember.objects.filter(user=user, provider=provider)
+        given.exclude(group_id__in=wanted).delete()
+        held = set(given.values_list("group_id", flat=True))
+        VehicleGroupMember.objects.bulk_create(
+            [
+                VehicleGroupMember(user=user, group_id=group, provider=provider)
+                for group in sorted(wanted - held)
+            ],
+            ignore_conflicts=True,
+        )
+    scope_forget(user)

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.http import HttpRequest
+from django.utils.functional import SimpleLazyObject
+
+from fleet.services.scopes import scope_of
 
 
-def fleet_environment(request: HttpRequest) -> dict[str, str]:
-    """Which Fleet environment the portal talks to, for the banner."""
-    return {"fleet_environment": settings.FLEET_ENVIRONMENT}
+def fleet_environment(request: HttpRequest) -> dict[str, Any]:
+    """Which Fleet environment the portal talks to, for the banner; and the part of the
+    fleet the user sees (`vehicle_scope`, read only by a page that shows it)."""
+    return {
+        "fleet_environment": settings.FLEET_ENVIRONMENT,
+        "vehicle_scope": SimpleLazyObject(lambda: scope_of(request.user)),
+    }

@@ -20,6 +20,7 @@ from django.utils.translation import gettext_lazy as _
 from fleet import cpf, formatting, plates
 from fleet.models import CnhPurpose, MintOutcome
 from fleet.services.drivers import fine_drivers
+from fleet.services.scopes import WHOLE_FLEET, VehicleScope
 from fleet.services.sso import MintFailed
 
 
@@ -156,6 +157,11 @@ class VehicleFilterForm(ListFilterForm):
     active = forms.ChoiceField(label=_("Status"), choices=ACTIVE_CHOICES, required=False)
     sort = forms.ChoiceField(label=_("Sort by"), choices=SORT_CHOICES, required=False)
     page = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
+    # A vehicle group's id, or "none" (vehicles in no group); the page offers the groups
+    # its user sees, and `scopes.scope_within` ignores any other.
+    group = forms.RegexField(
+        label=_("Group"), regex=r"^(none|[0-9]{1,10})$", required=False, widget=forms.Select
+    )
 
     def filters(self) -> dict[str, Any]:
         """The valid parts of the query; anything malformed falls back to its default."""
@@ -167,6 +173,7 @@ class VehicleFilterForm(ListFilterForm):
             "active": None if active == "" else active == "1",
             "sort": data.get("sort") or "plate",
             "page": data.get("page") or 1,
+            "group": data.get("group") or "",
         }
 
 
@@ -384,11 +391,14 @@ class NotificationFilterForm(ListFilterForm):
         }
 
 
-def _driver_choices(*, asked: int | None = None) -> list[tuple[int | str, str]]:
-    """The drivers the fines list filters by, by name (`formatting.driver`); a name two
-    drivers share comes with their ids. `asked`, a driver the portal knows nothing of
-    yet (the driver page links every driver's fines, none or not), is listed by id."""
-    drivers = fine_drivers()
+def _driver_choices(
+    *, scope: VehicleScope = WHOLE_FLEET, asked: int | None = None
+) -> list[tuple[int | str, str]]:
+    """The drivers the fines list filters by (those `scope` sees), by name
+    (`formatting.driver`); a name two drivers share comes with their ids. `asked`, a
+    driver the portal knows nothing of yet (the driver page links every driver's fines,
+    none or not), is listed by id."""
+    drivers = fine_drivers(scope=scope)
     if asked is not None and asked not in {driver_id for driver_id, _name in drivers}:
         drivers.append((asked, ""))
     shared = {name for name, n in Counter(name for _id, name in drivers if name).items() if n > 1}
@@ -464,11 +474,14 @@ class FineFilterForm(NotificationFilterForm):
     )
     sort = forms.ChoiceField(label=_("Sort by"), choices=SORT_CHOICES, required=False)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, scope: VehicleScope = WHOLE_FLEET, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         asked = str(self.data.get(self.add_prefix("driver"), "")).strip()
-        if asked.isascii() and asked.isdigit() and 0 < int(asked) < 2**31:
-            self.fields["driver"].choices = partial(_driver_choices, asked=int(asked))  # type: ignore[attr-defined]
+        wanted = int(asked) if asked.isascii() and asked.isdigit() and asked[:10] else None
+        if wanted is not None and not 0 < wanted < 2**31:
+            wanted = None
+        if wanted is not None or not scope.whole_fleet:
+            self.fields["driver"].choices = partial(_driver_choices, scope=scope, asked=wanted)  # type: ignore[attr-defined]
 
     def filters(self) -> dict[str, Any]:
         data = super().filters()  # validates

@@ -583,3 +583,29 @@ def group_provider(identity_provider: Any) -> Any:
         secret=GROUP_CLIENT_SECRET,
         settings={"server_url": identity_provider.issuer, "allowed_domains": ["example.com"]},
     )
+
+
+@pytest.fixture(autouse=True)
+def _whole_fleet_for_new_users(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Users a test makes see the whole fleet, as every user did before vehicle groups,
+    unless the test is marked `scoped` (those about who sees what give groups themselves)."""
+    if request.node.get_closest_marker("scoped") is not None:
+        yield
+        return
+    from django.contrib.auth.models import User
+    from django.db.models.signals import post_save
+
+    def grant(sender: Any, instance: Any, created: bool, raw: bool = False, **kwargs: Any) -> None:
+        if created and not raw:
+            from django.contrib.auth.models import Permission
+
+            permission = Permission.objects.get(
+                content_type__app_label="fleet", codename="view_whole_fleet"
+            )
+            instance.user_permissions.add(permission)
+
+    post_save.connect(grant, sender=User, dispatch_uid="tests-whole-fleet")
+    try:
+        yield
+    finally:
+        post_save.disconnect(sender=User, dispatch_uid="tests-whole-fleet")

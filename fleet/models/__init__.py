@@ -7,6 +7,7 @@ here (`from fleet.models import Fine`).
 - `drivers`: the names of the fleet's drivers;
 - `saved_views`: a user's saved views of the fines list;
 - `tallies`: the dashboard's running sums of fines;
+- `crlv`: the vehicle each e-CRLV request was seen for;
 - `groups`: vehicle groups, the part of the fleet each manager sees.
 """
 
@@ -22,6 +23,7 @@ from fleet.models.cnh import (
     CpfDisclosure,
     CpfDisclosurePlace,
 )
+from fleet.models.crlv import CrlvRequestVehicle
 from fleet.models.drivers import Driver
 from fleet.models.groups import (
     WHOLE_FLEET_PERMISSION,
@@ -56,6 +58,7 @@ __all__ = [
     "CnhReason",
     "CpfDisclosure",
     "CpfDisclosurePlace",
+    "CrlvRequestVehicle",
     "DeliveryStatus",
     "DirectoryGroup",
     "Driver",

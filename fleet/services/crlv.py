@@ -19,6 +19,7 @@ from enum import StrEnum
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.utils import timezone
 from django.utils.http import is_same_domain
 
 from fleet import plates
@@ -29,7 +30,9 @@ from fleet.api.client import FleetClient
 from fleet.api.errors import Outcome as Outcome
 from fleet.api.resources import CrlvRequest as CrlvRequest
 from fleet.api.resources import VehicleCrlv as VehicleCrlv
+from fleet.models import CrlvRequestVehicle
 from fleet.services.connection import fleet_client
+from fleet.services.scopes import WHOLE_FLEET, VehicleScope
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +63,7 @@ class CrlvUnavailable(Exception):
         self.retry_after = retry_after
 
 
-def vehicle_crlv_get(*, plate: str) -> VehicleCrlv:
+def vehicle_crlv_get(*, plate: str, scope: VehicleScope = WHOLE_FLEET) -> VehicleCrlv:
     """The vehicle's latest issued e-CRLV and its request in progress, each if any.
 
     When the answer held neither under a name the portal knows but something
@@ -70,29 +73,46 @@ def vehicle_crlv_get(*, plate: str) -> VehicleCrlv:
     """
     if not plates.is_valid(plate):
         raise CrlvUnavailable(CrlvProblem.INVALID)
+    if not scope.covers(plate):  # as if it did not exist: a 404 says nothing of it
+        raise CrlvUnavailable(Outcome.NOT_FOUND)
     canonical = plates.normalize(plate)
     view = _ask(lambda client: client.get_vehicle_crlv(canonical))
     if view.is_unreadable:
         _report_unrecognised(view)
+    _requests_remember(canonical, view)
     return view
 
 
-def crlv_request_get(*, request_id: str) -> CrlvRequest:
-    """An e-CRLV request's current status (with a fresh document when completed)."""
+def crlv_request_get(*, request_id: str, scope: VehicleScope = WHOLE_FLEET) -> CrlvRequest:
+    """An e-CRLV request's current status (with a fresh document when completed).
+
+    Outside the whole fleet, only a request of a vehicle of `scope`: one seen on the
+    page of such a vehicle, or whose status names one; any other is not found.
+    """
     if not _REQUEST_ID.fullmatch(request_id) or ".." in request_id:
         raise CrlvUnavailable(CrlvProblem.INVALID)
     canonical = request_id.lower() if _UUID.fullmatch(request_id) else request_id
-    return _ask(lambda client: client.get_crlv_request(canonical))
+    seen = None
+    if not scope.whole_fleet:
+        seen = CrlvRequestVehicle.objects.filter(request_id=canonical).first()
+        if seen is not None and not scope.covers(seen.registration):
+            raise CrlvUnavailable(Outcome.NOT_FOUND)
+    found = _ask(lambda client: client.get_crlv_request(canonical))
+    if not scope.whole_fleet and seen is None:
+        named = found.plate if found.plate and plates.is_valid(found.plate) else ""
+        if not scope.covers(named):
+            raise CrlvUnavailable(Outcome.NOT_FOUND)
+    return found
 
 
-def crlv_download_url(*, request_id: str) -> str:
+def crlv_download_url(*, request_id: str, scope: VehicleScope = WHOLE_FLEET) -> str:
     """A PDF link minted just now for the request; `NOT_READY` unless completed."""
-    return _download_url(crlv_request_get(request_id=request_id))
+    return _download_url(crlv_request_get(request_id=request_id, scope=scope))
 
 
-def vehicle_crlv_download_url(*, plate: str) -> str:
+def vehicle_crlv_download_url(*, plate: str, scope: VehicleScope = WHOLE_FLEET) -> str:
     """A PDF link minted just now for the vehicle's latest e-CRLV; `NOT_READY` if none."""
-    latest = vehicle_crlv_get(plate=plate).latest
+    latest = vehicle_crlv_get(plate=plate, scope=scope).latest
     if latest is None:
         raise CrlvUnavailable(CrlvProblem.NOT_READY)
     return _download_url(latest)
@@ -200,3 +220,16 @@ def _ask[T](call: Callable[[FleetClient], T]) -> T:
         return call(fleet_client())
     except errors.FleetError as error:
         raise CrlvUnavailable(error.outcome, retry_after=error.retry_after) from error
+
+
+def _requests_remember(plate: str, view: VehicleCrlv) -> None:
+    """Note the vehicle of the requests its e-CRLV view names: their pages are scoped by it."""
+    registration = plates.registration(plate)
+    for request in (view.in_progress, view.latest):
+        if request is not None and request.request_id and len(request.request_id) <= 200:
+            request_id = request.request_id
+            canonical = request_id.lower() if _UUID.fullmatch(request_id) else request_id
+            CrlvRequestVehicle.objects.update_or_create(
+                request_id=canonical,
+                defaults={"registration": registration, "seen_at": timezone.now()},
+            )

@@ -15,6 +15,7 @@ a cache the portal's processes share, the next dashboard finds them ready.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -33,8 +34,10 @@ from django.utils import timezone, translation
 
 from fleet.models import Fine, FineTally, Notification, TallyDimension
 from fleet.services.drivers import driver_names
+from fleet.services.scopes import WHOLE_FLEET, VehicleScope
 from fleet.services.tallies import (
     day_key,
+    fine_tallies_counted,
     fine_tallies_version,
     month_key,
     tally_amount,
@@ -50,6 +53,8 @@ _CACHE_FORMAT: Final = 2
 _READ_ATTEMPTS: Final = 3
 _GENERATION: Final = "fleet:fine-figures:generation"
 _ZERO: Final = Decimal("0.00")
+
+type Tallies = dict[tuple[str, str], tuple[int, int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,29 +166,36 @@ class RecordCounts:
     most_fined: list[FinedVehicle]
 
 
-def record_counts(*, figures: FineFigures | None = None) -> RecordCounts:
-    """The counts the dashboard polls: the fines' from the cached figures (`figures`, if
-    the caller has them), the untreated notifications counted on their list's index."""
-    figures = figures or fine_figures()
+def record_counts(
+    *, scope: VehicleScope = WHOLE_FLEET, figures: FineFigures | None = None
+) -> RecordCounts:
+    """The counts the dashboard polls for `scope`: the fines' from the cached figures
+    (`figures`, if the caller has them), the untreated notifications counted on their
+    list's index."""
+    figures = figures or fine_figures(scope=scope)
+    notifications = scope.records(Notification.objects.filter(treated=False))
     return RecordCounts(
         untreated_fines=figures.untreated.count,
         fines_without_document=figures.without_document,
-        untreated_notifications=Notification.objects.filter(treated=False).count(),
+        untreated_notifications=notifications.count(),
         most_fined=figures.most_fined,
     )
 
 
-def fine_figures() -> FineFigures:
-    """The figures as the fines stand: from the cache while the tallies' version is the
-    one they were read at, else read from the tallies (and kept)."""
+def fine_figures(*, scope: VehicleScope = WHOLE_FLEET) -> FineFigures:
+    """The figures of the fines `scope` sees: from the cache while the tallies' version is
+    the one they were read at, else read from the tallies (the whole fleet's) or summed
+    from the scope's fines (and kept)."""
     today = timezone.localdate()
     version = fine_tallies_version()
     for _attempt in range(_READ_ATTEMPTS):
         key = _figures_key(today, version)
+        if not scope.whole_fleet:
+            key = f"{key}:{hashlib.sha256(scope.key.encode()).hexdigest()[:24]}"
         cached: FineFigures | None = cache.get(key)
         if cached is not None:
             return cached
-        figures = _computed(today, key)
+        figures = _computed(today, key, scope)
         # Read in several statements: they make one state only if no write came between.
         now = fine_tallies_version()
         if now == version:
@@ -284,22 +296,37 @@ def _amount() -> Coalesce:
     return Coalesce(Sum("amount"), Value(_ZERO), output_field=DecimalField())
 
 
-def _computed(today: date, key: str) -> FineFigures:
+def _computed(today: date, key: str, scope: VehicleScope = WHOLE_FLEET) -> FineFigures:
     since = today - timedelta(days=RECENT_DAYS - 1)
     starts = [month_start(today, back=back) for back in range(MONTHS - 1, -1, -1)]
-    # The totals, the months shown and the days counted as recent, in one query.
-    rows: dict[tuple[str, str], tuple[int, int]] = {
-        (dimension, name): (count, cents)
-        for dimension, name, count, cents in FineTally.objects.filter(
-            Q(dimension__in=[TallyDimension.UNTREATED, TallyDimension.WITHOUT_DOCUMENT], key="")
-            | Q(
-                dimension=TallyDimension.MONTH,
-                key__gte=month_key(starts[0]),
-                key__lte=month_key(starts[-1]),
-            )
-            | Q(dimension=TallyDimension.DAY, key__gte=day_key(since))
-        ).values_list("dimension", "key", "count", "cents")
-    }
+    rows: dict[tuple[str, str], tuple[int, int]]
+    scoped: dict[tuple[str, str], tuple[int, int]] | None = None
+    if scope.whole_fleet:
+        # The totals, the months shown and the days counted as recent, in one query.
+        rows = {
+            (dimension, name): (count, cents)
+            for dimension, name, count, cents in FineTally.objects.filter(
+                Q(
+                    dimension__in=[TallyDimension.UNTREATED, TallyDimension.WITHOUT_DOCUMENT],
+                    key="",
+                )
+                | Q(
+                    dimension=TallyDimension.MONTH,
+                    key__gte=month_key(starts[0]),
+                    key__lte=month_key(starts[-1]),
+                )
+                | Q(dimension=TallyDimension.DAY, key__gte=day_key(since))
+            ).values_list("dimension", "key", "count", "cents")
+        }
+    else:
+        # A part of the fleet has no tallies of its own: its fines summed as the
+        # tallies would count them (a few queries over its own fines, by their index).
+        scoped = fine_tallies_counted(scope.records(Fine.objects.all()))
+        rows = {
+            (dimension, name): found
+            for (dimension, name), found in scoped.items()
+            if dimension != TallyDimension.DAY or name >= day_key(since)
+        }
 
     def total(*found: tuple[int, int]) -> Total:
         return Total(sum(count for count, _ in found), tally_amount(sum(c for _, c in found)))
@@ -312,12 +339,12 @@ def _computed(today: date, key: str) -> FineFigures:
     for start in starts:
         month = total(rows.get((TallyDimension.MONTH, month_key(start)), (0, 0)))
         months.append(MonthFigure(start, month.count, month.amount))
-    top_vehicles, most_fined = _top_vehicles() if untreated.count else ([], [])
+    top_vehicles, most_fined = _top_vehicles(scoped) if untreated.count else ([], [])
     return FineFigures(
         untreated=untreated,
         months=months,
         top_vehicles=top_vehicles,
-        top_drivers=_top_drivers() if untreated.count else [],
+        top_drivers=_top_drivers(scoped) if untreated.count else [],
         recent=recent,
         recent_since=since,
         without_document=rows.get((TallyDimension.WITHOUT_DOCUMENT, ""), (0, 0))[0],
@@ -326,21 +353,34 @@ def _computed(today: date, key: str) -> FineFigures:
     )
 
 
-def _first(dimension: TallyDimension, *order: str) -> list[tuple[str, int, int]]:
+def _first(
+    dimension: TallyDimension, scoped: Tallies | None, *order: str
+) -> list[tuple[str, int, int]]:
     """The first `TOP` tallies of `dimension` that count some fine, in `order`: (key,
-    count, cents)."""
-    return list(
-        FineTally.objects.filter(dimension=dimension, count__gt=0)
-        .order_by(*order)
-        .values_list("key", "count", "cents")[:TOP]
-    )
+    count, cents); of the tallies `scoped` of a part of the fleet, or the whole fleet's."""
+    if scoped is None:
+        return list(
+            FineTally.objects.filter(dimension=dimension, count__gt=0)
+            .order_by(*order)
+            .values_list("key", "count", "cents")[:TOP]
+        )
+    found = [
+        (name, count, cents)
+        for (kind, name), (count, cents) in scoped.items()
+        if kind == dimension and count > 0
+    ]
+    found.sort(key=lambda row: row[0])  # the last of `order`: stable sorts before it
+    for field in reversed(order[:-1]):
+        position = {"count": 1, "cents": 2}[field.lstrip("-")]
+        found.sort(key=lambda row: row[position], reverse=field.startswith("-"))
+    return found[:TOP]
 
 
-def _top_vehicles() -> tuple[list[VehicleFigure], list[FinedVehicle]]:
+def _top_vehicles(scoped: Tallies | None) -> tuple[list[VehicleFigure], list[FinedVehicle]]:
     """The vehicles with the most untreated R$, and those with the most untreated fines,
     under either of their plates: their tallies, then the payloads of those few only."""
-    by_amount = _first(TallyDimension.VEHICLE, "-cents", "-count", "key")
-    by_count = _first(TallyDimension.VEHICLE, "-count", "key")
+    by_amount = _first(TallyDimension.VEHICLE, scoped, "-cents", "-count", "key")
+    by_count = _first(TallyDimension.VEHICLE, scoped, "-count", "key")
     named = _plates_named({row[0] for row in by_amount + by_count})
     return (
         [
@@ -376,10 +416,10 @@ def _plates_named(registrations: set[str]) -> dict[str, str]:
     )
 
 
-def _top_drivers() -> list[DriverFigure]:
+def _top_drivers(scoped: Tallies | None) -> list[DriverFigure]:
     top = [
         (int(key), count, cents)
-        for key, count, cents in _first(TallyDimension.DRIVER, "-cents", "-count", "key")
+        for key, count, cents in _first(TallyDimension.DRIVER, scoped, "-cents", "-count", "key")
     ]
     names = driver_names([driver for driver, _count, _cents in top])
     return [

@@ -6,18 +6,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from fleet.models import Driver, Fine
+from fleet.services.scopes import WHOLE_FLEET, VehicleScope
 
 
-def fine_drivers() -> list[tuple[int, str]]:
+def fine_drivers(*, scope: VehicleScope = WHOLE_FLEET) -> list[tuple[int, str]]:
     """Every driver with a name or with a fine attributed to them, as (driver id, the name
-    the portal knows or ""): the named by name, then the others by id."""
-    names = dict(Driver.objects.values_list("driver_id", "name"))
-    attributed = (
-        Fine.objects.filter(driver_id__isnull=False)
+    the portal knows or ""): the named by name, then the others by id. Outside the whole
+    fleet, only the drivers of the fines `scope` sees."""
+    attributed = list(
+        scope.records(Fine.objects.filter(driver_id__isnull=False))
         .order_by("driver_id")
         .values_list("driver_id", flat=True)
         .distinct()
     )
+    named = Driver.objects.all()
+    if not scope.whole_fleet:
+        named = named.filter(driver_id__in=[d for d in attributed if d is not None])
+    names = dict(named.values_list("driver_id", "name"))
     ids = {*names, *(driver_id for driver_id in attributed if driver_id is not None)}
     drivers = [(driver_id, names.get(driver_id, "")) for driver_id in ids]
     return sorted(drivers, key=lambda driver: (not driver[1], driver[1].casefold(), driver[0]))

@@ -21,6 +21,7 @@ from django.db.models import Count, F, Q, QuerySet, Sum
 from fleet import plates
 from fleet.models import Fine, Notification, SavedFineView
 from fleet.services.dashboard import fine_figures_prepare, local_midnight, month_start
+from fleet.services.scopes import VehicleScope
 from fleet.services.tallies import FINE_FIELDS, FineState, fine_tallies_apply
 from fleet.services.vehicles import vehicle_drivers
 
@@ -52,10 +53,12 @@ class VehicleRecords:
     listed_notifications: list[Notification]
 
 
-def vehicle_records(plate: str) -> VehicleRecords:
+def vehicle_records(plate: str, *, scope: VehicleScope) -> VehicleRecords:
     """How many fines and notifications name the vehicle `plate`, in either plate format,
-    and the first of each: four queries at most."""
+    and the first of each: four queries at most. A vehicle outside `scope` has none."""
     registration = plates.registration(plate)  # the records' key for the vehicle
+    if not scope.covers(registration):
+        registration = "-"  # no record has it
     untreated = Q(treated=False)
     counts = {
         model: model.objects.filter(registration=registration).aggregate(
@@ -97,18 +100,29 @@ FINE_SORTS = {
 }
 
 
-def fine_search(*, page: int = 1, **filters: Any) -> Page[Fine]:
+def fine_search(*, scope: VehicleScope, page: int = 1, **filters: Any) -> Page[Fine]:
     """One page of fines; `fine_filtered` says what `filters` select and in which order."""
-    return Paginator(fine_filtered(**filters), PER_PAGE).get_page(page)
+    return Paginator(fine_filtered(scope=scope, **filters), PER_PAGE).get_page(page)
 
 
-def fine_export(**filters: Any) -> Iterator[Fine]:
+def fine_export(*, scope: VehicleScope, **filters: Any) -> Iterator[Fine]:
     """Every fine `fine_search` would list, in its order, read a chunk at a time."""
-    return fine_filtered(**filters).iterator(EXPORT_CHUNK)
+    return fine_filtered(scope=scope, **filters).iterator(EXPORT_CHUNK)
+
+
+def fine_get(*, scope: VehicleScope, fine_id: int) -> Fine | None:
+    """The fine `fine_id` if `scope` sees it."""
+    return scope.records(Fine.objects.filter(pk=fine_id)).first()
+
+
+def notification_get(*, scope: VehicleScope, notification_id: int) -> Notification | None:
+    """The notification `notification_id` if `scope` sees it."""
+    return scope.records(Notification.objects.filter(pk=notification_id)).first()
 
 
 def fine_filtered(
     *,
+    scope: VehicleScope,
     q: str = "",
     treated: bool | None = None,
     document: bool | None = None,
@@ -127,9 +141,9 @@ def fine_filtered(
     format); `driver` (the driver id the fine was attributed to); `month` (committed
     in that month, local time; its first day); `amount_min`/`amount_max` (R$, both
     included); `received_from` (received on or after that local day); `sort`, one of
-    `FINE_SORTS` (else the default order).
+    `FINE_SORTS` (else the default order); only those `scope` sees.
     """
-    fines = _records(Fine, q=q, treated=treated, plate=plate)
+    fines = _records(Fine, scope=scope, q=q, treated=treated, plate=plate)
     if document is not None:
         fines = fines.exclude(link_frame="") if document else fines.filter(link_frame="")
     if driver is not None:
@@ -194,19 +208,24 @@ def fine_drivers_attribute() -> int:
 
 
 def notification_search(
-    *, q: str = "", treated: bool | None = None, plate: str = "", page: int = 1
+    *,
+    scope: VehicleScope,
+    q: str = "",
+    treated: bool | None = None,
+    plate: str = "",
+    page: int = 1,
 ) -> Page[Notification]:
-    """One page of notifications; `q` (in the title, the message or the platform's id),
-    `treated` and `plate` (the vehicle) filter."""
-    notifications = _records(Notification, q=q, treated=treated, plate=plate)
+    """One page of the notifications `scope` sees; `q` (in the title, the message or the
+    platform's id), `treated` and `plate` (the vehicle) filter."""
+    notifications = _records(Notification, scope=scope, q=q, treated=treated, plate=plate)
     return Paginator(notifications.order_by(*LIST_ORDER), PER_PAGE).get_page(page)
 
 
 def notification_export(
-    *, q: str = "", treated: bool | None = None, plate: str = ""
+    *, scope: VehicleScope, q: str = "", treated: bool | None = None, plate: str = ""
 ) -> Iterator[Notification]:
     """Every notification `notification_search` would list, in its order."""
-    notifications = _records(Notification, q=q, treated=treated, plate=plate)
+    notifications = _records(Notification, scope=scope, q=q, treated=treated, plate=plate)
     return notifications.order_by(*LIST_ORDER).iterator(EXPORT_CHUNK)
 
 
@@ -215,9 +234,9 @@ _SEARCHED = {Fine: ("autoInfracao", "description"), Notification: ("title", "mes
 
 
 def _records[R: (Fine, Notification)](
-    model: type[R], *, q: str, treated: bool | None, plate: str
+    model: type[R], *, scope: VehicleScope, q: str, treated: bool | None, plate: str
 ) -> QuerySet[R]:
-    records = model.objects.all()
+    records = scope.records(model.objects.all())
     if q:
         found = Q(external_id__iexact=q)
         for key in _SEARCHED[model]:

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.cache import cache
@@ -30,11 +30,15 @@ from fleet import plates
 from fleet.bounded import bounded_put
 from fleet.models import (
     WHOLE_FLEET_PERMISSION,
+    CrlvRequestVehicle,
     DirectoryGroup,
+    Fine,
+    Notification,
     VehicleGroup,
     VehicleGroupMember,
     VehicleGroupPlate,
 )
+from fleet.services.vehicle_index import Within
 
 _KEPT: Final = 64  # scopes' registrations this process keeps
 _CACHE_SECONDS: Final = 3600
@@ -78,9 +82,9 @@ class VehicleScope:
         if not self.group_ids:
             return records.none()
         return records.filter(
-            registration__in=VehicleGroupPlate.objects.filter(
-                group_id__in=self.group_ids
-            ).values("registration")
+            registration__in=VehicleGroupPlate.objects.filter(group_id__in=self.group_ids).values(
+                "registration"
+            )
         )
 
 
@@ -189,3 +193,63 @@ def directory_groups_apply(*, user: User, provider: str, values: Iterable[str]) 
             ignore_conflicts=True,
         )
     scope_forget(user)
+
+
+def scope_within(scope: VehicleScope, group: str = "") -> Within | None:
+    """The part of the vehicle list `scope` shows, narrowed to one of its groups (`group`:
+    its id) or, for the whole fleet, to the vehicles in no group (`group="none"`); None
+    for the whole list. A group the scope does not hold is ignored."""
+    if scope.whole_fleet:
+        if group == "none":
+            key = grouped_key()
+            return Within(key=key, registrations=grouped_registrations(key), inside=False)
+        one = _group_scope(group)
+        return None if one is None else Within(one.key, one.registrations())
+    if group.isdigit() and int(group) in scope.group_ids:
+        one = _group_scope(group)
+        if one is not None:
+            return Within(one.key, one.registrations())
+    return Within(scope.key, frozenset() if scope.empty else scope.registrations())
+
+
+def _group_scope(group: str) -> VehicleScope | None:
+    if not group.isdigit() or len(group) > 10:
+        return None
+    found = VehicleGroup.objects.filter(pk=int(group)).values_list("pk", "name", "revision")
+    for pk, name, revision in found:
+        return VehicleScope(
+            whole_fleet=False, group_ids=(pk,), group_names=(name,), key=f"groups:{pk}.{revision}"
+        )
+    return None
+
+
+def scope_groups(scope: VehicleScope) -> list[tuple[int, str]]:
+    """The groups a page may narrow `scope` to: its own, or every group for the whole fleet."""
+    if scope.whole_fleet:
+        return list(VehicleGroup.objects.order_by("name").values_list("pk", "name"))
+    return sorted(zip(scope.group_ids, _names_by_id(scope), strict=True), key=lambda g: g[1])
+
+
+def _names_by_id(scope: VehicleScope) -> list[str]:
+    names = dict(VehicleGroup.objects.filter(pk__in=scope.group_ids).values_list("pk", "name"))
+    return [names.get(pk, "") for pk in scope.group_ids]
+
+
+def scope_sees(scope: VehicleScope, page: str, arguments: Mapping[str, Any]) -> bool:
+    """Whether `scope` sees what the portal page `page` (a URL name and its arguments) is
+    about: a vehicle, a fine, a notification, a driver or an e-CRLV request. Pages about
+    none of these are seen."""
+    if scope.whole_fleet:
+        return True
+    if "plate" in arguments:
+        return scope.covers(str(arguments["plate"]))
+    records: QuerySet[Any] | None = None
+    if page == "fleet:fine" and "fine_id" in arguments:
+        records = Fine.objects.filter(pk=arguments["fine_id"])
+    elif page == "fleet:notification" and "notification_id" in arguments:
+        records = Notification.objects.filter(pk=arguments["notification_id"])
+    elif page == "fleet:driver":
+        records = Fine.objects.filter(driver_id=arguments.get("driver_id"))
+    elif "request_id" in arguments:
+        records = CrlvRequestVehicle.objects.filter(request_id=str(arguments["request_id"]))
+    return records is None or scope.records(records).exists()

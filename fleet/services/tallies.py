@@ -126,10 +126,11 @@ def fine_tallies_version() -> int:
     return next(iter(found), 0)
 
 
-def fine_tallies_counted() -> dict[TallyKey, tuple[int, int]]:
-    """Every tally as the fines sum up now, from scratch (those that count some fine)."""
+def fine_tallies_counted(fines: QuerySet[Fine] | None = None) -> dict[TallyKey, tuple[int, int]]:
+    """Every tally as the fines (`fines`, or all) sum up now, from scratch (those that
+    count some fine)."""
     zone = timezone.get_default_timezone()
-    fines = Fine.objects.order_by()
+    fines = (Fine.objects.all() if fines is None else fines).order_by()
     untreated = fines.filter(treated=False)
     sums: dict[str, Any] = {"count": Count("pk"), "amount": Sum("amount")}
     groups: list[tuple[str, QuerySet[Any, Any], Any]] = [

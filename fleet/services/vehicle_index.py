@@ -79,6 +79,16 @@ def _and(a: bytes, b: bytes) -> bytes:
     return (int.from_bytes(a) & int.from_bytes(b)).to_bytes(len(a))
 
 
+@dataclass(frozen=True, slots=True)
+class Within:
+    """A part of the fleet: the rows whose registration (`plates.registration`) is in
+    `registrations`, or with `inside=False` those whose is not. `key` names the set."""
+
+    key: str
+    registrations: frozenset[str]
+    inside: bool = True
+
+
 class _Page(NamedTuple):
     rows: tuple[VehicleRow, ...]
     total: int  # vehicles matching the filter
@@ -134,8 +144,11 @@ class Snapshot:
         self._columns: dict[str, _Columns] = {}
         self._build_lock = threading.RLock()
         self._drivers: dict[str, int] | None = None
+        self._registrations: list[str] | None = None
+        # Parts of the fleet (`Within`) as masks in each sort order, by key and sort.
+        self._within: dict[tuple[str, str], bytes] = {}
         # The pages asked for, by filter: a version never changes, so neither do they.
-        self._pages: dict[tuple[str, bool | None, str, int, int], _Page] = {}
+        self._pages: dict[tuple[str, bool | None, str, int, int, str], _Page] = {}
 
     def __repr__(self) -> str:
         return f"<Snapshot {self.version} of {self.count} vehicles>"
@@ -242,17 +255,26 @@ class Snapshot:
         )
 
     def page(
-        self, *, query: str, active: bool | None, sort: str, page: int, per_page: int
+        self,
+        *,
+        query: str,
+        active: bool | None,
+        sort: str,
+        page: int,
+        per_page: int,
+        within: Within | None = None,
     ) -> _Page:
         """The rows of page `page` (clamped) of the filter, and its counts; kept by filter."""
-        key = (query, active, sort, page, per_page)
+        key = (query, active, sort, page, per_page, within.key if within else "")
         found = self._pages.get(key)
         if found is None:
-            leading = self._leading(query=query, active=active, sort=sort, upto=page * per_page)
+            leading = within is None and self._leading(
+                query=query, active=active, sort=sort, upto=page * per_page
+            )
             matches: Sequence[int] = (
                 range(self.count)  # every row, only counted: the page comes from a heap
                 if leading
-                else self.select(query=query, active=active, sort=sort)
+                else self.select(query=query, active=active, sort=sort, within=within)
             )
             pages = max(1, math.ceil(len(matches) / per_page))
             page = min(max(page, 1), pages)
@@ -290,7 +312,9 @@ class Snapshot:
             return order[position]
         return None
 
-    def select(self, *, query: str, active: bool | None, sort: str) -> Sequence[int]:
+    def select(
+        self, *, query: str, active: bool | None, sort: str, within: Within | None = None
+    ) -> Sequence[int]:
         """Row numbers matching the filter, in `sort` order: one pass, no sorting.
 
         A filtered result stays a mask over the order: a page counts it and
@@ -298,14 +322,33 @@ class Snapshot:
         """
         sort = sort if sort in SORTS else DEFAULT_SORT
         text = _fold(query)
-        if not text and active is None:
+        if not text and active is None and within is None:
             return self.order(sort)
-        columns = self.columns(sort)
-        mask = self._query_mask(columns, text) if text else None
-        if active is not None:
-            wanted = columns.active if active else columns.inactive
-            mask = wanted if mask is None else _and(mask, wanted)
+        mask = self.within_mask(within, sort) if within is not None else None
+        if text or active is not None:
+            columns = self.columns(sort)
+            if text and (found := self._query_mask(columns, text)) is not None:
+                mask = found if mask is None else _and(mask, found)
+            if active is not None:
+                wanted = columns.active if active else columns.inactive
+                mask = wanted if mask is None else _and(mask, wanted)
         return self.order(sort) if mask is None else _Matches(self.order(sort), mask)
+
+    def within_mask(self, within: Within, sort: str | None = DEFAULT_SORT) -> bytes:
+        """One byte per row in `sort` order (None: the list's), 1 for the rows of `within`;
+        kept by its key."""
+        key = (within.key, sort or "")
+        mask = self._within.get(key)
+        if mask is None:
+            with self._build_lock:
+                if self._registrations is None:
+                    self._registrations = list(map(plates.registration, self.plates))
+                inside = bytes(map(within.registrations.__contains__, self._registrations))
+                if not within.inside:
+                    inside = inside.translate(_FLIP)
+                mask = inside if sort is None else bytes(map(inside.__getitem__, self.order(sort)))
+                bounded_put(self._within, key, mask, size=PAGES_KEPT)
+        return mask
 
     def _query_mask(self, columns: _Columns, text: str) -> bytes | None:
         """Rows whose plate or model matches the folded query; None when every row does."""

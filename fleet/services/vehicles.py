@@ -11,9 +11,11 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import Final
 
 from fleet import plates
+from fleet.services.scopes import WHOLE_FLEET, VehicleScope, scope_within
 
 # Re-exported: the pages name these without knowing how the list is kept.
 from fleet.services.vehicle_cache import FleetDataUnavailable as FleetDataUnavailable
@@ -38,6 +40,7 @@ class VehiclePage:
     per_page: int
     freshness: Freshness
     version: str  # of the fleet's snapshot: what was rendered from it can be kept by it
+    part: str  # which part of the fleet it shows (`Within.key`); "" for the whole fleet
 
 
 def vehicle_search(
@@ -47,8 +50,11 @@ def vehicle_search(
     sort: str = DEFAULT_SORT,
     page: int = 1,
     per_page: int = 50,
+    scope: VehicleScope = WHOLE_FLEET,
+    group: str = "",
 ) -> VehiclePage:
-    """The page `page` of the vehicles matching `query` and `active`, in `sort` order.
+    """The page `page` of the vehicles of `scope` (narrowed to one of its groups by
+    `group`, `scope_within`) matching `query` and `active`, in `sort` order.
 
     `query` matches a plate ignoring case, spaces and hyphens, or a model
     ignoring case and accents. An unknown `sort` is the default; `page` is
@@ -56,36 +62,61 @@ def vehicle_search(
     """
     snapshot, freshness = current_snapshot()
     per_page = min(max(per_page, 1), MAX_PER_PAGE)
-    found = snapshot.page(query=query, active=active, sort=sort, page=page, per_page=per_page)
+    within = scope_within(scope, group)
+    found = snapshot.page(
+        query=query, active=active, sort=sort, page=page, per_page=per_page, within=within
+    )
+    whole = within if not group else scope_within(scope)
+    in_scope = snapshot.count if whole is None else snapshot.within_mask(whole).count(1)
     return VehiclePage(
         rows=found.rows,
         total=found.total,
-        fleet_total=snapshot.count,
+        fleet_total=in_scope,
         page=found.page,
         pages=found.pages,
         per_page=per_page,
         freshness=freshness,
         version=snapshot.version,
+        part=within.key if within is not None else "",
     )
 
 
 def vehicle_export(
-    *, query: str = "", active: bool | None = None, sort: str = DEFAULT_SORT
+    *,
+    query: str = "",
+    active: bool | None = None,
+    sort: str = DEFAULT_SORT,
+    scope: VehicleScope = WHOLE_FLEET,
+    group: str = "",
 ) -> tuple[Iterator[VehicleRow], Freshness]:
-    """Every vehicle matching the filter, in order, made one at a time (for CSV)."""
+    """Every vehicle of `scope` matching the filter, in order, made one at a time (for CSV)."""
     snapshot, freshness = current_snapshot()
-    return map(snapshot.row, snapshot.select(query=query, active=active, sort=sort)), freshness
+    within = scope_within(scope, group)
+    found = snapshot.select(query=query, active=active, sort=sort, within=within)
+    return map(snapshot.row, found), freshness
 
 
-def vehicle_get(*, plate: str) -> VehicleRow | None:
-    """The vehicle with this plate (typed any way `plates.normalize` accepts), if any; a
-    vehicle the fleet lists under its old plate is found by its registration too (the
-    Mercosul form its fines name: `plates.registration`)."""
+def vehicle_get(*, plate: str, scope: VehicleScope = WHOLE_FLEET) -> VehicleRow | None:
+    """The vehicle of `scope` with this plate (typed any way `plates.normalize` accepts), if
+    any; a vehicle the fleet lists under its old plate is found by its registration too
+    (the Mercosul form its fines name: `plates.registration`)."""
+    if not scope.covers(plate):
+        return None
     snapshot, _freshness = current_snapshot()
     index = snapshot.find(plates.normalize(plate))
     if index is None and (old := plates.old_plate(plate)) is not None:
         index = snapshot.find(old)
     return None if index is None else snapshot.row(index)
+
+
+def vehicles_ungrouped() -> int | None:
+    """How many vehicles of the list are in no vehicle group; None without a list."""
+    try:
+        snapshot, _freshness = current_snapshot()
+    except FleetDataUnavailable:
+        return None
+    within = scope_within(WHOLE_FLEET, "none")
+    return 0 if within is None else snapshot.within_mask(within).count(1)
 
 
 def vehicle_drivers(*, registrations: Iterable[str], fetch: bool = True) -> dict[str, int] | None:
@@ -113,17 +144,23 @@ def vehicle_drivers(*, registrations: Iterable[str], fetch: bool = True) -> dict
     }
 
 
-def fleet_driver_ids() -> list[int]:
-    """Every driver id the vehicle list gives a vehicle, in order."""
+def fleet_driver_ids(*, scope: VehicleScope = WHOLE_FLEET) -> list[int]:
+    """Every driver id the vehicle list gives a vehicle of `scope`, in order."""
     snapshot, _freshness = current_snapshot()
-    return sorted({driver for driver in snapshot.drivers if driver is not None})
+    drivers: Iterable[int | None] = snapshot.drivers
+    if (within := scope_within(scope)) is not None:
+        drivers = compress(snapshot.drivers, snapshot.within_mask(within, None))
+    return sorted({driver for driver in drivers if driver is not None})
 
 
-def driver_vehicles(*, driver_id: int) -> list[VehicleRow]:
-    """The vehicles the vehicle list gives to driver `driver_id`, in plate order."""
+def driver_vehicles(*, driver_id: int, scope: VehicleScope = WHOLE_FLEET) -> list[VehicleRow]:
+    """The vehicles of `scope` the vehicle list gives to driver `driver_id`, in plate order."""
     snapshot, _freshness = current_snapshot()
     rows = [index for index, driver in enumerate(snapshot.drivers) if driver == driver_id]
-    return sorted(map(snapshot.row, rows), key=operator.attrgetter("plate"))
+    found = map(snapshot.row, rows)
+    return sorted(
+        (row for row in found if scope.covers(row.plate)), key=operator.attrgetter("plate")
+    )
 
 
 def vehicles_refresh() -> Freshness:

@@ -33,6 +33,7 @@ from fleet.services.crlv import (
 )
 from fleet.services.drivers import driver_names
 from fleet.services.fines import vehicle_records
+from fleet.services.scopes import scope_of
 from fleet.services.vehicles import FleetDataUnavailable, vehicle_get
 from fleet.views import AuthenticatedRequest, Polling, is_fragment_request
 
@@ -64,21 +65,21 @@ def vehicle(request: AuthenticatedRequest, plate: str) -> HttpResponse:
     if (canonical := plates.normalize(plate)) != plate:
         return redirect("fleet:vehicle", plate=canonical)
     try:
-        crlv = vehicle_crlv_get(plate=plate)
+        crlv = vehicle_crlv_get(plate=plate, scope=scope_of(request.user))
     except CrlvUnavailable as failure:
         if failure.outcome is Outcome.NOT_FOUND:
-            if (listed := _listed_plate(plate)) not in (None, plate):
+            if (listed := _listed_plate(request, plate)) not in (None, plate):
                 return redirect("fleet:vehicle", plate=listed)
             return _vehicle_not_found(request, plate, invalid=False)
         return _vehicle_page(request, plate, failure=failure)
     return _vehicle_page(request, plate, crlv=crlv)
 
 
-def _listed_plate(plate: str) -> str | None:
+def _listed_plate(request: AuthenticatedRequest, plate: str) -> str | None:
     """The plate the vehicle list names the vehicle `plate` designates by (its old plate,
     for a registration in the Mercosul form, as fines and the dashboard name it)."""
     try:
-        vehicle = vehicle_get(plate=plate)
+        vehicle = vehicle_get(plate=plate, scope=scope_of(request.user))
     except FleetDataUnavailable:
         return None
     return None if vehicle is None else plates.normalize(vehicle.plate)
@@ -92,7 +93,7 @@ def vehicle_crlv_download(request: AuthenticatedRequest, plate: str) -> HttpResp
     if not plates.is_valid(plate):
         return _vehicle_not_found(request, plate, invalid=True)
     try:
-        url = vehicle_crlv_download_url(plate=plate)
+        url = vehicle_crlv_download_url(plate=plate, scope=scope_of(request.user))
     except CrlvUnavailable as failure:
         if failure.outcome is Outcome.NOT_FOUND:
             return _vehicle_not_found(request, plate, invalid=False)
@@ -110,7 +111,7 @@ def crlv_request(request: AuthenticatedRequest, request_id: str) -> HttpResponse
     """A request's status; htmx polls its `status` fragment until it is final."""
     delay_ms = POLLING.delay(request.GET.get("poll"))
     try:
-        crlv = crlv_request_get(request_id=request_id)
+        crlv = crlv_request_get(request_id=request_id, scope=scope_of(request.user))
     except CrlvUnavailable as failure:
         if failure.outcome in (CrlvProblem.INVALID, Outcome.NOT_FOUND):
             return _request_not_found(request, failure)
@@ -124,7 +125,7 @@ def crlv_request(request: AuthenticatedRequest, request_id: str) -> HttpResponse
 def crlv_request_download(request: AuthenticatedRequest, request_id: str) -> HttpResponse:
     """The request's PDF: a link minted now, by redirect; back to the status if not ready."""
     try:
-        url = crlv_download_url(request_id=request_id)
+        url = crlv_download_url(request_id=request_id, scope=scope_of(request.user))
     except CrlvUnavailable as failure:
         if failure.outcome in (CrlvProblem.INVALID, Outcome.NOT_FOUND):
             return _request_not_found(request, failure)
@@ -159,15 +160,16 @@ def _vehicle_page(
     }
     if is_fragment_request(request):
         return render(request, "fleet/vehicle.html#crlv", context)
+    scope = scope_of(request.user)
     try:
-        context["vehicle"] = vehicle = vehicle_get(plate=plate)
+        context["vehicle"] = vehicle = vehicle_get(plate=plate, scope=scope)
     except FleetDataUnavailable:
         context["vehicle_unavailable"] = True
     else:
         if vehicle is not None and (driver_id := vehicle.driver_id) is not None:
             name = driver_names([driver_id]).get(driver_id, "")
             context["driver_label"] = formatting.driver(driver_id, name)
-    context["records"] = vehicle_records(plate)
+    context["records"] = vehicle_records(plate, scope=scope)
     return _with_failure_status(render(request, "fleet/vehicle.html", context), failure)
 
 

@@ -17,6 +17,8 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from fleet.services.dashboard import fine_figures, fine_figures_html, record_counts
+from fleet.services.scopes import scope_of
+from fleet.services.vehicles import vehicles_ungrouped
 from fleet.views import AuthenticatedRequest, is_fragment_request
 
 
@@ -24,14 +26,18 @@ from fleet.views import AuthenticatedRequest, is_fragment_request
 @login_required
 @vary_on_headers("HX-Request")
 def dashboard(request: AuthenticatedRequest) -> HttpResponse:
-    figures = fine_figures()
+    scope = scope_of(request.user)
+    figures = fine_figures(scope=scope)
     context: dict[str, object] = {
-        "counts": record_counts(figures=figures),
+        "counts": record_counts(scope=scope, figures=figures),
         "poll_seconds": settings.FLEET_COUNTS_POLL_SECONDS,
+        "scope": scope,
     }
     partial = is_fragment_request(request)
     if not partial:  # the figures about money are not polled: they are read once a visit
         money = fine_figures_html(figures, language=get_language())
         context["money_html"] = mark_safe(money)  # noqa: S308 - the template's own output
+        if scope.whole_fleet and request.user.is_staff:
+            context["ungrouped"] = vehicles_ungrouped()
     template = "fleet/dashboard.html#counts" if partial else "fleet/dashboard.html"
     return render(request, template, context)

@@ -4,13 +4,14 @@ them (`Fine.driver_id`), with totals."""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from fleet.services.dashboard import fine_totals
 from fleet.services.drivers import driver_names
 from fleet.services.fines import PER_PAGE, fine_filtered
+from fleet.services.scopes import scope_of
 from fleet.services.vehicles import FleetDataUnavailable, VehicleRow, driver_vehicles
 from fleet.views import AuthenticatedRequest
 
@@ -18,18 +19,24 @@ from fleet.views import AuthenticatedRequest
 @require_GET
 @login_required
 def driver_detail(request: AuthenticatedRequest, driver_id: int) -> HttpResponse:
+    """The driver's vehicles and fines among those the user sees: outside the whole fleet,
+    a driver with neither is not found."""
+    scope = scope_of(request.user)
     vehicles: list[VehicleRow] | None
     try:
-        vehicles = driver_vehicles(driver_id=driver_id)
+        vehicles = driver_vehicles(driver_id=driver_id, scope=scope)
     except FleetDataUnavailable:
         vehicles = None  # the page says the list could not be read
-    fines = fine_filtered(driver=driver_id)
+    fines = fine_filtered(scope=scope, driver=driver_id)
+    totals = fine_totals(fines)
+    if not scope.whole_fleet and not vehicles and not totals.count:
+        raise Http404
     context = {
         "driver_id": driver_id,
         "name": driver_names([driver_id]).get(driver_id, ""),
         "vehicles": vehicles,
         "fines": list(fines[:PER_PAGE]),
-        "totals": fine_totals(fines),
+        "totals": totals,
         "untreated": fine_totals(fines.filter(treated=False)),
     }
     return render(request, "fleet/driver.html", context)

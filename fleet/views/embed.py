@@ -9,12 +9,14 @@ the deep link the user clicked. Every response that carries a key is
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
@@ -22,6 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from fleet.forms import FleetAccountForm
 from fleet.models import FleetAccount, MintOutcome, MintPurpose
+from fleet.services.scopes import scope_of, scope_sees
 from fleet.services.sso import MintFailed, access_key_mint, fleet_account_link, fleet_app_url
 from fleet.views import AuthenticatedRequest
 
@@ -82,6 +85,8 @@ def app_open(request: AuthenticatedRequest) -> HttpResponse:
     a stranger's link gets no key. Prefetches mint nothing either.
     """
     back = _next_or(request, "")
+    if not _in_scope(request, back):
+        raise Http404  # as for the page itself: nothing says the vehicle exists
     from_the_portal = request.headers.get("Sec-Fetch-Site") == "same-origin"
     if request.method == "GET" and (not from_the_portal or _is_prefetch(request)):
         return render(request, "fleet/app_open.html", {"back": back, "confirm": True})
@@ -118,6 +123,22 @@ def fleet_account(request: AuthenticatedRequest) -> HttpResponse:
             messages.success(request, _("Your fleet login is linked."))
             return redirect(_next_or(request, reverse("fleet:app")))
     return render(request, "fleet/fleet_account.html", {"form": form, "account": account})
+
+
+def _in_scope(request: AuthenticatedRequest, back: str) -> bool:
+    """Whether the vehicle or record the deep link is for (its `plate`, or the page it
+    comes from and returns to) is one the user sees."""
+    scope = scope_of(request.user)
+    if scope.whole_fleet:
+        return True
+    plate = request.POST.get("plate") or request.GET.get("plate") or ""
+    if plate and not scope_sees(scope, "fleet:vehicle", {"plate": plate}):
+        return False
+    try:
+        match = resolve(urlsplit(back).path) if back else None
+    except Resolver404:
+        return True  # not a page about a vehicle
+    return match is None or scope_sees(scope, match.view_name, match.kwargs)
 
 
 def _next_or(request: HttpRequest, default: str) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, QueryDict, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -17,18 +17,21 @@ from django.views.decorators.vary import vary_on_headers
 
 from fleet import formatting, plates
 from fleet.forms import FineFilterForm, NotificationFilterForm, SavedFineViewForm
-from fleet.models import Fine, Notification
+from fleet.models import Fine
 from fleet.services.dashboard import fine_totals
 from fleet.services.fines import (
     fine_export,
     fine_filtered,
+    fine_get,
     fine_search,
     notification_export,
+    notification_get,
     notification_search,
     saved_fine_view_delete,
     saved_fine_view_save,
     saved_fine_views,
 )
+from fleet.services.scopes import scope_of
 from fleet.views import AuthenticatedRequest, is_fragment_request
 from fleet.views.csv_export import csv_download
 
@@ -37,11 +40,12 @@ from fleet.views.csv_export import csv_download
 @login_required
 @vary_on_headers("HX-Request")
 def fine_list(request: AuthenticatedRequest) -> HttpResponse:
-    form = FineFilterForm(request.GET)
+    scope = scope_of(request.user)
+    form = FineFilterForm(request.GET, scope=scope)
     filters = form.filters()
-    page = fine_search(**filters)
+    page = fine_search(scope=scope, **filters)
     extra = {
-        "totals": fine_totals(fine_filtered(**FineFilterForm.every_page(filters))),
+        "totals": fine_totals(fine_filtered(scope=scope, **FineFilterForm.every_page(filters))),
         "saved_views": saved_fine_views(user=request.user),
         "save_form": SavedFineViewForm(initial={"query": FineFilterForm.query_string(filters)}),
     }
@@ -84,7 +88,7 @@ def fine_view_delete(request: AuthenticatedRequest, view_id: int) -> HttpRespons
 def notification_list(request: AuthenticatedRequest) -> HttpResponse:
     form = NotificationFilterForm(request.GET)
     filters = form.filters()
-    page = notification_search(**filters)
+    page = notification_search(scope=scope_of(request.user), **filters)
     return _render(
         request, "fleet/notifications.html", "fleet:notifications_export", filters, form, page
     )
@@ -93,15 +97,20 @@ def notification_list(request: AuthenticatedRequest) -> HttpResponse:
 @require_GET
 @login_required
 def fine_detail(request: AuthenticatedRequest, fine_id: int) -> HttpResponse:
-    """One fine: what an alert links to."""
-    return render(request, "fleet/fine.html", {"record": get_object_or_404(Fine, pk=fine_id)})
+    """One fine: what an alert links to; one outside the user's vehicles is not found."""
+    record = fine_get(scope=scope_of(request.user), fine_id=fine_id)
+    if record is None:
+        raise Http404
+    return render(request, "fleet/fine.html", {"record": record})
 
 
 @require_GET
 @login_required
 def notification_detail(request: AuthenticatedRequest, notification_id: int) -> HttpResponse:
     """One notification: what an alert links to."""
-    record = get_object_or_404(Notification, pk=notification_id)
+    record = notification_get(scope=scope_of(request.user), notification_id=notification_id)
+    if record is None:
+        raise Http404
     return render(request, "fleet/notification.html", {"record": record})
 
 
@@ -109,7 +118,8 @@ def notification_detail(request: AuthenticatedRequest, notification_id: int) -> 
 @login_required
 def fine_list_export(request: AuthenticatedRequest) -> StreamingHttpResponse:
     """The fines the filters select, every page of them, as CSV."""
-    filters = _export_filters(FineFilterForm(request.GET))
+    scope = scope_of(request.user)
+    filters = _export_filters(FineFilterForm(request.GET, scope=scope))
     handling = _handling()
 
     def row(fine: Fine) -> list[object]:
@@ -141,7 +151,9 @@ def fine_list_export(request: AuthenticatedRequest) -> StreamingHttpResponse:
         _("Updated"),
         _("Id in the fleet platform"),
     ]
-    return csv_download(name="fines", header=header, records=fine_export(**filters), row=row)
+    return csv_download(
+        name="fines", header=header, records=fine_export(scope=scope, **filters), row=row
+    )
 
 
 @require_GET
@@ -155,7 +167,7 @@ def notification_list_export(request: AuthenticatedRequest) -> StreamingHttpResp
     return csv_download(
         name="notifications",
         header=header,
-        records=notification_export(**filters),
+        records=notification_export(scope=scope_of(request.user), **filters),
         row=lambda notification: [
             plates.display_if_plate(notification.plate),
             notification.title,

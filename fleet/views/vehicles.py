@@ -21,6 +21,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from fleet.forms import VehicleFilterForm
 from fleet.render_cache import RenderCache
+from fleet.services.scopes import scope_groups, scope_of
 from fleet.services.vehicles import (
     FleetDataUnavailable,
     vehicle_export,
@@ -41,14 +42,17 @@ _pages = RenderCache(size=256)
 @vary_on_headers("HX-Request")
 def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
     filters = _filters(request.META.get("QUERY_STRING", ""))
+    scope = scope_of(request.user)
     unavailable: FleetDataUnavailable | None = None
     try:
-        result = vehicle_search(**filters)
+        result = vehicle_search(**filters, scope=scope)
     except FleetDataUnavailable as error:
         result, unavailable = None, error
 
     def context() -> dict[str, Any]:
         return {
+            "scope": scope,
+            "group_choices": scope_groups(scope),
             "form": VehicleFilterForm(request.GET),
             "filters": filters,
             "query_string": VehicleFilterForm.query_string(filters),
@@ -63,7 +67,7 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
     key = (
         None
         if result is None or result.freshness.stale
-        else (result.version, language, timezone.get_current_timezone_name(), path)
+        else (result.version, result.part, language, timezone.get_current_timezone_name(), path)
     )
     results = _results.render(request, "fleet/vehicles.html#results", context, key=key)
     if is_fragment_request(request):  # htmx swaps only the results, and the export link
@@ -77,7 +81,15 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
         request,
         "fleet/vehicles.html",
         context,
-        key=(user.pk, user.get_username(), user.get_full_name(), user.is_staff, language, path),
+        key=(
+            user.pk,
+            user.get_username(),
+            user.get_full_name(),
+            user.is_staff,
+            scope.key,
+            language,
+            path,
+        ),
         holes={"results": results},
     )
     return HttpResponse(page, status=503 if result is None else 200)
@@ -96,7 +108,7 @@ def vehicle_list_export(request: AuthenticatedRequest) -> HttpResponseBase:
     """The current filter as CSV, streamed: a 50,000-row fleet never sits in memory twice."""
     filters = VehicleFilterForm.every_page(VehicleFilterForm(request.GET).filters())
     try:
-        rows, _freshness = vehicle_export(**filters)
+        rows, _freshness = vehicle_export(**filters, scope=scope_of(request.user))
     except FleetDataUnavailable:
         return redirect(f"{reverse('fleet:vehicles')}?{VehicleFilterForm.query_string(filters)}")
     active, inactive = _("Active"), _("Inactive")

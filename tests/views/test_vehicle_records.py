@@ -199,7 +199,9 @@ def test_the_vehicle_page_lists_the_first_ten_and_links_to_the_rest(
     deliver(client, *(fine(id, old, treated=id > 3) for id in range(1, 13)))
     manager_client.get(f"/vehicles/{old}/")  # the vehicle list, now cached
 
-    with django_assert_max_num_queries(8):  # session, user, two counts, two lists at most
+    # Session, user, the two of the user's permissions (whole fleet?), the vehicle of each
+    # e-CRLV request shown (latest, in progress), two counts, two lists at most.
+    with django_assert_max_num_queries(12):
         page = manager_client.get(f"/vehicles/{old}/", headers=ENGLISH).text
 
     listed = keys(page.split('data-testid="vehicle-fine-list"')[1])

@@ -53,21 +53,23 @@ class AccessPolicy:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Decision:
-    """A role, or the reason for a refusal; and the e-mail the portal may trust."""
+    """A role, or the reason for a refusal; the e-mail the portal may trust; and the values
+    of the groups claim, which also give vehicle groups (`fleet.models.DirectoryGroup`)."""
 
     role: Role | None
     refusal: SsoOutcome | None
     verified_email: str
+    groups: frozenset[str] = frozenset()
 
 
 def access_decide(*, policy: AccessPolicy, claims: Mapping[str, Any]) -> Decision:
     """What `claims` (the ID token's and the userinfo's, merged) allow under `policy`."""
     email = str(claims.get("email") or "").strip()
     verified_email = email if email and _true(claims.get("email_verified")) else ""
-    groups = set(_strings(claims.get(policy.groups_claim)))
+    groups = frozenset(_strings(claims.get(policy.groups_claim)))
 
     def decided(role: Role | None, refusal: SsoOutcome | None = None) -> Decision:
-        return Decision(role=role, refusal=refusal, verified_email=verified_email)
+        return Decision(role=role, refusal=refusal, verified_email=verified_email, groups=groups)
 
     if groups & policy.admin_groups:
         return decided(Role.ADMINISTRATOR)

@@ -4,7 +4,8 @@ The social account adapter admits or refuses each person an identity provider
 vouches for (signin.admission), and turns every failed answer into a page in
 the person's language and a line in the audit trail; a refusal that ends a
 portal user's access is signalled (signin.signals). The account adapter
-closes allauth's own sign-up, and records a completed sign-in.
+closes allauth's own sign-up, gives an admitted person the vehicle groups of their
+provider's groups, and records a completed sign-in.
 """
 
 from __future__ import annotations
@@ -87,6 +88,17 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
 class AccountAdapter(DefaultAccountAdapter):
     def is_open_for_signup(self, request: HttpRequest) -> bool:
         return False  # portal users come from the identity provider or the admin
+
+    def pre_login(
+        self, request: HttpRequest, user: AbstractBaseUser, **kwargs: Any
+    ) -> HttpResponse | None:
+        """The user is saved by now; its vehicle groups are set before the session starts,
+        so that the sign-in's receivers and the first page see them."""
+        response: HttpResponse | None = super().pre_login(request, user, **kwargs)
+        sociallogin: SocialLogin | None = (kwargs.get("signal_kwargs") or {}).get("sociallogin")
+        if response is None and sociallogin is not None and isinstance(user, User):
+            admission.vehicle_groups_apply(user=user, sociallogin=sociallogin)
+        return response
 
     def add_message(self, *args: Any, **kwargs: Any) -> None:
         """allauth's "Successfully signed in as …": the portal says nothing on sign-in."""

@@ -8,8 +8,10 @@ through no other identity, and is no administrator (staff or superuser). Any
 other user with that e-mail is linked by an administrator, in the admin. With no
 such user, a new one is created (by allauth, after this). A provider gives a user
 (new or not) only an e-mail it may vouch for: one of its own domains, or one no
-other provider lets in. Roles are set again at every sign-in, so that a change in
-the provider's groups takes effect at the next one.
+other provider lets in. Roles are set again at every sign-in, and so are the vehicle
+groups the provider's groups give (`fleet.models.DirectoryGroup`, applied once the user
+is saved: `vehicle_groups_apply`), so that a change in the provider's groups takes
+effect at the next one.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from allauth.socialaccount.providers.base import Provider
 from django.contrib.auth.models import User
 from django.http import HttpRequest
 
+from fleet.services.scopes import directory_groups_apply
 from signin.access import AccessPolicy, access_decide
 from signin.models import Role, SsoOutcome
 from signin.providers import provider_list
@@ -29,6 +32,7 @@ from signin.providers import provider_list
 # SocialLogin.state carries these from here to the end of the sign-in (signin.adapters).
 OUTCOME = "signin_outcome"
 ROLE = "signin_role"
+GROUPS = "signin_groups"  # the values of the groups claim, for the vehicle groups
 
 
 class Refused(Exception):
@@ -78,7 +82,19 @@ def sso_login_admit(*, request: HttpRequest, sociallogin: SocialLogin) -> User:
         user.save()
     sociallogin.state[OUTCOME] = outcome.value
     sociallogin.state[ROLE] = decision.role.value
+    sociallogin.state[GROUPS] = sorted(decision.groups)
     return user
+
+
+def vehicle_groups_apply(*, user: User, sociallogin: SocialLogin) -> None:
+    """The vehicle groups the provider's groups claim gives `user`, once saved: those its
+    values map to in, the others that provider gave out."""
+    values = sociallogin.state.get(GROUPS)
+    if values is None:  # not admitted by `sso_login_admit`: nothing read, nothing removed
+        return
+    # The provider's id as the identity is stored under (SocialAccount.provider): the
+    # social application's provider_id, OIDC_PROVIDER_ID for the environment's.
+    directory_groups_apply(user=user, provider=sociallogin.account.provider, values=values)
 
 
 def _claims(sociallogin: SocialLogin) -> dict[str, Any]:

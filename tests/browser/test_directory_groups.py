@@ -19,7 +19,7 @@ from fleet.models import DirectoryGroup, VehicleGroup, VehicleGroupPlate
 from fleet.services.scopes import scope_of
 from tests.browser.test_sso import sign_in_through_the_provider
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.scoped, pytest.mark.django_db(transaction=True)]
 
 OLD_FORMAT = re.compile(r"[A-Z]{3}[0-9]{4}")
 

@@ -15,7 +15,7 @@ from signin.models import SsoOutcome
 from tests.conftest import oidc_app
 from tests.signin.test_oidc import last_attempt, sso, user_of
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.scoped]
 
 
 @pytest.fixture

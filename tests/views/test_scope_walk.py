@@ -95,11 +95,11 @@ def sides(emulator: Any, fleet_settings: Any, django_user_model: Any) -> list[Si
     new = [v for v in fleet if v not in old]
     assert old, "the emulator's fleet has old plates"
     assert new, "the emulator's fleet has Mercosul plates"
-    # Group A: an old plate among others; group B: Mercosul plates. Disjoint drivers.
+    # Group A: an old plate and two Mercosul ones; group B: three others. Disjoint drivers.
     chosen_a = [old[0], new[0], new[1]]
     drivers_a = {v["driver_id"] for v in chosen_a}
     chosen_b = [v for v in [*old[1:], *new[2:]] if v["driver_id"] not in drivers_a][:3]
-    built = []
+    built: list[Side] = []
     for name, chosen, amount, secret in (
         ("A", chosen_a, "1357.91", "Segredo-Alfa"),
         ("B", chosen_b, "8642.19", "Segredo-Beta"),

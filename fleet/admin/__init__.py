@@ -43,6 +43,7 @@ from fleet.models import (
     WebhookDelivery,
 )
 from fleet.services.dashboard import fine_figures_forget
+from fleet.services.scopes import scope_of
 from fleet.services.sso import fleet_account_check
 from fleet.webhooks.payloads import KNOWN_PATHS
 from fleet.webhooks.processing import delivery_replay
@@ -202,6 +203,26 @@ class AccessKeyMintAdmin(_AccessKeyMintModelAdmin):
         return False
 
 
+class _WholeFleetOnly:
+    """What names any vehicle of the fleet, unread: staff without the whole-fleet
+    permission (scoped like managers) do not see it."""
+
+    def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return scope_of(request.user).whole_fleet and super().has_view_permission(  # type: ignore[misc]
+            request, obj
+        )
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return scope_of(request.user).whole_fleet and super().has_module_permission(request)  # type: ignore[misc]
+
+
+class _Scoped:
+    """Records of the vehicles the staff member sees (`fleet.services.scopes`)."""
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return scope_of(request.user).records(super().get_queryset(request))  # type: ignore[misc]
+
+
 class _ReadOnly:
     """What the fleet platform sent is a record: it is looked at, not edited."""
 
@@ -216,7 +237,7 @@ class _ReadOnly:
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(_ReadOnly, _DeliveryModelAdmin):
+class WebhookDeliveryAdmin(_WholeFleetOnly, _ReadOnly, _DeliveryModelAdmin):
     list_display = [
         "id",
         "received_at",
@@ -303,7 +324,7 @@ def _and_by_plate(
 
 
 @admin.register(Fine)
-class FineAdmin(_ReadOnly, _FineModelAdmin):
+class FineAdmin(_Scoped, _ReadOnly, _FineModelAdmin):
     list_display = [
         "external_id",
         "registration",
@@ -324,7 +345,7 @@ class FineAdmin(_ReadOnly, _FineModelAdmin):
 
 
 @admin.register(Notification)
-class NotificationAdmin(_ReadOnly, _NotificationModelAdmin):
+class NotificationAdmin(_Scoped, _ReadOnly, _NotificationModelAdmin):
     list_display = ["external_id", "registration", "treated", "received_at", "updated_at"]
     list_filter = ["treated", "received_at"]
     search_fields = ["=external_id", "key"]
@@ -359,7 +380,7 @@ class DriverAdmin(_DriverModelAdmin):
 
 
 @admin.register(UnknownWebhookKey)
-class UnknownWebhookKeyAdmin(_ReadOnly, _UnknownKeyModelAdmin):
+class UnknownWebhookKeyAdmin(_WholeFleetOnly, _ReadOnly, _UnknownKeyModelAdmin):
     """The report: keys the fleet platform sends that this version of the portal does not know."""
 
     list_display = ["path", "first_seen", "first_delivery", "sample"]

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from fleet.models import FleetAccount
@@ -22,10 +23,15 @@ class DemoUser:
     is_staff: bool
     # The emulator's web-app user this portal user logs into the fleet app as.
     fleet_email: str | None = None
+    # Sees the whole fleet (administrators do anyway); else the vehicle groups
+    # `demo_groups` gives them.
+    whole_fleet: bool = True
 
     @property
     def role(self) -> str:
-        return "administrator" if self.is_staff else "fleet manager"
+        if self.is_staff:
+            return "administrator"
+        return "fleet manager" if self.whole_fleet else "regional manager"
 
 
 # Public on purpose: they are printed by `make run` and listed in the README,
@@ -40,6 +46,16 @@ DEMO_USERS = (
         "manager@example.com",
         False,
         fleet_email="manager@example.com",
+    ),
+    DemoUser(
+        "regional",
+        "regional-demo-password",
+        "Regina",
+        "Paulista",
+        "regional@example.com",
+        False,
+        fleet_email="manager@example.com",
+        whole_fleet=False,
     ),
 )
 # The emulator's web-app password (emulator/README.md), public like the above.
@@ -75,9 +91,17 @@ class Command(BaseCommand):
             )
             user.set_password(demo.password)
             user.save()
+            whole_fleet = Permission.objects.get(
+                content_type__app_label="fleet", codename="view_whole_fleet"
+            )
+            if demo.whole_fleet:
+                user.user_permissions.add(whole_fleet)
+            else:
+                user.user_permissions.remove(whole_fleet)
+                user.groups.clear()
             if demo.fleet_email:
                 account = FleetAccount.objects.filter(user=user).first() or FleetAccount(user=user)
                 account.email = demo.fleet_email
                 account.set_password(EMULATOR_WEB_PASSWORD)
                 account.save()
-            self.stdout.write(f"  {demo.role:<14} {demo.username} / {demo.password}")
+            self.stdout.write(f"  {demo.role:<17} {demo.username} / {demo.password}")

@@ -121,6 +121,10 @@ class Command(BaseCommand):
             call_command("demo_drivers", stdout=self.stdout)
         except CommandError as exc:
             self.stdout.write(self.style.WARNING(f"The demo drivers were not named: {exc}."))
+        try:
+            call_command("demo_groups", stdout=self.stdout)
+        except CommandError as exc:
+            self.stdout.write(self.style.WARNING(f"The demo vehicle groups were not made: {exc}."))
 
     def _start_demo_idp(self, portal_url: str, port: int) -> DemoIdentityProvider | None:
         """The demo identity provider, unless one is configured or Node.js is missing."""
@@ -161,7 +165,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Fleet API emulator at {settings.FLEET_BASE_URL}/")
             self.stdout.write("Demo logins:")
             for demo in DEMO_USERS:
-                self.stdout.write(f"  {demo.role:<14} {demo.username} / {demo.password}")
+                self.stdout.write(f"  {demo.role:<17} {demo.username} / {demo.password}")
         if demo_idp is not None:
             self.stdout.write(
                 f"Demo identity provider at {demo_idp.issuer}/ (the login page's "
@@ -234,6 +238,8 @@ def _demo_user_role(user: dict[str, Any]) -> str:
         return "refused: e-mail not verified"
     if not str(user.get("email", "")).endswith("@example.com"):
         return "refused: domain not allowed"
+    if "fleet-sp" in user.get("groups", []):
+        return "regional manager: the provider's group fleet-sp, São Paulo"
     return "fleet manager"
 
 

@@ -19,6 +19,7 @@ import hashlib
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Final
 
 from django.contrib.auth.models import AnonymousUser, User
@@ -110,17 +111,23 @@ def _scope_read(user: User | AnonymousUser) -> VehicleScope:
         VehicleGroup.objects.filter(members__user=user)
         .distinct()
         .order_by("name")
-        .values_list("pk", "name", "revision")
+        .values_list("pk", "name", "revision", "created_at")
     )
     if not groups:
         return NOTHING
-    by_id = sorted((pk, revision) for pk, _name, revision in groups)
+    by_id = sorted((pk, _version(revision, made)) for pk, _name, revision, made in groups)
     return VehicleScope(
         whole_fleet=False,
-        group_ids=tuple(pk for pk, _revision in by_id),
-        group_names=tuple(name for _pk, name, _revision in groups),
-        key="groups:" + ",".join(f"{pk}.{revision}" for pk, revision in by_id),
+        group_ids=tuple(pk for pk, _version_of in by_id),
+        group_names=tuple(name for _pk, name, _revision, _made in groups),
+        key="groups:" + ",".join(f"{pk}.{version}" for pk, version in by_id),
     )
+
+
+def _version(revision: int, created_at: datetime) -> str:
+    """A group's version: its revision, and when it was made (a database may give a new
+    group the id of one deleted, whose registrations the cache may still hold)."""
+    return f"{revision}.{created_at.timestamp():.6f}"
 
 
 def scope_forget(user: User) -> None:
@@ -151,7 +158,7 @@ def _registrations_of(key: str, group_ids: tuple[int, ...]) -> frozenset[str]:
 
 def grouped_key() -> str:
     """Changes whenever the set of vehicles in some group may have changed."""
-    groups = list(VehicleGroup.objects.order_by("pk").values_list("pk", "revision"))
+    groups = list(VehicleGroup.objects.order_by("pk").values_list("pk", "revision", "created_at"))
     digest = hashlib.sha256(repr(groups).encode()).hexdigest()[:32]
     return f"grouped:{digest}"
 
@@ -215,10 +222,15 @@ def scope_within(scope: VehicleScope, group: str = "") -> Within | None:
 def _group_scope(group: str) -> VehicleScope | None:
     if not group.isdigit() or len(group) > 10:
         return None
-    found = VehicleGroup.objects.filter(pk=int(group)).values_list("pk", "name", "revision")
-    for pk, name, revision in found:
+    found = VehicleGroup.objects.filter(pk=int(group)).values_list(
+        "pk", "name", "revision", "created_at"
+    )
+    for pk, name, revision, made in found:
         return VehicleScope(
-            whole_fleet=False, group_ids=(pk,), group_names=(name,), key=f"groups:{pk}.{revision}"
+            whole_fleet=False,
+            group_ids=(pk,),
+            group_names=(name,),
+            key=f"groups:{pk}.{_version(revision, made)}",
         )
     return None
 

@@ -20,6 +20,9 @@ from fleet.services.crlv import (
 REQUEST_ROUTE = "/v2/crlv/requests/{requestId}"
 VEHICLE_ROUTE = "/v2/crlv/vehicles/{carPlate}"
 
+# The service notes which vehicle each request it sees is for (scoped request pages).
+pytestmark = pytest.mark.django_db
+
 
 @pytest.fixture
 def seeded(emulator, fleet_settings):

@@ -4,7 +4,7 @@ under either format, and a change of a group seen at the next read."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, Permission
+from django.contrib.auth.models import Group
 
 from fleet.models import Fine, VehicleGroup, VehicleGroupMember
 from fleet.services.scopes import scope_forget, scope_of, vehicle_groups_changed

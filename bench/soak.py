@@ -303,11 +303,15 @@ def _manage(environment: dict[str, str], *args: str, stdin: str | None = None) -
 _CREATE_USERS = """
 import json, sys
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from fleet.models import FleetAccount
+# They see the whole fleet (no vehicle groups): every fine's alert is theirs.
+whole_fleet = Permission.objects.get(content_type__app_label="fleet", codename="view_whole_fleet")
 for person in json.load(sys.stdin):
     user = get_user_model().objects.create_user(
         username=person["username"], password=person["password"]
     )
+    user.user_permissions.add(whole_fleet)
     account = FleetAccount(user=user, email=person["fleet_email"])
     account.set_password(person["fleet_password"])
     account.save()

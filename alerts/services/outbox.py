@@ -5,6 +5,11 @@ inside the transaction that processes webhook deliveries into fines and
 notifications: the alerts are committed with the records or not at all, and
 the unique constraints make an event processed twice (a replay, two
 workers) one alert. Once committed, the worker is asked to send them.
+
+A user is told only of the records of their vehicles (`fleet.services.scopes`): their
+groups', or the whole fleet's with the permission; a record without a plate only to
+the whole fleet's users. The sending checks again (`sending`): the groups may change
+while an alert waits for its digest.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from alerts.models import (
 from alerts.services.preferences import alert_recipients, digest_due
 from fleet import plates, worker
 from fleet.models import Fine, Notification
+from fleet.services.scopes import scope_of
 from fleet.webhooks.changes import RecordChange
 
 logger = logging.getLogger(__name__)
@@ -39,7 +45,9 @@ def alerts_create_for_changes(*, changes: list[RecordChange], **_signal: Any) ->
 
     Runs in the caller's transaction. A new fine that arrives with its document,
     or already treated, is one alert ("new fine", which says so) for those who
-    chose new fines, and a document or treated alert for the others.
+    chose new fines, and a document or treated alert for the others. Only for the
+    users whose scope covers the record's vehicle: each user's scope is read once,
+    and only if one of the changes is among their choices.
     """
     events = [(change, _events_of(change)) for change in changes]
     events = [(change, found) for change, found in events if found]
@@ -51,9 +59,15 @@ def alerts_create_for_changes(*, changes: list[RecordChange], **_signal: Any) ->
         chosen = choices.events()
         subscriptions = [s for s in user.alert_webhooks.all() if s.active]
         for change, found in events:
-            if not choices.covers(change.record.registration):
+            registration = change.record.registration
+            if not choices.covers(registration):
                 continue
             wanted = [event for event in found if event in chosen]
+            if not wanted:
+                continue
+            # Read once per user (kept on this user object), the first time it is needed.
+            if not scope_of(user).covers(registration):
+                continue
             if change.created and AlertEvent.NEW_FINE in wanted:
                 wanted = [AlertEvent.NEW_FINE]
             for event in wanted:

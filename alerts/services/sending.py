@@ -13,6 +13,10 @@ E-mail: one user's due alerts are claimed together. Those of a daily digest
 (or folded by the cap) go as one e-mail; immediate ones one by one, up to
 ALERTS_HOURLY_CAP e-mails in the past hour; the others are folded into one
 digest sent when the hour's window allows another e-mail.
+
+Scope: an alert whose record is no longer of its user's vehicles (`fleet.services.scopes`:
+they left the record's vehicle group, or the vehicle left it, while the alert waited) is
+cancelled, not sent, on either channel. Each user's scope is read once per run.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from alerts.services.preferences import alert_preferences_get
 from alerts.signing import signed_headers
 from fleet import worker
 from fleet.encryption import UndecryptableSecret
+from fleet.services.scopes import VehicleScope, scope_of
 from fleet.throttle import Throttle
 
 logger = logging.getLogger(__name__)
@@ -66,6 +71,7 @@ _WEBHOOK_SENDERS: Final = 8  # subscriptions posted to at once (threads of one r
 _LOOK_AGAIN_S: Final = 0.5  # while POSTs are under way, how often to look for more due
 _USERS_AT_ONCE: Final = 20
 _HOUR: Final = timedelta(hours=1)
+OUT_OF_SCOPE: Final = "the record's vehicle is no longer in the user's vehicle groups"
 WEBHOOK_TYPES: Final = {
     AlertEvent.NEW_FINE: "fine.created",
     AlertEvent.FINE_DOCUMENT: "fine.document_available",
@@ -90,6 +96,7 @@ def alerts_send_due(*, budget_s: float = 30.0) -> Counter[str]:
         return outcomes
     deadline = time.monotonic() + budget_s
     done: set[int] = set()
+    scopes: dict[int, VehicleScope] = {}  # by user id: each read once in this run
     while _time_left(deadline):
         users = list(
             Alert.objects.filter(due(timezone.now()), channel=AlertChannel.EMAIL)
@@ -106,8 +113,8 @@ def alerts_send_due(*, budget_s: float = 30.0) -> Counter[str]:
                 Alert.objects.filter(user_id=user_id, channel=AlertChannel.EMAIL), _EMAIL_CLAIM
             )
             if claimed:
-                outcomes.update(_emails_send(claimed))
-    outcomes.update(_webhooks_send(deadline))
+                outcomes.update(_emails_send(claimed, scopes))
+    outcomes.update(_webhooks_send(deadline, scopes))
     return outcomes
 
 
@@ -148,10 +155,42 @@ def _time_left(deadline: float) -> bool:
     return time.monotonic() < deadline and not worker.stopping()
 
 
+def _in_scope(claimed: list[Alert], scopes: dict[int, VehicleScope]) -> list[Alert]:
+    """The claimed alerts (one user's) whose record is still in the user's scope; the
+    others are cancelled. A whole-fleet user's are all kept, their records unread.
+
+    An inactive user's are kept: the channel cancels them, saying so.
+    """
+    if not claimed or not claimed[0].user.is_active:
+        return claimed
+    user = claimed[0].user
+    scope = scopes.get(user.pk)
+    if scope is None:
+        scope = scopes[user.pk] = scope_of(user)
+    if scope.whole_fleet:
+        return claimed
+    kept: list[Alert] = []
+    if not scope.empty:
+        registrations = _registrations(claimed)
+        kept = [alert for alert in claimed if scope.covers(registrations.get(alert.pk, ""))]
+    if len(kept) < len(claimed):
+        held = {alert.pk for alert in kept}
+        mark_cancelled([alert for alert in claimed if alert.pk not in held], reason=OUT_OF_SCOPE)
+    return kept
+
+
+def _registrations(alerts: list[Alert]) -> dict[int, str]:
+    """The registration of each alert's record (fine or notification), by alert id."""
+    rows = Alert.objects.filter(pk__in=[alert.pk for alert in alerts]).values_list(
+        "pk", "fine__registration", "notification__registration"
+    )
+    return {pk: fine or notification or "" for pk, fine, notification in rows}
+
+
 # --- E-mail ----------------------------------------------------------------------------
 
 
-def _emails_send(claimed: list[Alert]) -> Counter[str]:
+def _emails_send(claimed: list[Alert], scopes: dict[int, VehicleScope]) -> Counter[str]:
     """Send one user's claimed e-mail alerts: digest, one by one, or folded by the cap."""
     outcomes: Counter[str] = Counter()
     user = claimed[0].user
@@ -165,9 +204,13 @@ def _emails_send(claimed: list[Alert]) -> Counter[str]:
         mark_cancelled(claimed, reason="the user no longer receives alert e-mails")
         outcomes["cancelled"] += len(claimed)
         return outcomes
+    kept = _in_scope(claimed, scopes)
+    outcomes["out of scope"] += len(claimed) - len(kept)
+    if not kept:
+        return outcomes
     now = timezone.now()
-    immediate = [alert for alert in claimed if not alert.digest]
-    digest = [alert for alert in claimed if alert.digest]
+    immediate = [alert for alert in kept if not alert.digest]
+    digest = [alert for alert in kept if alert.digest]
     recent = _emails_sent_since(user, now - _HOUR)
     room = max(settings.ALERTS_HOURLY_CAP - len(recent), 0)
     alone, over = immediate[:room], immediate[room:]
@@ -235,7 +278,7 @@ class _Posted:
     outcome: PostOutcome
 
 
-def _webhooks_send(deadline: float) -> Counter[str]:
+def _webhooks_send(deadline: float, scopes: dict[int, VehicleScope]) -> Counter[str]:
     """Post the due webhook alerts until `deadline`, each subscription's in order, up to
     _WEBHOOK_SENDERS subscriptions at once.
 
@@ -266,8 +309,10 @@ def _webhooks_send(deadline: float) -> Counter[str]:
                     ),
                     _WEBHOOK_CLAIM,
                 )
-                posts = deque(post for alert in claimed if (post := _webhook_compose(alert)))
-                outcomes["not posted"] += len(claimed) - len(posts)
+                kept = _in_scope(claimed, scopes)
+                outcomes["out of scope"] += len(claimed) - len(kept)
+                posts = deque(post for alert in kept if (post := _webhook_compose(alert)))
+                outcomes["not posted"] += len(kept) - len(posts)
                 if posts:
                     post_next(posts)
             if not under_way:

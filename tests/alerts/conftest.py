@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.alerts.receiver import Receiver, serve
+from tests.scopes import grant_whole_fleet
 
 PORTAL = "https://portal.example"
 RECEIVER = "/webhooks/fleet/dev-webhook-token/"
@@ -27,13 +28,16 @@ def alert_settings(settings: Any) -> Any:
 
 @pytest.fixture
 def person(django_user_model: Any) -> Any:
-    """`person("ana", delivery="immediate", ...)`: a user with an e-mail and these choices."""
+    """`person("ana", delivery="immediate", ...)`: a user with an e-mail and these choices,
+    who sees the whole fleet unless `whole_fleet=False` (then only their vehicle groups)."""
     from alerts.services.preferences import alert_preferences_save
 
-    def make(username: str, **choices: Any) -> Any:
+    def make(username: str, *, whole_fleet: bool = True, **choices: Any) -> Any:
         user = django_user_model.objects.create_user(
             username=username, password=f"{username}-password", email=f"{username}@example.com"
         )
+        if whole_fleet:
+            grant_whole_fleet(user)
         alert_preferences_save(user=user, **({"delivery": "immediate"} | choices))
         return user
 

@@ -22,6 +22,7 @@ from tests.alerts.conftest import PAGE, PORTAL, fine, post, subscribe
 from tests.alerts.receiver import Receiver
 from tests.conftest import oidc_app, run_tasks
 from tests.mail import html_of, subject, text_of
+from tests.scopes import grant_whole_fleet
 from tests.signin.test_oidc import sso
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,9 +37,10 @@ def by_groups(oidc_settings, identity_provider):
 
 
 def subscribed_manager(client, receiver: Receiver) -> User:
-    """The provider's manager signed in, with immediate e-mails and the receiver subscribed."""
+    """The provider's manager signed in, seeing the whole fleet, with immediate e-mails and
+    the receiver subscribed."""
     assert sso(client, "manager").status_code == 302
-    user = User.objects.get(email="manager@example.com")
+    user = grant_whole_fleet(User.objects.get(email="manager@example.com"))
     alert_preferences_save(user=user, delivery="immediate")
     subscribe(client, receiver)
     client.post("/accounts/logout/")

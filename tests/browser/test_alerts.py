@@ -13,6 +13,7 @@ from fleet.models import Fine
 from tests.browser.conftest import log_in
 from tests.conftest import start_db_worker, stop_db_worker
 from tests.mail import subject, text_of
+from tests.scopes import grant_whole_fleet
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -37,6 +38,7 @@ def test_a_manager_chooses_alerts_and_the_emailed_link_opens_the_fine(
     settings.FLEET_WEBHOOK_BATCH_SECONDS = 0
     manager.email = "marcos@example.com"
     manager.save()
+    grant_whole_fleet(manager)  # alerted of every vehicle's fines (those chosen)
     log_in(page, "manager", "manager-demo-password")
 
     page.get_by_role("navigation").get_by_role("link", name="Alertas").click()

@@ -26,6 +26,7 @@ from fleet.services.vehicles import vehicle_search
 from fleet.webhooks.payloads import payload_amount, payload_occurred_at
 from fleet.webhooks.processing import deliveries_process_received
 from tests.mail import html_of, text_of
+from tests.scopes import grant_whole_fleet
 
 WEBHOOK = "/webhooks/fleet/dev-webhook-token/"
 # 13:45 UTC is 10:45 in São Paulo, the portal's time zone (and the alert reader's).
@@ -152,6 +153,7 @@ def test_every_surface_shows_the_stored_amount_and_time(
         plate = plates.normalize(vehicle["car_plate"])
         manager.email = "marcos@example.com"
         manager.save()
+        grant_whole_fleet(manager)  # alerted of every vehicle's fines
         alert_preferences_save(user=manager, delivery="immediate")
         vehicle_search()  # the vehicle list the fine's driver is taken from
 

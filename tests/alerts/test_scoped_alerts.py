@@ -26,7 +26,7 @@ from tests.alerts.receiver import Receiver, serve
 from tests.conftest import run_tasks, start_db_worker, stop_db_worker, wait_until
 from tests.mail import subject
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.scoped]
 
 X = "ABC1D23"  # a vehicle of group A
 Y = "XYZ9K88"  # a vehicle of group B

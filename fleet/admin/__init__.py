@@ -1,4 +1,5 @@
-"""The Django admin of the fleet app: fleet logins, the audit trail of mints, CNH lookups, webhooks.
+"""The Django admin of the fleet app: fleet logins, the audit trail of mints, CNH lookups,
+webhooks, vehicle groups.
 
 A fleet password is write-only here: it is typed, encrypted and never shown
 again, not even encrypted. Testing a login mints a key that is discarded.
@@ -10,6 +11,9 @@ sends that the portal does not know yet.
 
 CNH lookups (`fleet.admin.cnh`) show CPFs masked, in full only to users
 allowed to see them, and each such display is recorded.
+
+Vehicle groups (`fleet.admin.groups`) hold their plates by the thousand: their plates
+are changed through lists typed or pasted, or a CSV import, never a row per plate.
 """
 
 from __future__ import annotations
@@ -394,3 +398,6 @@ class UnknownWebhookKeyAdmin(_WholeFleetOnly, _ReadOnly, _UnknownKeyModelAdmin):
 
 # CNH lookups and the record of full CPFs shown: fleet/admin/cnh.py
 from fleet.admin import cnh as cnh  # noqa: E402
+
+# Vehicle groups, their members and the provider groups that give them: fleet/admin/groups.py
+from fleet.admin import groups as groups  # noqa: E402

@@ -20,7 +20,15 @@ from axe_playwright_python.sync_playwright import Axe
 from django.utils import timezone
 
 from fleet import plates
-from fleet.models import CnhLookup, CnhLookupStatus, Driver, Fine, Notification
+from fleet.models import (
+    CnhLookup,
+    CnhLookupStatus,
+    Driver,
+    Fine,
+    Notification,
+    VehicleGroup,
+    VehicleGroupPlate,
+)
 from fleet.services.cnh import cnh_lookup_create
 from tests.conftest import Emulator
 
@@ -140,6 +148,11 @@ def manager_pages(manager: Any, emulator: Emulator) -> list[str]:
 
 def admin_pages() -> list[str]:
     fine = Fine.objects.first()
+    group = VehicleGroup.objects.create(name=f"Frota {LONG_NAME}", description=LONG_NAME)
+    VehicleGroupPlate.objects.bulk_create(
+        VehicleGroupPlate(group=group, registration=f"ABC{number // 100}D{number % 100:02d}")
+        for number in range(150)
+    )
     return [
         "/",
         "/admin/",
@@ -152,6 +165,9 @@ def admin_pages() -> list[str]:
         "/admin/alerts/alertdefaults/",
         "/admin/alerts/alertpause/",
         "/admin/socialaccount/socialaccount/add/",
+        "/admin/fleet/vehiclegroup/",
+        f"/admin/fleet/vehiclegroup/{group.pk}/change/",
+        "/admin/fleet/vehiclegroup/import/",
     ]
 
 

@@ -1,0 +1,68 @@
+"""A fleet's worth of plates imports in seconds, and its few bad lines are found by number."""
+
+from __future__ import annotations
+
+import time
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from fleet.models import VehicleGroup, VehicleGroupPlate
+
+pytestmark = pytest.mark.django_db
+
+PLATES = 50_000
+GROUPS = 200
+SECONDS = 30.0
+# Where the invalid plates go: after these many valid plates (the header is line 1).
+PLANTED_AFTER = [0, 7, 4_999, 10_000, 17_321, 25_000, 31_415, 40_404, 49_998, 50_000]
+
+
+def plate(number: int) -> str:
+    """The `number`th plate: even ones old (`ABC-1234`), odd ones Mercosul (`ABC1K23`), no
+    two of them one vehicle (a Mercosul plate here never has A to J as its fifth letter)."""
+    letters = "".join(chr(ord("A") + number // 26**power % 26) for power in (2, 1, 0))
+    digits = f"{number % 10_000:04d}"
+    if number % 2 == 0:
+        return f"{letters}-{digits}" if number % 4 == 0 else f"{letters.lower()}{digits}"
+    return f"{letters}{digits[0]}{chr(ord('K') + int(digits[1]))}{digits[2:]}"
+
+
+def big_csv(path: Path) -> list[int]:
+    """Write the CSV; the line numbers of its invalid plates."""
+    lines = ["plate,group"]
+    planted: list[int] = []
+    for number in range(PLATES + 1):
+        if number in PLANTED_AFTER:
+            lines.append(f"ZZ{len(planted)}-0000,Grupo {len(planted):03d}")
+            planted.append(len(lines))
+        if number < PLATES:
+            lines.append(f"{plate(number)},Grupo {number % GROUPS:03d}")
+    path.write_text("\n".join(lines) + "\n")
+    return planted
+
+
+def test_fifty_thousand_plates_in_two_hundred_groups_import_in_seconds(tmp_path: Path):
+    path = tmp_path / "fleet.csv"
+    planted = big_csv(path)
+    out = StringIO()
+
+    started = time.perf_counter()
+    call_command("vehicle_groups", "import", str(path), stdout=out)
+    elapsed = time.perf_counter() - started
+
+    print(f"\n{PLATES} plates into {GROUPS} groups imported in {elapsed:.2f} s")
+    output = out.getvalue()
+    assert elapsed < SECONDS
+    assert f"Groups created: {GROUPS} " in output
+    assert f"Plates added: {PLATES}\n" in output
+    assert "Lines refused: 10\n" in output
+    refused = [
+        int(line.split()[1].rstrip(":")) for line in output.splitlines() if "  line " in line
+    ]
+    assert refused == planted
+    assert VehicleGroupPlate.objects.count() == PLATES
+    assert VehicleGroup.objects.get(name="Grupo 007").plates.count() == PLATES // GROUPS
+    assert VehicleGroupPlate.objects.filter(registration="AAA0A00").exists()  # AAA-0000

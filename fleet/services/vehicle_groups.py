@@ -27,6 +27,7 @@ from django.utils.translation import gettext, ngettext
 from fleet import plates
 from fleet.models import WHOLE_FLEET_PERMISSION, VehicleGroup, VehicleGroupMember, VehicleGroupPlate
 from fleet.services.scopes import scope_forget, vehicle_groups_changed
+from fleet.services.vehicles import fleet_registrations
 
 MAX_LINES: Final = 200_000
 MAX_CHARACTERS: Final = 8 * 1024 * 1024
@@ -74,6 +75,9 @@ class ImportReport:
     already_present: int = 0  # in their group before the import
     duplicates: int = 0  # the same vehicle and group on an earlier line
     refused: list[RefusedLine] = field(default_factory=list)
+    # Plates the fleet's vehicle list does not hold (added all the same: a vehicle may be
+    # listed later), by the line that first named them; None when there was no list.
+    unknown: list[tuple[int, str]] | None = None
 
 
 @dataclass(slots=True)
@@ -102,6 +106,7 @@ class _Read:
     groups: dict[str, tuple[str, dict[str, None]]] = field(default_factory=dict)
     refused: list[RefusedLine] = field(default_factory=list)
     duplicates: int = 0
+    first_line: dict[str, int] = field(default_factory=dict)  # of each registration
 
 
 def vehicle_groups_import(
@@ -117,6 +122,13 @@ def vehicle_groups_import(
     report = ImportReport(refused=read.refused, duplicates=read.duplicates)
     if not read.groups:
         return report
+    listed = fleet_registrations()
+    if listed is not None:
+        report.unknown = sorted(
+            (number, plates.display(registration))
+            for registration, number in read.first_line.items()
+            if registration not in listed
+        )
     with transaction.atomic():
         if group is None:
             by_key, report.groups_created = _groups_resolve(
@@ -290,6 +302,7 @@ def _read(lines: Iterable[str], *, named: bool) -> _Read:
             read.refused.append(_refused(number, line, outcome))
             continue
         registration, name = outcome
+        read.first_line.setdefault(registration, number)
         key = name.casefold()
         found = read.groups.setdefault(key, (name, {}))[1]
         if registration in found:

@@ -334,16 +334,22 @@ class Snapshot:
                 mask = wanted if mask is None else _and(mask, wanted)
         return self.order(sort) if mask is None else _Matches(self.order(sort), mask)
 
+    def registrations(self) -> list[str]:
+        """Each row's plate in the Mercosul format (`plates.registration`), built once."""
+        with self._build_lock:
+            if self._registrations is None:
+                self._registrations = list(map(plates.registration, self.plates))
+            return self._registrations
+
     def within_mask(self, within: Within, sort: str | None = DEFAULT_SORT) -> bytes:
         """One byte per row in `sort` order (None: the list's), 1 for the rows of `within`;
         kept by its key."""
         key = (within.key, sort or "")
         mask = self._within.get(key)
         if mask is None:
+            registrations = self.registrations()
             with self._build_lock:
-                if self._registrations is None:
-                    self._registrations = list(map(plates.registration, self.plates))
-                inside = bytes(map(within.registrations.__contains__, self._registrations))
+                inside = bytes(map(within.registrations.__contains__, registrations))
                 if not within.inside:
                     inside = inside.translate(_FLIP)
                 mask = inside if sort is None else bytes(map(inside.__getitem__, self.order(sort)))

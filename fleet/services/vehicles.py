@@ -109,6 +109,16 @@ def vehicle_get(*, plate: str, scope: VehicleScope = WHOLE_FLEET) -> VehicleRow 
     return None if index is None else snapshot.row(index)
 
 
+def fleet_registrations() -> frozenset[str] | None:
+    """The registration of every vehicle of the list (`plates.registration`); None when
+    there is no list to read."""
+    try:
+        snapshot, _freshness = current_snapshot()
+    except FleetDataUnavailable:
+        return None
+    return frozenset(snapshot.registrations())
+
+
 def vehicles_ungrouped() -> int | None:
     """How many vehicles of the list are in no vehicle group; None without a list."""
     try:

@@ -15,7 +15,7 @@ from django.urls import reverse
 from fleet.models import DirectoryGroup, VehicleGroup, VehicleGroupMember, VehicleGroupPlate
 from fleet.services.scopes import directory_groups_apply, scope_of
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.scoped]
 
 CHANGELIST = reverse("admin:fleet_vehiclegroup_changelist")
 IMPORT = reverse("admin:fleet_vehiclegroup_import")

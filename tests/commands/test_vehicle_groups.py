@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from fleet.models import WHOLE_FLEET_PERMISSION, VehicleGroup, VehicleGroupMember
 from fleet.services.scopes import scope_of
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.scoped]
 
 
 def run(*args: str) -> str:

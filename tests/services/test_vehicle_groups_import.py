@@ -162,3 +162,23 @@ def test_plates_are_removed_by_registration_whichever_format_they_are_typed_in()
     assert (removed, [line.number for line in typed.refused]) == (1, [3])
     assert held("Frota") == ["BRA2E19"]
     assert revision("Frota") == before + 1
+
+
+def test_plates_the_fleet_does_not_list_are_reported_by_line_and_added(emulator, fleet_settings):
+    fleet = [v["car_plate"] for v in emulator.vehicles()[:2]]
+    absent = "ZZZ9Z99"
+    assert absent not in fleet
+
+    report = vehicle_groups_import([f"{fleet[0]},Sul", f"{absent},Sul", f"{fleet[1]},Sul"])
+
+    assert report.unknown == [(2, absent)]
+    assert absent in held("Sul")  # a vehicle the fleet may list tomorrow
+
+
+def test_without_a_vehicle_list_the_plates_are_not_checked(settings):
+    settings.FLEET_BASE_URL = "http://127.0.0.1:9"  # nothing listens there
+
+    report = vehicle_groups_import(["ABC1D23,Sul"])
+
+    assert report.unknown is None
+    assert held("Sul") == ["ABC1D23"]

@@ -22,6 +22,8 @@ from fleet.services.vehicle_groups import (
     vehicle_groups_named,
 )
 
+_UNKNOWN_LISTED = 100  # plates not in the vehicle list printed one by one
+
 
 class Command(BaseCommand):
     help = (
@@ -92,6 +94,17 @@ class Command(BaseCommand):
         self.stdout.write(f"Lines refused: {len(report.refused)}")
         for refused in report.refused:
             self.stdout.write(f"  line {refused.number}: {refused.text!r}: {refused.reason}")
+        if report.unknown is None:
+            self.stdout.write("Plates not in the fleet's vehicle list: not checked (no list)")
+        else:
+            self.stdout.write(
+                f"Plates not in the fleet's vehicle list (added all the same): "
+                f"{len(report.unknown)}"
+            )
+            for number, plate in report.unknown[:_UNKNOWN_LISTED]:
+                self.stdout.write(f"  line {number}: {plate}")
+            if len(report.unknown) > _UNKNOWN_LISTED:
+                self.stdout.write(f"  … and {len(report.unknown) - _UNKNOWN_LISTED} more")
         style = self.style.WARNING if report.refused else self.style.SUCCESS
         self.stdout.write(style("Imported." if not report.refused else "Imported the other lines."))
 

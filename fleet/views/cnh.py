@@ -29,7 +29,7 @@ from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from fleet.forms import CnhBatchForm, CnhLookupForm
+from fleet.forms_cnh import CnhBatchForm, CnhLookupForm
 from fleet.models import CnhItemStatus, CpfDisclosurePlace
 from fleet.services.cnh import cnh_lookup_create, cnh_lookup_recover, cnh_lookup_retry_failed
 from fleet.services.cnh_privacy import (

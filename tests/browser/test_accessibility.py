@@ -146,6 +146,21 @@ def manager_pages(manager: Any, emulator: Emulator) -> list[str]:
     ]
 
 
+def regional_manager() -> tuple[str, str]:
+    """A manager who sees two groups with long names (shown under their name in the
+    header), one of them holding the vehicle of the longest fine; their login."""
+    from django.contrib.auth.models import User
+
+    user = User.objects.create_user("regional", password="regional-demo-password")
+    user.user_permissions.clear()  # scoped: their groups only
+    plate = Fine.objects.get(external_id=str(LONG_FINE_ID)).registration
+    for name in ("Região Metropolitana de São Paulo, Zona Leste", "Campinas e Região"):
+        group = VehicleGroup.objects.create(name=name)
+        group.plates.create(registration=plate)
+        group.members.create(user=user)
+    return "regional", "regional-demo-password"
+
+
 def admin_pages() -> list[str]:
     fine = Fine.objects.first()
     group = VehicleGroup.objects.create(name=f"Frota {LONG_NAME}", description=LONG_NAME)
@@ -229,6 +244,11 @@ def test_every_page_has_no_axe_violation(
 
     page, _ = signed_in(browser, live_server, locale, admin_user.username, "password")
     for path in admin_pages():
+        found += violations(page, path)
+    page.context.close()
+
+    page, _ = signed_in(browser, live_server, locale, *regional_manager())
+    for path in ("/", "/vehicles/", "/fines/", "/app/"):
         found += violations(page, path)
     page.context.close()
 

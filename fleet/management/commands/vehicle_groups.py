@@ -9,6 +9,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import translation
 
 from fleet.models import VehicleGroup
 from fleet.services.vehicle_groups import (
@@ -59,6 +60,12 @@ class Command(BaseCommand):
             action.add_argument("--whole-fleet", action="store_true", help=whole_fleet)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # In English, as the rest of its output: the reasons the services give are
+        # translated for the admin's pages.
+        with translation.override("en"):
+            self._handle(options)
+
+    def _handle(self, options: dict[str, Any]) -> None:
         if options["action"] == "import":
             self._import(options["file"], group_name=options["group"])
             return

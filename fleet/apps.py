@@ -10,8 +10,10 @@ class FleetConfig(AppConfig):
     verbose_name = _("Fleet")
 
     def ready(self) -> None:
-        from fleet import after_response
+        from fleet import after_response, signals
         from fleet.api.redaction import protect_library_loggers
+
+        signals.connect()  # who sees what: fleet.services.scopes
 
         # requests and urllib3 carry more than the Fleet API's calls (an identity
         # provider's, through allauth): their records are scrubbed from the start.

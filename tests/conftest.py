@@ -215,6 +215,7 @@ def _fresh_fleet_client() -> Iterator[None]:
 
     from fleet.services.connection import fleet_clients_forget
     from fleet.services.crlv import crlv_reports_forget
+    from fleet.services.scopes import scopes_forget_all
     from fleet.services.vehicle_cache import vehicles_forget
     from fleet.webhooks.receive import deliveries_schedule_forget
     from fleet.webhooks.unknown_keys import unknown_keys_forget
@@ -223,6 +224,7 @@ def _fresh_fleet_client() -> Iterator[None]:
         fleet_clients_forget()
         cache.clear()
         vehicles_forget()
+        scopes_forget_all()
         unknown_keys_forget()
         deliveries_schedule_forget()
         crlv_reports_forget()

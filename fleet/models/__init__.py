@@ -28,6 +28,7 @@ from fleet.models.drivers import Driver
 from fleet.models.groups import (
     WHOLE_FLEET_PERMISSION,
     DirectoryGroup,
+    ScopeVersion,
     VehicleGroup,
     VehicleGroupMember,
     VehicleGroupPlate,
@@ -70,6 +71,7 @@ __all__ = [
     "MintPurpose",
     "Notification",
     "SavedFineView",
+    "ScopeVersion",
     "TallyDimension",
     "UnknownWebhookKey",
     "VehicleGroup",

@@ -124,3 +124,18 @@ class DirectoryGroup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider}: {self.value} → {self.group}"
+
+
+class ScopeVersion(models.Model):
+    """One row counting the changes of who sees what (permissions, groups of users,
+    vehicle groups and their members): each process keeps the scopes it read under it
+    (`fleet.services.scopes`)."""
+
+    value = models.BigIntegerField(_("changes"), default=0)
+
+    class Meta:
+        verbose_name = _("version of the vehicle scopes")
+        verbose_name_plural = _("versions of the vehicle scopes")
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -8,9 +8,13 @@ sees the vehicles of their groups and the records that name them, whichever plat
 (`plates.registration`), as the records do.
 
 Every page reads the scope of its user once (`scope_of`, kept on the user object for
-the request). It costs the groups' query; the registrations are read only where a
-page needs them, from this process's memory or the cache, keyed by the groups and
-their revisions, so that a change of a group's plates shows at the next page.
+the request). Each process keeps the scopes it read under the version of who sees
+what (`ScopeVersion`, one row, counted up by every change of a permission, a group of
+users, a vehicle group or its members: `scopes_changed`, from the signals of
+`fleet.signals` and the services that write in bulk), so that a page costs one small
+query for it, and a change shows at the next page. The registrations are read only
+where a page needs them, from this process's memory or the cache, keyed by the
+groups and their revisions.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from fleet.models import (
     DirectoryGroup,
     Fine,
     Notification,
+    ScopeVersion,
     VehicleGroup,
     VehicleGroupMember,
     VehicleGroupPlate,
@@ -42,10 +47,12 @@ from fleet.models import (
 from fleet.services.vehicle_index import Within
 
 _KEPT: Final = 64  # scopes' registrations this process keeps
+_USERS_KEPT: Final = 4096  # users' scopes this process keeps, under the scopes' version
 _CACHE_SECONDS: Final = 3600
 _ATTRIBUTE: Final = "_fleet_vehicle_scope"
 
 _registrations: dict[str, frozenset[str]] = {}
+_scopes: dict[tuple[int, int], VehicleScope] = {}
 _lock = threading.Lock()
 
 
@@ -82,10 +89,10 @@ class VehicleScope:
             return records
         if not self.group_ids:
             return records.none()
-        return records.filter(
-            registration__in=VehicleGroupPlate.objects.filter(group_id__in=self.group_ids).values(
-                "registration"
-            )
+        plates_of = VehicleGroupPlate.objects.filter(group_id__in=self.group_ids)
+        # `exclude`: the records' index of plates holds only the records that name one.
+        return records.exclude(registration="").filter(
+            registration__in=plates_of.values("registration")
         )
 
 
@@ -105,6 +112,30 @@ def scope_of(user: User | AnonymousUser) -> VehicleScope:
 def _scope_read(user: User | AnonymousUser) -> VehicleScope:
     if not user.is_authenticated or not user.is_active:
         return NOTHING
+    if user.is_superuser:
+        return WHOLE_FLEET
+    version = _version_now()
+    found = _scopes.get((user.pk, version))
+    if found is None:
+        found = _scope_of_user(user)
+        with _lock:
+            bounded_put(_scopes, (user.pk, version), found, size=_USERS_KEPT)
+    return found
+
+
+def _version_now() -> int:
+    return next(iter(ScopeVersion.objects.filter(pk=1).values_list("value", flat=True)), 0)
+
+
+def scopes_changed() -> None:
+    """Count a change of who sees what: every process reads the scopes again. Counted in
+    the transaction of the change, after it, so that a reader who finds the new version
+    finds the change too."""
+    if not ScopeVersion.objects.filter(pk=1).update(value=F("value") + 1):
+        ScopeVersion.objects.get_or_create(pk=1, defaults={"value": 1})
+
+
+def _scope_of_user(user: User) -> VehicleScope:
     if user.has_perm(WHOLE_FLEET_PERMISSION):
         return WHOLE_FLEET
     groups = list(
@@ -130,10 +161,22 @@ def _version(revision: int, created_at: datetime) -> str:
     return f"{revision}.{created_at.timestamp():.6f}"
 
 
+def scopes_forget_all() -> None:
+    """Forget the scopes and registrations this process keeps (a database emptied)."""
+    with _lock:
+        _scopes.clear()
+        _registrations.clear()
+
+
 def scope_forget(user: User) -> None:
-    """Have `user`'s scope read again (after a change of their groups in this request)."""
+    """Have `user`'s scope read again, here and in every process (after a change of their
+    groups or permissions)."""
     if hasattr(user, _ATTRIBUTE):
         delattr(user, _ATTRIBUTE)
+    for cached in ("_perm_cache", "_user_perm_cache", "_group_perm_cache"):
+        if hasattr(user, cached):
+            delattr(user, cached)
+    scopes_changed()
 
 
 def _registrations_of(key: str, group_ids: tuple[int, ...]) -> frozenset[str]:
@@ -178,6 +221,7 @@ def grouped_registrations(key: str) -> frozenset[str]:
 def vehicle_groups_changed(group_ids: Iterable[int]) -> None:
     """Count a change of these groups' plates: their members' scopes are read again."""
     VehicleGroup.objects.filter(pk__in=list(group_ids)).update(revision=F("revision") + 1)
+    scopes_changed()
 
 
 def directory_groups_apply(*, user: User, provider: str, values: Iterable[str]) -> None:

@@ -87,6 +87,7 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
             user.get_full_name(),
             user.is_staff,
             scope.key,
+            scope.group_names,  # in the header
             language,
             path,
         ),

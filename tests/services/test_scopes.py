@@ -128,3 +128,29 @@ def test_the_vehicle_list_is_masked_by_the_scope_in_every_order():
         snapshot.page(query="", active=None, sort="plate", page=1, per_page=5, within=nothing).total
         == 0
     )
+
+
+def test_each_change_of_who_sees_what_shows_at_the_next_request(
+    client, user, emulator, fleet_settings
+):
+    """The scopes each process keeps are read again after any such change: a membership
+    removed, the whole-fleet permission given through a group of users, then taken."""
+    made = group("Sorocaba", "ABC1C34")
+    member = VehicleGroupMember.objects.create(group=made, user=user)
+    client.force_login(user)
+    assert "Sorocaba" in client.get("/vehicles/").text
+
+    member.delete()
+    assert "Sorocaba" not in client.get("/vehicles/").text
+
+    whole = Group.objects.get(name="Whole fleet")
+    user.groups.add(whole)
+    assert 'data-testid="scope-groups"' not in client.get("/vehicles/").text
+
+    whole.user_set.remove(user)
+    assert 'data-testid="scope-groups"' in client.get("/vehicles/").text
+
+    made.members.create(user=user)
+    made.name = "Sorocaba e Região"
+    made.save()
+    assert "Sorocaba e Região" in client.get("/vehicles/").text

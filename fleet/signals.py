@@ -1,0 +1,45 @@
+"""Changes of who sees what, wherever they are made (the admin, a shell, a service):
+each counts a new version of the vehicle scopes (`fleet.services.scopes.scopes_changed`).
+
+Writes in bulk send no signal: the services that make them count the change themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import Group, Permission, User
+from django.db.models.signals import m2m_changed, post_delete, post_save
+
+from fleet.models import VehicleGroup, VehicleGroupMember
+from fleet.services.scopes import scopes_changed
+
+_UID = "fleet.scopes"
+
+
+def _changed(sender: Any, **kwargs: Any) -> None:
+    if kwargs.get("raw"):
+        return  # loading a fixture
+    action = kwargs.get("action")
+    if action is not None and not action.startswith("post_"):
+        return  # m2m_changed: only once it is done
+    scopes_changed()
+
+
+def _user_saved(sender: Any, update_fields: Any = None, raw: bool = False, **kwargs: Any) -> None:
+    # A sign-in writes `last_login` alone: it changes nobody's scope.
+    if raw or (update_fields is not None and set(update_fields) <= {"last_login"}):
+        return
+    scopes_changed()
+
+
+def connect() -> None:
+    for model in (VehicleGroup, VehicleGroupMember):
+        post_save.connect(_changed, sender=model, dispatch_uid=f"{_UID}.save.{model.__name__}")
+    for deleted in (VehicleGroup, VehicleGroupMember, Group, Permission, User):
+        post_delete.connect(
+            _changed, sender=deleted, dispatch_uid=f"{_UID}.delete.{deleted.__name__}"
+        )
+    for through in (User.groups.through, User.user_permissions.through, Group.permissions.through):
+        m2m_changed.connect(_changed, sender=through, dispatch_uid=f"{_UID}.m2m.{through.__name__}")
+    post_save.connect(_user_saved, sender=User, dispatch_uid=f"{_UID}.user")

@@ -74,17 +74,21 @@ _SETTLE = 0.2  # seconds between rounds
 _WRITER_FIRST_ID = 10_000_000  # the writer's fines, after any the fill writes
 
 # Writes BENCH_COUNT fines after those there are, with ids from BENCH_START: 2,000
-# vehicles (old and Mercosul plates), 800 drivers, 14 months of dates, 40 % treated.
+# vehicles (old and Mercosul plates), or those of the file BENCH_PLATES (one a line),
+# 800 drivers, 14 months of dates, 40 % treated.
 _FILL = """
 import os, random
 from datetime import timedelta
 from decimal import Decimal
+from pathlib import Path
 from django.utils import timezone
 from fleet.models import Fine
 from fleet import plates
 rng = random.Random(int(os.environ["BENCH_START"]))
 now = timezone.now()
-vehicles = [
+vehicles = Path(os.environ["BENCH_PLATES"]).read_text().split() if os.environ.get(
+    "BENCH_PLATES"
+) else [
     f"{chr(65 + n % 26)}{chr(65 + n // 26 % 26)}{chr(65 + n // 676 % 26)}"
     + (f"{n % 10}{chr(65 + n % 7)}{n % 100:02d}" if n % 2 else f"{n % 10000:04d}")
     for n in range(2000)
@@ -122,13 +126,17 @@ class SizeResult:
     versions: int = 0  # how many times the tallies changed during the rounds
 
 
-def fill(environment: dict[str, str], *, start: int, count: int) -> float:
-    """Write `count` fines; the seconds it took."""
+def fill(
+    environment: dict[str, str], *, start: int, count: int, plates: Path | None = None
+) -> float:
+    """Write `count` fines (for the vehicles of the file `plates`, one a line, if given);
+    the seconds it took."""
     began = time.perf_counter()
     subprocess.run(
         [sys.executable, "manage.py", "shell", "-v", "0", "-c", _FILL],
         cwd=ROOT,
-        env=environment | {"BENCH_START": str(start), "BENCH_COUNT": str(count)},
+        env=environment
+        | {"BENCH_START": str(start), "BENCH_COUNT": str(count), "BENCH_PLATES": str(plates or "")},
         check=True,
     )
     return time.perf_counter() - began

@@ -37,15 +37,20 @@ _PORTAL_NAMES = frozenset(
         "USE_X_FORWARDED_PROTO",
     ]
 )
-# Creates the benchmark's portal user and links the emulator's manager to it.
+# Creates the benchmark's portal user, who sees the whole fleet as every manager did
+# before vehicle groups, and links the emulator's manager to it.
 _CREATE_MANAGER = """
 import os
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from fleet.models import FleetAccount
 # A PostgreSQL database is reused from run to run: its manager of the last run goes.
 get_user_model().objects.filter(username=os.environ["BENCH_USERNAME"]).delete()
 user = get_user_model().objects.create_user(
     username=os.environ["BENCH_USERNAME"], password=os.environ["BENCH_PASSWORD"]
+)
+user.user_permissions.add(
+    Permission.objects.get(content_type__app_label="fleet", codename="view_whole_fleet")
 )
 account = FleetAccount(user=user, email=os.environ["BENCH_FLEET_EMAIL"])
 account.set_password(os.environ["BENCH_FLEET_PASSWORD"])
@@ -140,7 +145,8 @@ def portal_empty_webhook_tables(environment: dict[str, str]) -> None:
 
 
 def portal_prepare(environment: dict[str, str]) -> PortalUser:
-    """Migrate the portal's database and create a manager linked to the emulator's one."""
+    """Migrate the portal's database and create a manager who sees the whole fleet
+    (`fleet.view_whole_fleet`), linked to the emulator's one."""
     user = PortalUser(username="bench-manager", password=secrets.token_urlsafe(16))
     manage = [sys.executable, "manage.py"]
     portal_migrate(environment)

@@ -1,4 +1,4 @@
-"""The portal's URLs plus four that only benchmarks serve (`bench.settings`).
+"""The portal's URLs plus five that only benchmarks serve (`bench.settings`).
 
 - `bench/bare`: the floor of an authenticated page, through the same
   middleware and the same `login_required` session check as `/vehicles/`,
@@ -6,6 +6,8 @@
 - `bench/forget`: empties the shared cache and this worker's decoded vehicle
   list, so that the next `/vehicles/` on the same keep-alive connection is
   the cold page: it fetches, stores and renders the fleet;
+- `bench/forget-figures`: has the next dashboard read its figures again
+  (`fine_figures_forget`), leaving the vehicle list in the cache;
 - `bench/bare-post`: the floor of a webhook delivery, through the same
   middleware as the receiver, CSRF-exempt like it: reads the body and
   answers a few bytes of JSON, touching no database;
@@ -28,6 +30,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from bench.models import StoredPost
+from fleet.services.dashboard import fine_figures_forget
 from fleet.services.vehicle_cache import vehicles_forget
 from portal.urls import urlpatterns as portal_urlpatterns
 
@@ -48,6 +51,13 @@ def forget_vehicles(request: HttpRequest) -> HttpResponse:
     return HttpResponse(str(os.getpid()), content_type="text/plain")
 
 
+@require_GET
+@login_required
+def forget_figures(request: HttpRequest) -> HttpResponse:
+    fine_figures_forget()
+    return HttpResponse(str(os.getpid()), content_type="text/plain")
+
+
 @csrf_exempt
 @require_POST
 def bare_post_view(request: HttpRequest) -> HttpResponse:
@@ -65,6 +75,7 @@ urlpatterns = [
     *portal_urlpatterns,
     path("bench/bare", bare_view, name="bench_bare"),
     path("bench/forget", forget_vehicles, name="bench_forget"),
+    path("bench/forget-figures", forget_figures, name="bench_forget_figures"),
     path("bench/bare-post", bare_post_view, name="bench_bare_post"),
     path("bench/stored-post", stored_post_view, name="bench_stored_post"),
 ]

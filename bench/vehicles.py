@@ -820,6 +820,12 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--redis", default=REDIS_URL, help=f"the shared cache (default {REDIS_URL})"
     )
+    parser.add_argument(
+        "--scoped",
+        action="store_true",
+        help="users who see their vehicle groups instead (bench/vehicles_scoped.py; "
+        "`--scoped --help` lists its options)",
+    )
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.duration < args.rounds or args.cold_rounds < 1:
         parser.error("--rounds and --cold-rounds must be at least 1, --duration at least --rounds")
@@ -829,7 +835,12 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_arguments(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if "--scoped" in arguments:  # users who see their vehicle groups: a run of its own
+        from bench import vehicles_scoped
+
+        return vehicles_scoped.main([a for a in arguments if a != "--scoped"])
+    args = parse_arguments(arguments)
     failures: Counter[str] = Counter()
     try:
         with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="fleet-bench-") as tmp:

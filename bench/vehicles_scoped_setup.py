@@ -16,27 +16,25 @@ USERNAMES = {WHOLE: "bench-manager", SCOPED: "bench-scoped", SUPERUSER: "bench-s
 
 
 def scoped_setup() -> dict[str, Any]:
-    """Files the plates of BENCH_PLATES into BENCH_GROUPS groups of BENCH_GROUP_SIZE and
-    makes the users (passwords in BENCH_PASSWORDS, JSON by username)."""
+    """Files the plates of BENCH_PLATES into BENCH_GROUPS groups of BENCH_GROUP_SIZE, as an
+    operator's `plate,group` file through the portal's import, and makes the users
+    (passwords in BENCH_PASSWORDS, JSON by username)."""
     from django.contrib.auth import get_user_model
 
     from fleet import plates
-    from fleet.models import VehicleGroup, VehicleGroupMember, VehicleGroupPlate
+    from fleet.models import VehicleGroup, VehicleGroupPlate
+    from fleet.services.vehicle_groups import vehicle_group_grant, vehicle_groups_import
 
     listed = Path(os.environ["BENCH_PLATES"]).read_text().split()
     registrations = list(dict.fromkeys(map(plates.registration, listed)))
     count, size = int(os.environ["BENCH_GROUPS"]), int(os.environ["BENCH_GROUP_SIZE"])
-    groups = VehicleGroup.objects.bulk_create(
-        [VehicleGroup(name=f"Bench group {number + 1:03d}") for number in range(count)]
+    names = [f"Bench group {number + 1:03d}" for number in range(count)]
+    report = vehicle_groups_import(
+        f"{registration},{name}"
+        for number, name in enumerate(names)
+        for registration in registrations[number * size : (number + 1) * size]
     )
-    VehicleGroupPlate.objects.bulk_create(
-        [
-            VehicleGroupPlate(group=group, registration=registration)
-            for number, group in enumerate(groups)
-            for registration in registrations[number * size : (number + 1) * size]
-        ],
-        batch_size=5000,
-    )
+    assert not report.refused, report.refused
     passwords = json.loads(os.environ["BENCH_PASSWORDS"])
     users = get_user_model().objects
     # The whole-fleet manager is `portal_prepare`'s, with the permission already.
@@ -44,10 +42,11 @@ def scoped_setup() -> dict[str, Any]:
         users.filter(username=username).delete()
     scoped = users.create_user(username=USERNAMES[SCOPED], password=passwords[SCOPED])
     users.create_superuser(username=USERNAMES[SUPERUSER], password=passwords[SUPERUSER])
-    VehicleGroupMember.objects.create(group=groups[0], user=scoped)
+    first = VehicleGroup.objects.get(name=names[0])
+    vehicle_group_grant(user=scoped, groups=[first])
     return {
-        "group": groups[0].name,
-        "in_group": groups[0].plates.count(),
+        "group": first.name,
+        "in_group": first.plates.count(),
         "grouped": VehicleGroupPlate.objects.count(),
     }
 

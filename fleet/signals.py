@@ -1,5 +1,6 @@
 """Changes of who sees what, wherever they are made (the admin, a shell, a service):
 each counts a new version of the vehicle scopes (`fleet.services.scopes.scopes_changed`).
+A person whose access a provider refused leaves the vehicle groups that provider gave.
 
 Writes in bulk send no signal: the services that make them count the change themselves.
 """
@@ -12,7 +13,8 @@ from django.contrib.auth.models import Group, Permission, User
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
 from fleet.models import VehicleGroup, VehicleGroupMember
-from fleet.services.scopes import scopes_changed
+from fleet.services.scopes import directory_groups_apply, scopes_changed
+from signin.signals import access_refused
 
 _UID = "fleet.scopes"
 
@@ -33,6 +35,12 @@ def _user_saved(sender: Any, update_fields: Any = None, raw: bool = False, **kwa
     scopes_changed()
 
 
+def _access_refused(sender: Any, *, user: User, provider: str = "", **kwargs: Any) -> None:
+    """The provider no longer vouches for the person: nor for their groups there."""
+    if provider:
+        directory_groups_apply(user=user, provider=provider, values=())
+
+
 def connect() -> None:
     for model in (VehicleGroup, VehicleGroupMember):
         post_save.connect(_changed, sender=model, dispatch_uid=f"{_UID}.save.{model.__name__}")
@@ -43,3 +51,4 @@ def connect() -> None:
     for through in (User.groups.through, User.user_permissions.through, Group.permissions.through):
         m2m_changed.connect(_changed, sender=through, dispatch_uid=f"{_UID}.m2m.{through.__name__}")
     post_save.connect(_user_saved, sender=User, dispatch_uid=f"{_UID}.user")
+    access_refused.connect(_access_refused, dispatch_uid=f"{_UID}.refused")

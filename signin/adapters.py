@@ -53,7 +53,10 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
             )
             if sociallogin.is_existing and refusal.outcome in ACCESS_ENDED:
                 access_refused.send(
-                    sender=type(self), user=sociallogin.user, outcome=refusal.outcome
+                    sender=type(self),
+                    user=sociallogin.user,
+                    outcome=refusal.outcome,
+                    provider=sociallogin.account.provider,
                 )
             raise ImmediateHttpResponse(
                 views.refused(request, provider=sociallogin.account.get_provider(), refusal=refusal)

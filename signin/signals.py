@@ -1,10 +1,11 @@
 """What sign-in tells the rest of the portal about a person's access, without knowing who
 listens (the alerts stop and resume on these).
 
-- `access_refused(user, outcome)`: the organisation's rules refused, at single
-  sign-on, a person who has a portal account: they left the groups that give
+- `access_refused(user, outcome, provider)`: the organisation's rules refused, at
+  single sign-on, a person who has a portal account: they left the groups that give
   access, their domain or e-mail is no longer admitted, or the account is
-  deactivated. `outcome` is the `SsoOutcome`; its label says it in words.
+  deactivated. `outcome` is the `SsoOutcome`; its label says it in words;
+  `provider` the id of the provider that refused them.
 - `access_granted(user)`: a person signed in, through a provider or the local form.
 """
 

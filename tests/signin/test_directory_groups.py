@@ -143,3 +143,21 @@ def test_the_claim_read_is_the_one_the_provider_names_its_values_as_strings(
     user = signs_in(client, "manager")
 
     assert memberships(user) == {("Rio", "acme")}
+
+
+def test_a_refused_sign_in_takes_away_the_groups_that_provider_gave(
+    client, oidc_settings, identity_provider, groups
+):
+    """The provider no longer admits the person (here: their e-mail no longer verified), so
+    the portal refuses them: that provider vouches no more for their groups there, and
+    those given by hand stay."""
+    sao_paulo, rio = groups
+    identity_provider.update_user("manager", groups=["fleet-managers", "fleet-sp"])
+    user = signs_in(client, "manager")
+    VehicleGroupMember.objects.create(user=user, group=rio, provider="")
+
+    identity_provider.update_user("manager", groups=["fleet-sp"], email_verified=False)
+    sso(client, "manager")
+
+    assert last_attempt().outcome == SsoOutcome.UNVERIFIED_EMAIL
+    assert memberships(user) == {("Rio", "")}

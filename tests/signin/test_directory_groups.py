@@ -151,7 +151,7 @@ def test_a_refused_sign_in_takes_away_the_groups_that_provider_gave(
     """The provider no longer admits the person (here: their e-mail no longer verified), so
     the portal refuses them: that provider vouches no more for their groups there, and
     those given by hand stay."""
-    sao_paulo, rio = groups
+    _sao_paulo, rio = groups
     identity_provider.update_user("manager", groups=["fleet-managers", "fleet-sp"])
     user = signs_in(client, "manager")
     VehicleGroupMember.objects.create(user=user, group=rio, provider="")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from django.utils import translation
 
 from fleet.models import VehicleGroup, VehicleGroupPlate
 from fleet.services import vehicle_groups
@@ -17,6 +18,13 @@ from fleet.services.vehicle_groups import (
 )
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _in_english():
+    """The reasons are translated: these tests read them in English."""
+    with translation.override("en"):
+        yield
 
 
 def held(name: str) -> list[str]:

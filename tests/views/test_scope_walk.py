@@ -173,7 +173,7 @@ def sides(emulator: Any, fleet_settings: Any, django_user_model: Any) -> list[Si
 
 def _paths(side: Side, other: Side) -> dict[str, list[tuple[str, str, dict[str, Any]]]]:
     """Each URL name walked, with the requests `side`'s manager makes on it about `other`'s
-    vehicles and records: (method, path, data). Every one must show nothing of `other`."""
+    vehicles and records: (method, path, data). None may show anything of `other`."""
     plate = other.plates[0]
     forms = sorted({plate, plates.display(plate), plates.registration(plate)})
     return {

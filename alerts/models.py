@@ -330,6 +330,7 @@ class WebhookAttempt(models.Model):
 class PauseReason(models.TextChoices):
     REFUSED = "refused", _("refused at sign-in")
     INACTIVE = "inactive", _("not signed in for a long time")
+    DEPROVISIONED = "deprovisioned", _("deactivated by the identity provider")
 
 
 class PauseNotice(models.TextChoices):

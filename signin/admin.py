@@ -24,6 +24,7 @@ from django.utils.translation import ngettext
 
 from signin.models import SsoAttempt
 from signin.providers import provider_list
+from signin.scim import admin as scim_admin  # noqa: F401 (registers provisioning's pages)
 
 if TYPE_CHECKING:
     _SsoAttemptAdmin = admin.ModelAdmin[SsoAttempt]

@@ -4,9 +4,14 @@ Local logins are audited by django-axes (its access logs and failures, in
 the admin beside this one); this records every answer an identity provider
 gave the portal and what the portal made of it. Never a token, a code or a
 secret: the subject, the e-mail and the outcome.
+
+Provisioning (SCIM 2.0, `signin.scim`) keeps its tokens (hashed), the calls it
+answered, and the users and groups each provider pushed.
 """
 
 from __future__ import annotations
+
+import uuid
 
 from django.conf import settings
 from django.db import models
@@ -77,3 +82,127 @@ class SsoAttempt(models.Model):
                 self.get_outcome_display(),
             )
         )
+
+
+# --- Provisioning from the directory (SCIM 2.0) ---------------------------------------
+
+
+class ScimToken(models.Model):
+    """The bearer token an identity provider's SCIM client sends; only its SHA-256 is kept.
+
+    `prefix` is the token's public start: the row is found by it, then the digest is
+    compared in constant time.
+    """
+
+    provider = models.CharField(_("identity provider"), max_length=200, db_index=True)
+    prefix = models.CharField(_("prefix"), max_length=16, unique=True, editable=False)
+    digest = models.CharField(_("SHA-256 of the token"), max_length=64, editable=False)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    created_by = models.CharField(_("created by"), max_length=150, blank=True)
+    revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True)
+    last_used_at = models.DateTimeField(_("last used"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("SCIM token")
+        verbose_name_plural = _("SCIM tokens")
+        ordering = ["provider", "-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.provider} · {self.prefix}…"
+
+
+class ScimCall(models.Model):
+    """One request to the SCIM endpoints and its answer: never the token, never a body."""
+
+    created_at = models.DateTimeField(_("when"), auto_now_add=True, db_index=True)
+    provider = models.CharField(_("identity provider"), max_length=200, blank=True)
+    token = models.ForeignKey(
+        ScimToken,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="calls",
+        verbose_name=_("token"),
+    )
+    method = models.CharField(_("method"), max_length=10)
+    path = models.CharField(_("path"), max_length=300)
+    resource_id = models.CharField(_("resource id"), max_length=100, blank=True)
+    status = models.PositiveSmallIntegerField(_("status"))
+    detail = models.CharField(_("detail"), max_length=300, blank=True)
+    address = models.GenericIPAddressField(_("address"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("SCIM call")
+        verbose_name_plural = _("SCIM calls")
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path} → {self.status}"
+
+
+class ScimUser(models.Model):
+    """A portal user as one identity provider provisions them: its `userName` and
+    `externalId` (the subject it signs them in with, kept as their SocialAccount's uid)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    provider = models.CharField(_("identity provider"), max_length=200)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="scim_identities",
+        verbose_name=_("portal user"),
+    )
+    user_name = models.CharField(_("userName"), max_length=255)
+    external_id = models.CharField(_("externalId"), max_length=255, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("last modified"), auto_now=True)
+    # DELETE keeps the portal user and their records; the provider no longer sees them.
+    deleted_at = models.DateTimeField(_("deleted by the provider"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("provisioned user")
+        verbose_name_plural = _("provisioned users")
+        ordering = ["provider", "user_name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "user_name"],
+                condition=models.Q(deleted_at__isnull=True),
+                name="signin_scim_user_name",
+            ),
+            models.UniqueConstraint(
+                fields=["provider", "user"],
+                condition=models.Q(deleted_at__isnull=True),
+                name="signin_scim_user",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}: {self.user_name}"
+
+
+class ScimGroup(models.Model):
+    """A group an identity provider pushes: its `displayName` and `externalId` are values
+    of that provider's groups (`fleet.models.DirectoryGroup`), as the groups claim's are."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    provider = models.CharField(_("identity provider"), max_length=200)
+    display_name = models.CharField(_("displayName"), max_length=255)
+    external_id = models.CharField(_("externalId"), max_length=255, blank=True)
+    members = models.ManyToManyField(
+        ScimUser, related_name="groups", blank=True, verbose_name=_("members")
+    )
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("last modified"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("provisioned group")
+        verbose_name_plural = _("provisioned groups")
+        ordering = ["provider", "display_name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "display_name"], name="signin_scim_group_name"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}: {self.display_name}"

@@ -1,0 +1,127 @@
+"""The admin of provisioning: SCIM tokens (made here and shown once, revoked here, never
+shown again), the audit of SCIM calls, and the users and groups each provider pushed
+(read-only: the provider decides them)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
+
+from signin.models import ScimCall, ScimGroup, ScimToken, ScimUser
+from signin.providers import provider_list
+from signin.scim.tokens import scim_token_mint, scim_token_revoke
+
+if TYPE_CHECKING:
+    _TokenAdmin = admin.ModelAdmin[ScimToken]
+    _CallAdmin = admin.ModelAdmin[ScimCall]
+    _UserAdmin = admin.ModelAdmin[ScimUser]
+    _GroupAdmin = admin.ModelAdmin[ScimGroup]
+else:
+    _TokenAdmin = _CallAdmin = _UserAdmin = _GroupAdmin = admin.ModelAdmin
+
+_MINTED = "_scim_token_minted"
+
+
+class ScimTokenForm(forms.ModelForm[ScimToken]):
+    class Meta:
+        model = ScimToken
+        fields = ["provider"]
+
+
+class _ReadOnly:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(ScimToken)
+class ScimTokenAdmin(_TokenAdmin):
+    form = ScimTokenForm
+    list_display = ["provider", "prefix", "created_at", "created_by", "last_used_at", "revoked_at"]
+    list_filter = ["provider"]
+    actions = ["revoke"]
+    created_template = "admin/signin/scimtoken/created.html"
+
+    def get_fields(self, request: HttpRequest, obj: ScimToken | None = None) -> Any:
+        if obj is None:
+            return ["provider"]
+        return [*self.list_display]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: ScimToken | None = None) -> Any:
+        return [] if obj is None else [*self.list_display]
+
+    def formfield_for_dbfield(
+        self, db_field: Any, request: HttpRequest, **kwargs: Any
+    ) -> forms.Field | None:
+        if db_field.name == "provider":
+            return forms.ChoiceField(
+                label=_("identity provider"),
+                choices=[
+                    (provider.sub_id, f"{provider.name} ({provider.sub_id})")
+                    for provider in provider_list(request)
+                ],
+            )
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def save_model(self, request: HttpRequest, obj: ScimToken, form: Any, change: bool) -> None:
+        if change:
+            return  # a token is never changed, only revoked
+        token = scim_token_mint(provider=obj.provider, created_by=request.user.get_username())
+        setattr(request, _MINTED, token)
+        obj.pk = ScimToken.objects.get(prefix=token.split("_")[1]).pk
+
+    def response_add(
+        self, request: HttpRequest, obj: ScimToken, post_url_continue: str | None = None
+    ) -> HttpResponse:
+        """The token, once (the admin's pages are never cached); only its digest is kept."""
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": gettext("New SCIM token"),
+            "token": getattr(request, _MINTED, ""),
+            "provider": obj.provider,
+        }
+        return TemplateResponse(request, self.created_template, context)
+
+    @admin.action(description=_("Revoke the selected tokens (their client is refused at once)"))
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ScimToken]) -> None:
+        live = list(queryset.filter(revoked_at__isnull=True))
+        for token in live:
+            scim_token_revoke(token=token)
+        self.message_user(
+            request,
+            ngettext("%(count)d token revoked.", "%(count)d tokens revoked.", len(live))
+            % {"count": len(live)},
+            messages.SUCCESS,
+        )
+
+
+@admin.register(ScimCall)
+class ScimCallAdmin(_ReadOnly, _CallAdmin):
+    list_display = ["created_at", "provider", "method", "path", "status", "address", "detail"]
+    list_filter = ["provider", "status", "method"]
+    search_fields = ["path", "resource_id"]
+    date_hierarchy = "created_at"
+
+
+@admin.register(ScimUser)
+class ScimUserAdmin(_ReadOnly, _UserAdmin):
+    list_display = ["provider", "user_name", "external_id", "user", "updated_at", "deleted_at"]
+    list_filter = ["provider"]
+    search_fields = ["user_name", "external_id", "user__username"]
+
+
+@admin.register(ScimGroup)
+class ScimGroupAdmin(_ReadOnly, _GroupAdmin):
+    list_display = ["provider", "display_name", "external_id", "updated_at"]
+    list_filter = ["provider"]
+    search_fields = ["display_name", "external_id"]

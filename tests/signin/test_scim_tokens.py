@@ -1,0 +1,101 @@
+"""SCIM bearer tokens: made by `manage.py scim_token` or in the admin, shown once, kept as
+a digest, revoked in the admin."""
+
+from __future__ import annotations
+
+import hashlib
+from io import StringIO
+from types import SimpleNamespace
+
+import pytest
+from allauth.socialaccount.models import SocialApp
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from signin.models import ScimToken
+from signin.scim.tokens import scim_token_check
+from tests.conftest import oidc_app
+
+pytestmark = pytest.mark.django_db
+
+ISSUER = SimpleNamespace(issuer="https://login.example.com")
+
+
+@pytest.fixture
+def providers(settings):
+    """Acme from the environment (OIDC_PROVIDER_ID `acme`), Grupo from the admin."""
+    settings.SOCIALACCOUNT_PROVIDERS = {
+        "openid_connect": settings.SOCIALACCOUNT_PROVIDERS["openid_connect"]
+        | {"APPS": [oidc_app(ISSUER)]}
+    }
+    SocialApp.objects.create(
+        provider="openid_connect",
+        provider_id="group",
+        name="Grupo Holding",
+        client_id="fleet-portal-group",
+        secret="group-secret",
+        settings={"server_url": "https://idp.grupo.example"},
+    )
+    return settings
+
+
+def mint(provider: str) -> str:
+    out = StringIO()
+    call_command("scim_token", provider, stdout=out)
+    return out.getvalue().strip()
+
+
+def test_it_prints_a_token_once_and_keeps_its_digest(providers):
+    token = mint("acme")
+    stored = ScimToken.objects.get()
+    assert stored.provider == "acme"
+    assert token.startswith(f"scim_{stored.prefix}_")
+    assert stored.digest == hashlib.sha256(token.encode()).hexdigest()
+    assert token not in {value for value in vars(stored).values() if isinstance(value, str)}
+    assert scim_token_check(token) == stored
+    assert ScimToken.objects.get().last_used_at is not None
+
+
+def test_it_mints_for_a_provider_of_the_admin(providers):
+    assert scim_token_check(mint("group")).provider == "group"
+
+
+def test_it_refuses_an_unknown_provider(providers):
+    with pytest.raises(CommandError, match="acme, group"):
+        mint("nobody")
+    assert not ScimToken.objects.exists()
+
+
+def test_a_wrong_or_revoked_token_is_refused(providers):
+    token = mint("acme")
+    assert scim_token_check(token[:-1] + ("A" if token[-1] != "A" else "B")) is None
+    assert scim_token_check("not-a-token") is None
+    ScimToken.objects.update(revoked_at="2026-01-01T00:00Z")
+    assert scim_token_check(token) is None
+
+
+def test_a_token_of_a_provider_no_longer_configured_is_refused(providers):
+    token = mint("group")
+    SocialApp.objects.filter(provider_id="group").delete()
+    assert scim_token_check(token) is None
+
+
+def test_the_admin_shows_a_new_token_once_and_revokes_it(providers, admin_client):
+    page = admin_client.post(
+        reverse("admin:signin_scimtoken_add"), {"provider": "group"}, follow=False
+    )
+    assert page.status_code == 200
+    token = page.context["token"]
+    assert token.startswith("scim_")
+    assert token in page.content.decode()
+    assert "no-store" in page["Cache-Control"]
+    stored = ScimToken.objects.get()
+    assert scim_token_check(token) == stored
+    change = admin_client.get(reverse("admin:signin_scimtoken_change", args=[stored.pk]))
+    assert token not in change.content.decode()
+    assert stored.prefix in change.content.decode()
+    admin_client.post(
+        reverse("admin:signin_scimtoken_changelist"),
+        {"action": "revoke", "_selected_action": [stored.pk]},
+    )
+    assert scim_token_check(token) is None

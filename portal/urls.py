@@ -1,6 +1,6 @@
-"""The portal's URLs: sign-in, the admin, the alerts preferences, and the fleet pages at
-the root. Names are namespaced by app (`fleet:vehicle`), and templates and tests reverse
-them: a path changes here alone."""
+"""The portal's URLs: sign-in, the admin, the alerts preferences, SCIM provisioning, and
+the fleet pages at the root. Names are namespaced by app (`fleet:vehicle`), and templates
+and tests reverse them: a path changes here alone."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ urlpatterns = [
     path("admin/logout/", signin_views.logout),
     path("admin/", admin.site.urls),
     path("account/alerts/", include("alerts.urls")),
+    path("scim/v2/", include("signin.scim.urls")),
     path("", include("fleet.urls")),
 ]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 from io import StringIO
-from types import SimpleNamespace
 
 import pytest
 from allauth.socialaccount.models import SocialApp
@@ -14,29 +13,8 @@ from django.urls import reverse
 
 from signin.models import ScimToken
 from signin.scim.tokens import scim_token_check
-from tests.conftest import oidc_app
 
 pytestmark = pytest.mark.django_db
-
-ISSUER = SimpleNamespace(issuer="https://login.example.com")
-
-
-@pytest.fixture
-def providers(settings):
-    """Acme from the environment (OIDC_PROVIDER_ID `acme`), Grupo from the admin."""
-    settings.SOCIALACCOUNT_PROVIDERS = {
-        "openid_connect": settings.SOCIALACCOUNT_PROVIDERS["openid_connect"]
-        | {"APPS": [oidc_app(ISSUER)]}
-    }
-    SocialApp.objects.create(
-        provider="openid_connect",
-        provider_id="group",
-        name="Grupo Holding",
-        client_id="fleet-portal-group",
-        secret="group-secret",
-        settings={"server_url": "https://idp.grupo.example"},
-    )
-    return settings
 
 
 def mint(provider: str) -> str:

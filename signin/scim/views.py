@@ -1,0 +1,118 @@
+"""The SCIM endpoints at /scim/v2/: HTTPS (outside the emulator), a bearer token of an
+identity provider, a rate per token, then scim2-server over that provider's users and
+groups; every call audited (`ScimCall`), never the token or the body."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.core.cache import cache
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from scim2_models import ForbiddenException, SCIMException, UnauthorizedException
+from scim2_server.handler import ScimHandler
+from scim2_server.requests import ScimRequest
+from scim2_server.responses import ScimResponse
+
+from fleet.api.redaction import redact
+from signin.addresses import client_address
+from signin.models import ScimCall, ScimToken
+from signin.scim.protocol import TooManyRequestsException, scim_service
+from signin.scim.storage import PortalStorage
+from signin.scim.tokens import scim_token_check
+
+logger = logging.getLogger(__name__)
+
+_DETAIL_LENGTH = ScimCall._meta.get_field("detail").max_length or 300
+_PATH_LENGTH = ScimCall._meta.get_field("path").max_length or 300
+
+
+@csrf_exempt
+@login_not_required
+def endpoint(request: HttpRequest, path: str = "") -> HttpResponse:
+    scim_request = ScimRequest(
+        method=request.method or "GET",
+        base_url=request.build_absolute_uri("/scim/v2"),
+        path=f"/{path}",
+        query=request.GET.dict(),
+        headers=dict(request.headers),
+        body=request.body,
+    )
+    token: ScimToken | None = None
+    try:
+        if settings.FLEET_ENVIRONMENT != "emulator" and not request.is_secure():
+            raise ForbiddenException(detail="SCIM is served over HTTPS only")
+        token = _authenticated(request)
+        _within_rate(token)
+        handler = ScimHandler(
+            scim_service(), PortalStorage(provider=token.provider, scim=scim_service().provider)
+        )
+        with transaction.atomic():
+            response = handler.handle(scim_request)
+    except SCIMException as exception:
+        response = scim_service().error_response(exception)
+    except Exception:
+        logger.exception("SCIM %s %s failed", request.method, request.path)
+        response = scim_service().error_response(RuntimeError())
+    _audit(request, path=path, token=token, response=response)
+    return _http_response(response)
+
+
+def _authenticated(request: HttpRequest) -> ScimToken:
+    scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not presented.strip():
+        raise UnauthorizedException(detail="A bearer token is required")
+    token = scim_token_check(presented.strip())
+    if token is None:
+        raise UnauthorizedException(detail="The bearer token is not valid")
+    return token
+
+
+def _within_rate(token: ScimToken) -> None:
+    """At most SCIM_REQUESTS_PER_MINUTE requests per token and minute, for all processes."""
+    key = f"signin:scim:rate:{token.pk}:{int(time.time() // 60)}"
+    cache.add(key, 0, timeout=120)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # expired between the two calls
+        count = 1
+    if count > settings.SCIM_REQUESTS_PER_MINUTE:
+        raise TooManyRequestsException
+
+
+def _audit(
+    request: HttpRequest, *, path: str, token: ScimToken | None, response: ScimResponse
+) -> None:
+    body: dict[str, Any] = response.body or {}
+    status = response.status.value
+    resource_id = str(body.get("id") or "") if status < 300 else ""
+    if not resource_id:
+        parts = path.strip("/").split("/")
+        resource_id = parts[1] if len(parts) == 2 and parts[0] in ("Users", "Groups") else ""
+    detail = str(body.get("detail") or "") if status >= 400 else ""
+    ScimCall.objects.create(
+        provider=token.provider if token is not None else "",
+        token=token,
+        method=(request.method or "")[:10],
+        path=redact(request.path)[:_PATH_LENGTH],
+        resource_id=resource_id[:100],
+        status=status,
+        detail=redact(detail)[:_DETAIL_LENGTH],
+        address=client_address(request),
+    )
+
+
+def _http_response(response: ScimResponse) -> HttpResponse:
+    content = b"" if response.body is None else json.dumps(response.body).encode()
+    http = HttpResponse(content, status=response.status.value)
+    for name, value in response.headers.items():
+        http[name] = value
+    if response.status.value == 429:
+        http["Retry-After"] = "60"
+    return http

@@ -9,7 +9,8 @@ knows about (registered by every `FleetClient`) and anything shaped like an
 OpenID Connect sign-in (client secret, authorization code, tokens), and masks
 anything shaped like a CPF (personal data, LGPD) as lists show it,
 `***.456.789-**`; the token in a webhook URL (`/webhooks/fleet/<token>/`)
-is scrubbed too. The portal installs it on its log handlers.
+is scrubbed too, and so is a SCIM bearer token. The portal installs it on its log
+handlers.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ _PATTERNS = (
         r"|refresh_?token|id_?token(?:_hint)?|code_?verifier)[\"']?\s*[:=]\s*)" + _QUOTED_OR_BARE,
         re.IGNORECASE,
     ),
+    # A SCIM bearer token (signin.scim.tokens), wherever it stands: only its prefix stays.
+    re.compile(r"(?P<head>\bscim_[0-9a-f]{12}_)(?P<value>[A-Za-z0-9_-]{16,})"),
     # An authorization code in a query string (`/login/callback/?code=…&state=…`).
     re.compile(r"(?P<head>[?&]code=)(?P<value>[^&\s\"'#]+)"),
 )

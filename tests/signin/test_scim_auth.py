@@ -1,0 +1,106 @@
+"""Who may call /scim/v2/: a live bearer token of a configured provider, over HTTPS outside
+the emulator, within its rate. Anything else gets the SCIM error body, changes nothing,
+and is audited; the token is in no log line and no audit row."""
+
+from __future__ import annotations
+
+import pytest
+from allauth.socialaccount.models import SocialApp
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from fleet.api.redaction import redact
+from signin.models import ScimCall, ScimToken, ScimUser
+from signin.scim.tokens import scim_token_mint
+from tests.signin.conftest import ERROR_SCHEMA, Scim
+
+pytestmark = pytest.mark.django_db
+
+WRONG = "scim_0123456789ab_" + "x" * 43
+
+
+def refused_without_change(answer):
+    assert answer.status_code == 401
+    assert answer.data["schemas"] == [ERROR_SCHEMA]
+    assert answer.data["status"] == "401"
+    assert answer.data["detail"]
+    assert answer["WWW-Authenticate"].startswith("Bearer")
+    assert not User.objects.exists()
+    assert not ScimUser.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "Bearer", f"Bearer {WRONG}", "Bearer not-a-token", f"Basic {WRONG}"],
+    ids=["missing", "empty", "wrong", "malformed", "basic"],
+)
+def test_a_missing_or_wrong_token_is_refused(client, providers, authorization, log_records):
+    headers = {"Authorization": authorization} if authorization else {}
+    answer = client.post(
+        "/scim/v2/Users",
+        '{"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"], "userName": "ana"}',
+        content_type="application/scim+json",
+        headers=headers,
+    )
+    answer.data = answer.json()
+    refused_without_change(answer)
+    call = ScimCall.objects.get()
+    assert (call.method, call.path, call.status, call.provider) == (
+        "POST",
+        "/scim/v2/Users",
+        401,
+        "",
+    )
+    assert not any(WRONG in line for line in log_records.lines)
+
+
+def test_a_revoked_token_is_refused(client, providers, log_records):
+    token = scim_token_mint(provider="acme", created_by="test")
+    ScimToken.objects.update(revoked_at=timezone.now())
+    refused_without_change(Scim(client, token).user_create("ana@example.com", "00u-ana"))
+    assert not any(token in line for line in log_records.lines)
+
+
+def test_a_token_of_a_provider_no_longer_configured_is_refused(client, providers):
+    token = scim_token_mint(provider="group", created_by="test")
+    SocialApp.objects.filter(provider_id="group").delete()
+    refused_without_change(Scim(client, token).user_create("ana@example.com", "00u-ana"))
+
+
+def test_the_token_is_in_no_log_line_and_no_audit_row(acme, log_records):
+    acme.user_create("ana@example.com", "00u-ana")
+    acme.get("Users", filter="userName eq")  # a refusal logs too
+    acme.get("Nowhere")
+    assert log_records.lines
+    assert not any(acme.token in line for line in log_records.lines)
+    secret = acme.token.split("_", 2)[2]
+    for call in ScimCall.objects.values():
+        assert not any(secret in str(value) for value in call.values())
+    assert ScimCall.objects.filter(provider="acme").count() == 3
+
+
+def test_redaction_scrubs_a_token_that_a_log_line_would_show(acme):
+    assert acme.token not in redact(f"sent {acme.token} to the portal")
+    assert acme.token.split("_", 2)[1] in redact(f"sent {acme.token} to the portal")
+
+
+def test_plain_http_is_refused_outside_the_emulator(acme, settings):
+    settings.FLEET_ENVIRONMENT = "production"
+    answer = acme.user_create("ana@example.com", "00u-ana")
+    assert answer.status_code == 403
+    assert answer.data["schemas"] == [ERROR_SCHEMA]
+    assert not ScimUser.objects.exists()
+    secure = acme.client.get(
+        "/scim/v2/Users", secure=True, headers={"Authorization": f"Bearer {acme.token}"}
+    )
+    assert secure.status_code == 200
+
+
+def test_a_token_over_its_rate_waits(acme, settings):
+    settings.SCIM_REQUESTS_PER_MINUTE = 2
+    assert acme.get("Users").status_code == 200
+    assert acme.get("Users").status_code == 200
+    answer = acme.get("Users")
+    assert answer.status_code == 429
+    assert answer["Retry-After"] == "60"
+    assert answer.data["schemas"] == [ERROR_SCHEMA]

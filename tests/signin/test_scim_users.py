@@ -146,3 +146,30 @@ def test_discovery_endpoints_answer(acme):
     assert {resource["name"] for resource in types.data["Resources"]} == {"User", "Group"}
     schemas = acme.get("Schemas")
     assert schemas.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        {"op": "Replace", "path": "active", "value": "False"},
+        {"op": "replace", "value": {"active": False}},
+    ],
+    ids=["entra-capitalised-string", "okta-value-object"],
+)
+def test_deactivation_in_the_shapes_entra_and_okta_send(acme, operation):
+    created = acme.user_create("ana@example.com", "00u-ana")
+    answer = acme.patch(f"Users/{created.data['id']}", operation)
+    assert answer.status_code in (200, 204), answer.data
+    assert User.objects.get().is_active is False
+
+
+def test_a_patch_path_that_does_not_exist_changes_nothing(acme):
+    created = acme.user_create("ana@example.com", "00u-ana")
+    answer = acme.patch(
+        f"Users/{created.data['id']}",
+        {"op": "replace", "path": "active", "value": False},
+        {"op": "replace", "path": "nickNameOfNothing", "value": "x"},
+    )
+    assert answer.status_code == 400
+    assert answer.data["scimType"] in ("invalidPath", "noTarget")
+    assert User.objects.get().is_active is True

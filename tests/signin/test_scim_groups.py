@@ -1,0 +1,103 @@
+"""SCIM Groups: their displayName and externalId are values of the provider's groups, mapped
+to vehicle groups by the same `DirectoryGroup` rows as the sign-in's groups claim, and a
+change of members applies at once."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+
+from fleet.models import DirectoryGroup, VehicleGroup, VehicleGroupMember
+from fleet.services.scopes import scope_of
+from signin.models import ScimGroup
+from tests.signin.conftest import ERROR_SCHEMA
+
+pytestmark = [pytest.mark.django_db, pytest.mark.scoped]
+
+
+@pytest.fixture
+def vehicle_groups(providers):
+    """São Paulo given by Acme's `fleet-sp`, Rio by the group whose externalId is
+    `grp-rio`; the other provider maps `fleet-sp` to Rio."""
+    sao_paulo = VehicleGroup.objects.create(name="São Paulo")
+    rio = VehicleGroup.objects.create(name="Rio")
+    DirectoryGroup.objects.create(provider="acme", value="fleet-sp", group=sao_paulo)
+    DirectoryGroup.objects.create(provider="acme", value="grp-rio", group=rio)
+    DirectoryGroup.objects.create(provider="group", value="fleet-sp", group=rio)
+    return sao_paulo, rio
+
+
+def sees(user_name):
+    """The vehicle groups the user sees through, read afresh."""
+    return scope_of(User.objects.get(username=user_name)).group_names
+
+
+def test_members_added_and_removed_change_their_vehicle_groups_at_once(acme, vehicle_groups):
+    ana = acme.user_create("ana@example.com", "00u-ana").data["id"]
+    bruno = acme.user_create("bruno@example.com", "00u-bruno").data["id"]
+    sp = acme.group_create("fleet-sp", ana)
+    assert sp.status_code == 201, sp.data
+    assert [member["value"] for member in sp.data["members"]] == [ana]
+    assert sees("ana@example.com") == ("São Paulo",)
+    assert sees("bruno@example.com") == ()
+
+    added = acme.patch(
+        f"Groups/{sp.data['id']}", {"op": "add", "path": "members", "value": [{"value": bruno}]}
+    )
+    assert added.status_code in (200, 204)
+    assert sees("bruno@example.com") == ("São Paulo",)
+
+    removed = acme.patch(
+        f"Groups/{sp.data['id']}", {"op": "remove", "path": f'members[value eq "{ana}"]'}
+    )
+    assert removed.status_code in (200, 204)
+    assert sees("ana@example.com") == ()
+    assert sees("bruno@example.com") == ("São Paulo",)
+
+
+def test_moving_between_groups_moves_the_vehicles(acme, vehicle_groups):
+    ana = acme.user_create("ana@example.com", "00u-ana").data["id"]
+    sp = acme.group_create("fleet-sp", ana).data["id"]
+    rio = acme.group_create("Rio managers", externalId="grp-rio").data["id"]
+    acme.patch(f"Groups/{sp}", {"op": "remove", "path": f'members[value eq "{ana}"]'})
+    acme.patch(f"Groups/{rio}", {"op": "add", "path": "members", "value": [{"value": ana}]})
+    assert sees("ana@example.com") == ("Rio",)
+    given = VehicleGroupMember.objects.get(user__username="ana@example.com")
+    assert given.provider == "acme"
+
+
+def test_groups_given_by_hand_stay(acme, vehicle_groups):
+    _sao_paulo, rio = vehicle_groups
+    ana = acme.user_create("ana@example.com", "00u-ana").data["id"]
+    VehicleGroupMember.objects.create(user=User.objects.get(), group=rio, provider="")
+    group = acme.group_create("fleet-sp", ana).data["id"]
+    assert acme.delete(f"Groups/{group}").status_code == 204
+    assert sees("ana@example.com") == ("Rio",)
+    assert not ScimGroup.objects.exists()
+
+
+def test_a_group_is_one_providers(acme, grupo, vehicle_groups):
+    ana = acme.user_create("ana@example.com", "00u-ana").data["id"]
+    refused = grupo.group_create("fleet-sp", ana)
+    assert refused.status_code == 400
+    assert refused.data["schemas"] == [ERROR_SCHEMA]
+    assert not ScimGroup.objects.exists()
+    assert sees("ana@example.com") == ()
+
+
+def test_groups_filter_by_display_name_and_page(acme, vehicle_groups):
+    for name in ("fleet-sp", "fleet-rio", "fleet-bh"):
+        acme.group_create(name)
+    found = acme.get("Groups", filter='displayName eq "FLEET-RIO"')
+    assert [group["displayName"] for group in found.data["Resources"]] == ["fleet-rio"]
+    page = acme.get("Groups", startIndex=3, count=5)
+    assert page.data["totalResults"] == 3
+    assert [group["displayName"] for group in page.data["Resources"]] == ["fleet-sp"]
+
+
+def test_a_duplicate_display_name_is_refused(acme, vehicle_groups):
+    acme.group_create("fleet-sp")
+    again = acme.group_create("Fleet-SP")
+    assert again.status_code == 409
+    assert again.data["scimType"] == "uniqueness"
+    assert ScimGroup.objects.count() == 1

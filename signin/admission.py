@@ -11,7 +11,8 @@ such user, a new one is created (by allauth, after this). A provider gives a use
 other provider lets in. Roles are set again at every sign-in, and so are the vehicle
 groups the provider's groups give (`fleet.models.DirectoryGroup`, applied once the user
 is saved: `vehicle_groups_apply`), so that a change in the provider's groups takes
-effect at the next one.
+effect at the next one. The groups the provider pushed over SCIM (signin.scim) count
+with its groups claim's: a sign-in keeps the vehicle groups they give.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from django.http import HttpRequest
 
 from fleet.services.scopes import directory_groups_apply
 from signin.access import AccessPolicy, access_decide
-from signin.models import Role, SsoOutcome
-from signin.providers import provider_list
+from signin.models import Role, ScimUser, SsoOutcome
+from signin.providers import provider_get, provider_list
+from signin.scim.provisioning import scim_group_values
 
 # SocialLogin.state carries these from here to the end of the sign-in (signin.adapters).
 OUTCOME = "signin_outcome"
@@ -87,14 +89,29 @@ def sso_login_admit(*, request: HttpRequest, sociallogin: SocialLogin) -> User:
 
 
 def vehicle_groups_apply(*, user: User, sociallogin: SocialLogin) -> None:
-    """The vehicle groups the provider's groups claim gives `user`, once saved: those its
-    values map to in, the others that provider gave out."""
+    """The vehicle groups the provider's groups give `user`, once saved: those the values
+    of its groups claim and of the SCIM groups it pushed map to in, the others that
+    provider gave out."""
     values = sociallogin.state.get(GROUPS)
     if values is None:  # not admitted by `sso_login_admit`: nothing read, nothing removed
         return
     # The provider's id as the identity is stored under (SocialAccount.provider): the
     # social application's provider_id, OIDC_PROVIDER_ID for the environment's.
-    directory_groups_apply(user=user, provider=sociallogin.account.provider, values=values)
+    provider = sociallogin.account.provider
+    pushed = ScimUser.objects.filter(user=user, provider=provider, deleted_at__isnull=True)
+    for scim_user in pushed:
+        values = [*values, *scim_group_values(scim_user=scim_user)]
+    directory_groups_apply(user=user, provider=provider, values=values)
+
+
+def email_vouched_for(*, email: str, provider_id: str, request: HttpRequest) -> bool:
+    """Whether the provider `provider_id` may give a portal user this e-mail (one it
+    pushes over SCIM), by the rules of the sign-in (`_vouched_for`)."""
+    provider = provider_get(request, provider_id)
+    if provider is None:
+        return False
+    policy = AccessPolicy.from_settings(provider.app.settings)
+    return _vouched_for(email, policy, request=request, provider=provider)
 
 
 def _claims(sociallogin: SocialLogin) -> dict[str, Any]:

@@ -4,8 +4,9 @@ SocialAccount).
 
 A SCIM user is the person who signs in through that provider: found by their
 `externalId`, the subject the provider signs them in with (their SocialAccount's uid),
-never by e-mail; created with that identity when new. Each provider sees and changes
-only its own users and groups: another's are not found.
+never by e-mail; created with that identity when new. Their e-mail is kept where the
+sign-in would keep it (`signin.admission.email_vouched_for`). Each provider sees and
+changes only its own users and groups: another's are not found.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from allauth.socialaccount.models import SocialAccount
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Model, QuerySet
+from django.http import HttpRequest
 from django.utils import timezone
 from scim2_models import (
     Email,
@@ -36,6 +38,7 @@ from scim2_models import (
 from scim2_models.path import CompareOperator, Comparison
 from scim2_server.storage import ScimStorage, SearchPage
 
+from signin.admission import email_vouched_for
 from signin.models import ScimGroup, ScimUser
 from signin.scim.provisioning import scim_user_deactivate, scim_vehicle_groups_apply
 
@@ -52,9 +55,10 @@ _DEFAULT_COUNT = 100
 class PortalStorage(ScimStorage):
     """The users and groups of the identity provider `provider` (its id)."""
 
-    def __init__(self, *, provider: str, scim: ScimProvider) -> None:
+    def __init__(self, *, provider: str, scim: ScimProvider, request: HttpRequest) -> None:
         self.provider = provider
         self.scim = scim
+        self.request = request
 
     def operation(self) -> Any:
         return transaction.atomic()
@@ -192,7 +196,13 @@ class PortalStorage(ScimStorage):
         if name is not None:
             user.first_name = str(name.given_name or "")[:150]
             user.last_name = str(name.family_name or "")[:150]
-        user.email = _primary_email(resource.emails or []) or ("" if created else user.email)
+        email = _primary_email(resource.emails or [])
+        if email and email_vouched_for(
+            email=email, provider_id=self.provider, request=self.request
+        ):
+            user.email = email
+        elif created:
+            user.email = ""
         active = resource.active is not False
         reactivated = active and not user.is_active
         if active:

@@ -50,9 +50,10 @@ def endpoint(request: HttpRequest, path: str = "") -> HttpResponse:
             raise ForbiddenException(detail="SCIM is served over HTTPS only")
         token = _authenticated(request)
         _within_rate(token)
-        handler = ScimHandler(
-            scim_service(), PortalStorage(provider=token.provider, scim=scim_service().provider)
+        storage = PortalStorage(
+            provider=token.provider, scim=scim_service().provider, request=request
         )
+        handler = ScimHandler(scim_service(), storage)
         with transaction.atomic():
             response = handler.handle(scim_request)
     except SCIMException as exception:

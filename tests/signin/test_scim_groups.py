@@ -5,12 +5,16 @@ change of members applies at once."""
 from __future__ import annotations
 
 import pytest
+from allauth.socialaccount.models import SocialAccount
 from django.contrib.auth.models import User
+from django.test import Client
 
 from fleet.models import DirectoryGroup, VehicleGroup, VehicleGroupMember
 from fleet.services.scopes import scope_of
-from signin.models import ScimGroup
-from tests.signin.conftest import ERROR_SCHEMA
+from signin.models import ScimGroup, ScimUser
+from signin.scim.tokens import scim_token_mint
+from tests.signin.conftest import ERROR_SCHEMA, Scim
+from tests.signin.test_directory_groups import group_names, signs_in
 
 pytestmark = [pytest.mark.django_db, pytest.mark.scoped]
 
@@ -101,3 +105,33 @@ def test_a_duplicate_display_name_is_refused(acme, vehicle_groups):
     assert again.status_code == 409
     assert again.data["scimType"] == "uniqueness"
     assert ScimGroup.objects.count() == 1
+
+
+def test_a_sign_in_is_the_same_person_and_keeps_the_groups_scim_pushed(
+    client, oidc_settings, identity_provider
+):
+    """A real sign-in (tests/idp.py) then SCIM: the subject is the externalId; a later
+    sign-in whose groups claim lacks the SCIM group keeps its vehicle group."""
+    sao_paulo = VehicleGroup.objects.create(name="São Paulo")
+    DirectoryGroup.objects.create(provider="acme", value="fleet-sp", group=sao_paulo)
+    identity_provider.update_user("manager", groups=["fleet-managers"])
+    user = signs_in(client, "manager")
+    subject = SocialAccount.objects.get(user=user, provider="acme").uid
+    scim = Scim(Client(), scim_token_mint(provider="acme", created_by="test"))
+
+    created = scim.user_create("manager@example.com", subject)
+    assert created.status_code == 201, created.data
+    assert ScimUser.objects.get().user == user
+    scim.group_create("fleet-sp", created.data["id"])
+    assert group_names(user) == ("São Paulo",)
+
+    assert signs_in(client, "manager") == user
+    assert group_names(user) == ("São Paulo",)
+
+
+def test_an_email_the_provider_may_not_vouch_for_is_not_kept(grupo, providers):
+    """Grupo admits no domain of its own; example.com is Acme's."""
+    grupo.user_create("eve", "00u-eve", emails=[{"value": "boss@example.com", "primary": True}])
+    grupo.user_create("zed", "00u-zed", emails=[{"value": "zed@grupo.example", "primary": True}])
+    assert User.objects.get(username="eve").email == ""
+    assert User.objects.get(username="zed").email == "zed@grupo.example"

@@ -12,10 +12,15 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.cache import cache
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
-from scim2_models import ForbiddenException, SCIMException, UnauthorizedException
+from scim2_models import (
+    ForbiddenException,
+    SCIMException,
+    UnauthorizedException,
+    UniquenessException,
+)
 from scim2_server.handler import ScimHandler
 from scim2_server.requests import ScimRequest
 from scim2_server.responses import ScimResponse
@@ -58,6 +63,10 @@ def endpoint(request: HttpRequest, path: str = "") -> HttpResponse:
             response = handler.handle(scim_request)
     except SCIMException as exception:
         response = scim_service().error_response(exception)
+    except IntegrityError:  # a concurrent request took the same userName or displayName
+        response = scim_service().error_response(
+            UniquenessException(detail="A value of this resource was just taken")
+        )
     except Exception:
         logger.exception("SCIM %s %s failed", request.method, request.path)
         response = scim_service().error_response(RuntimeError())

@@ -10,7 +10,7 @@ from django.contrib.sessions.models import Session
 
 from alerts.models import AlertPause, PauseReason
 from signin.models import ScimCall, ScimUser
-from tests.signin.conftest import ERROR_SCHEMA
+from tests.signin.conftest import ERROR_SCHEMA, USER_SCHEMA
 
 pytestmark = pytest.mark.django_db
 
@@ -173,3 +173,29 @@ def test_a_patch_path_that_does_not_exist_changes_nothing(acme):
     assert answer.status_code == 400
     assert answer.data["scimType"] in ("invalidPath", "noTarget")
     assert User.objects.get().is_active is True
+
+
+def test_an_unknown_attribute_is_refused_and_changes_nothing(acme):
+    answer = acme.user_create("ana@example.com", "00u-ana", favouriteColour="red")
+    assert answer.status_code == 400
+    assert answer.data["scimType"] == "invalidSyntax"
+    assert not User.objects.exists()
+
+
+def test_put_replaces_the_user(acme):
+    created = acme.user_create("ana@example.com", "00u-ana")
+    replaced = acme.call(
+        "PUT",
+        f"Users/{created.data['id']}",
+        {
+            "schemas": [USER_SCHEMA],
+            "userName": "ana.souza@example.com",
+            "externalId": "00u-ana",
+            "name": {"givenName": "Ana", "familyName": "Souza"},
+            "active": True,
+        },
+    )
+    assert replaced.status_code == 200
+    assert replaced.data["userName"] == "ana.souza@example.com"
+    assert User.objects.get().last_name == "Souza"
+    assert ScimUser.objects.get().user_name == "ana.souza@example.com"

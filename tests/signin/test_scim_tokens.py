@@ -77,3 +77,16 @@ def test_the_admin_shows_a_new_token_once_and_revokes_it(providers, admin_client
         {"action": "revoke", "_selected_action": [stored.pk]},
     )
     assert scim_token_check(token) is None
+
+
+def test_the_admin_lists_calls_users_and_groups_without_the_token(acme, admin_client):
+    created = acme.user_create("ana@example.com", "00u-ana")
+    acme.group_create("fleet-sp", created.data["id"])
+    for model in ("scimcall", "scimuser", "scimgroup", "scimtoken"):
+        page = admin_client.get(reverse(f"admin:signin_{model}_changelist"))
+        assert page.status_code == 200
+        assert acme.token not in page.content.decode()
+    calls = admin_client.get(reverse("admin:signin_scimcall_changelist")).content.decode()
+    assert "/scim/v2/Users" in calls
+    users = admin_client.get(reverse("admin:signin_scimuser_changelist")).content.decode()
+    assert "00u-ana" in users

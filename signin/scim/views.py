@@ -54,7 +54,6 @@ def endpoint(request: HttpRequest, path: str = "") -> HttpResponse:
         if settings.FLEET_ENVIRONMENT != "emulator" and not request.is_secure():
             raise ForbiddenException(detail="SCIM is served over HTTPS only")
         token = _authenticated(request)
-        _within_rate(token)
         storage = PortalStorage(
             provider=token.provider, scim=scim_service().provider, request=request
         )
@@ -75,18 +74,23 @@ def endpoint(request: HttpRequest, path: str = "") -> HttpResponse:
 
 
 def _authenticated(request: HttpRequest) -> ScimToken:
+    """The live token the request carries; refused ones count against their address, so
+    that guessing is as slow as a token's rate."""
     scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not presented.strip():
-        raise UnauthorizedException(detail="A bearer token is required")
-    token = scim_token_check(presented.strip())
+    token = scim_token_check(presented.strip()) if scheme.lower() == "bearer" else None
     if token is None:
+        _within_rate(f"address:{client_address(request)}")
+        if scheme.lower() != "bearer" or not presented.strip():
+            raise UnauthorizedException(detail="A bearer token is required")
         raise UnauthorizedException(detail="The bearer token is not valid")
+    _within_rate(f"token:{token.pk}")
     return token
 
 
-def _within_rate(token: ScimToken) -> None:
-    """At most SCIM_REQUESTS_PER_MINUTE requests per token and minute, for all processes."""
-    key = f"signin:scim:rate:{token.pk}:{int(time.time() // 60)}"
+def _within_rate(who: str) -> None:
+    """At most SCIM_REQUESTS_PER_MINUTE requests per token (or, refused, per address) and
+    minute, for all processes."""
+    key = f"signin:scim:rate:{who}:{int(time.time() // 60)}"
     cache.add(key, 0, timeout=120)
     try:
         count = cache.incr(key)

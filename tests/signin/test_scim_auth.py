@@ -96,7 +96,8 @@ def test_plain_http_is_refused_outside_the_emulator(acme, settings):
     assert secure.status_code == 200
 
 
-def test_a_token_over_its_rate_waits(acme, settings):
+def test_a_token_over_its_rate_waits(acme, settings, time_machine):
+    time_machine.move_to("2026-11-26T08:00:05Z", tick=False)  # the calls in one minute
     settings.SCIM_REQUESTS_PER_MINUTE = 2
     assert acme.get("Users").status_code == 200
     assert acme.get("Users").status_code == 200
@@ -104,3 +105,12 @@ def test_a_token_over_its_rate_waits(acme, settings):
     assert answer.status_code == 429
     assert answer["Retry-After"] == "60"
     assert answer.data["schemas"] == [ERROR_SCHEMA]
+    time_machine.move_to("2026-11-26T08:01:05Z", tick=False)
+    assert acme.get("Users").status_code == 200
+
+
+def test_wrong_tokens_from_one_address_are_slowed_too(client, providers, settings, time_machine):
+    time_machine.move_to("2026-11-26T08:00:05Z", tick=False)
+    settings.SCIM_REQUESTS_PER_MINUTE = 2
+    wrong = Scim(client, WRONG)
+    assert [wrong.get("Users").status_code for _ in range(3)] == [401, 401, 429]

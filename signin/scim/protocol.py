@@ -11,15 +11,19 @@ from scim2_models import (
     AuthenticationScheme,
     Bulk,
     ChangePassword,
+    Context,
     ETag,
     Filter,
     Patch,
     Reference,
+    Resource,
+    ResponseParameters,
     SCIMException,
     ScimProvider,
     ServiceProviderConfig,
     Sort,
 )
+from scim2_server.responses import ScimResponse
 from scim2_server.service import ScimService
 from scim2_server.utils import load_default_resource_types, load_default_schemas
 
@@ -31,6 +35,22 @@ class TooManyRequestsException(SCIMException):
 
     status = 429
     _default_detail = "Too many requests: wait a minute"
+
+
+class PortalScimService(ScimService):
+    def patch_response(
+        self,
+        base_url: str,
+        resource: Resource[Any],
+        response_parameters: ResponseParameters[Any],
+    ) -> ScimResponse:
+        """200 with the resource, never 204: Okta reads the user from a PATCH's answer
+        (RFC 7644 §3.5.2 allows both)."""
+        return self.resource_response(
+            self.publish(base_url, resource),
+            Context.RESOURCE_REPLACEMENT_RESPONSE,
+            response_parameters,
+        )
 
 
 @cache
@@ -55,4 +75,4 @@ def scim_service() -> ScimService:
     provider = ScimProvider.from_discovery(
         load_default_schemas().values(), load_default_resource_types().values(), config=config
     )
-    return ScimService(provider)
+    return PortalScimService(provider)

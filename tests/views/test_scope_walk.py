@@ -49,6 +49,7 @@ NOT_ABOUT_VEHICLES_UNDER = {
     "accounts/": "sign-in, sign-out and the identity provider's callbacks",
     "admin/": "the Django admin: staff with their own permissions",
     "account/alerts/": "a user's alert choices and subscriptions (alerts are scoped apart)",
+    "scim/": "SCIM provisioning: the identity provider's client, with its own bearer token",
 }
 
 

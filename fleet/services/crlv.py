@@ -224,12 +224,19 @@ def _ask[T](call: Callable[[FleetClient], T]) -> T:
 
 def _requests_remember(plate: str, view: VehicleCrlv) -> None:
     """Note the vehicle of the requests its e-CRLV view names: their pages are scoped by it."""
-    registration = plates.registration(plate)
-    for request in (view.in_progress, view.latest):
-        if request is not None and request.request_id and len(request.request_id) <= 200:
-            request_id = request.request_id
-            canonical = request_id.lower() if _UUID.fullmatch(request_id) else request_id
-            CrlvRequestVehicle.objects.update_or_create(
-                request_id=canonical,
-                defaults={"registration": registration, "seen_at": timezone.now()},
-            )
+    registration, now = plates.registration(plate), timezone.now()
+    seen = {
+        (r.request_id.lower() if _UUID.fullmatch(r.request_id) else r.request_id)
+        for r in (view.in_progress, view.latest)
+        if r is not None and r.request_id and len(r.request_id) <= 200
+    }
+    if seen:  # one statement for both, whether noted before or not
+        CrlvRequestVehicle.objects.bulk_create(
+            [
+                CrlvRequestVehicle(request_id=i, registration=registration, seen_at=now)
+                for i in seen
+            ],
+            update_conflicts=True,
+            unique_fields=["request_id"],
+            update_fields=["registration", "seen_at"],
+        )

@@ -149,7 +149,7 @@ def _scope_of_user(user: User) -> VehicleScope:
     by_id = sorted((pk, _version(revision, made)) for pk, _name, revision, made in groups)
     return VehicleScope(
         whole_fleet=False,
-        group_ids=tuple(pk for pk, _version_of in by_id),
+        group_ids=tuple(pk for pk, _name, _revision, _made in groups),  # by name, as the names
         group_names=tuple(name for _pk, name, _revision, _made in groups),
         key="groups:" + ",".join(f"{pk}.{version}" for pk, version in by_id),
     )
@@ -234,16 +234,17 @@ def directory_groups_apply(*, user: User, provider: str, values: Iterable[str]) 
     )
     with transaction.atomic():
         given = VehicleGroupMember.objects.filter(user=user, provider=provider)
-        given.exclude(group_id__in=wanted).delete()
-        held = set(given.values_list("group_id", flat=True))
+        removed, _by_model = given.exclude(group_id__in=wanted).delete()
+        added = wanted - set(given.values_list("group_id", flat=True))
         VehicleGroupMember.objects.bulk_create(
             [
                 VehicleGroupMember(user=user, group_id=group, provider=provider)
-                for group in sorted(wanted - held)
+                for group in sorted(added)
             ],
             ignore_conflicts=True,
         )
-    scope_forget(user)
+    if removed or added:  # a sign-in that changes nothing keeps every process's scopes
+        scope_forget(user)
 
 
 def scope_within(scope: VehicleScope, group: str = "") -> Within | None:
@@ -283,12 +284,7 @@ def scope_groups(scope: VehicleScope) -> list[tuple[int, str]]:
     """The groups a page may narrow `scope` to: its own, or every group for the whole fleet."""
     if scope.whole_fleet:
         return list(VehicleGroup.objects.order_by("name").values_list("pk", "name"))
-    return sorted(zip(scope.group_ids, _names_by_id(scope), strict=True), key=lambda g: g[1])
-
-
-def _names_by_id(scope: VehicleScope) -> list[str]:
-    names = dict(VehicleGroup.objects.filter(pk__in=scope.group_ids).values_list("pk", "name"))
-    return [names.get(pk, "") for pk in scope.group_ids]
+    return list(zip(scope.group_ids, scope.group_names, strict=True))
 
 
 def scope_sees(scope: VehicleScope, page: str, arguments: Mapping[str, Any]) -> bool:

@@ -62,11 +62,14 @@ class Decision:
     groups: frozenset[str] = frozenset()
 
 
-def access_decide(*, policy: AccessPolicy, claims: Mapping[str, Any]) -> Decision:
-    """What `claims` (the ID token's and the userinfo's, merged) allow under `policy`."""
+def access_decide(
+    *, policy: AccessPolicy, claims: Mapping[str, Any], pushed: Iterable[str] = ()
+) -> Decision:
+    """What `claims` (the ID token's and the userinfo's, merged) allow under `policy`, with
+    the values of the groups the provider `pushed` over SCIM counted as its claim's."""
     email = str(claims.get("email") or "").strip()
     verified_email = email if email and _true(claims.get("email_verified")) else ""
-    groups = frozenset(_strings(claims.get(policy.groups_claim)))
+    groups = frozenset(_strings(claims.get(policy.groups_claim))) | frozenset(pushed)
 
     def decided(role: Role | None, refusal: SsoOutcome | None = None) -> Decision:
         return Decision(role=role, refusal=refusal, verified_email=verified_email, groups=groups)
@@ -82,6 +85,19 @@ def access_decide(*, policy: AccessPolicy, claims: Mapping[str, Any]) -> Decisio
     if not policy.allows_domain_of(verified_email):
         return decided(None, SsoOutcome.DOMAIN_NOT_ALLOWED)
     return decided(Role.MANAGER)
+
+
+def role_of_groups(*, policy: AccessPolicy, groups: Iterable[str]) -> Role | None:
+    """The role the values of a person's groups give under `policy`, as a sign-in decides
+    it, for a provider that pushes their groups (SCIM) between sign-ins: None when the
+    groups decide and none of them gives access. Where the e-mail's domain decides, a
+    person in no administrators' group is a manager (their e-mail let them in)."""
+    values = frozenset(groups)
+    if values & policy.admin_groups:
+        return Role.ADMINISTRATOR
+    if values & policy.manager_groups or not policy.manager_groups:
+        return Role.MANAGER
+    return None
 
 
 def _strings(value: Any) -> Iterable[str]:

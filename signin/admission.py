@@ -12,7 +12,7 @@ other provider lets in. Roles are set again at every sign-in, and so are the veh
 groups the provider's groups give (`fleet.models.DirectoryGroup`, applied once the user
 is saved: `vehicle_groups_apply`), so that a change in the provider's groups takes
 effect at the next one. The groups the provider pushed over SCIM (signin.scim) count
-with its groups claim's: a sign-in keeps the vehicle groups they give.
+with its groups claim's: a sign-in keeps the role and the vehicle groups they give.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def sso_login_admit(*, request: HttpRequest, sociallogin: SocialLogin) -> User:
     claims = _claims(sociallogin)
     provider = sociallogin.account.get_provider()
     policy = AccessPolicy.from_settings(provider.app.settings)
-    decision = access_decide(policy=policy, claims=claims)
+    decision = access_decide(policy=policy, claims=claims, pushed=_pushed_groups(sociallogin))
     if decision.refusal is not None or decision.role is None:
         raise Refused(decision.refusal or SsoOutcome.NO_ROLE)
     email = decision.verified_email
@@ -97,11 +97,20 @@ def vehicle_groups_apply(*, user: User, sociallogin: SocialLogin) -> None:
         return
     # The provider's id as the identity is stored under (SocialAccount.provider): the
     # social application's provider_id, OIDC_PROVIDER_ID for the environment's.
-    provider = sociallogin.account.provider
-    pushed = ScimUser.objects.filter(user=user, provider=provider, deleted_at__isnull=True)
-    for scim_user in pushed:
-        values = [*values, *scim_group_values(scim_user=scim_user)]
-    directory_groups_apply(user=user, provider=provider, values=values)
+    directory_groups_apply(user=user, provider=sociallogin.account.provider, values=values)
+
+
+def _pushed_groups(sociallogin: SocialLogin) -> set[str]:
+    """The values of the groups the provider pushed over SCIM for this person, if it
+    provisions them: they count as its groups claim's."""
+    if not sociallogin.is_existing:
+        return set()
+    values: set[str] = set()
+    for scim_user in ScimUser.objects.filter(
+        user=sociallogin.user, provider=sociallogin.account.provider, deleted_at__isnull=True
+    ):
+        values |= scim_group_values(scim_user=scim_user)
+    return values
 
 
 def email_vouched_for(*, email: str, provider_id: str, request: HttpRequest) -> bool:

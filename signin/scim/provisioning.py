@@ -1,11 +1,14 @@
-"""What provisioning does to a portal user: their vehicle groups follow their SCIM groups
-at once, and deactivation ends their access at once.
+"""What provisioning does to a portal user: their role and vehicle groups follow their
+SCIM groups at once, and deactivation ends their access at once.
 
-A SCIM group's `displayName` and `externalId` are values of its provider's groups, mapped
-to vehicle groups by the one mapping the sign-in's groups claim uses
-(`fleet.models.DirectoryGroup`). Deactivating a person (`active: false`, or DELETE)
-keeps their account and records, ends their sessions and pauses their alerts, e-mails
-and webhooks (`alerts.services.pauses`) until they sign in again.
+A SCIM group's `displayName` and `externalId` are values of its provider's groups, read
+as the sign-in reads its groups claim: the provider's administrators' and managers'
+groups give the role (`signin.access`), and the one mapping of the admin
+(`fleet.models.DirectoryGroup`) gives vehicle groups. A provider that pushes no groups
+leaves the role to the sign-in. A person whose groups no longer give access, like one
+deactivated (`active: false`, or DELETE), keeps their account and records; their
+sessions end and their alerts, e-mails and webhooks pause (`alerts.services.pauses`)
+until they sign in again.
 """
 
 from __future__ import annotations
@@ -17,13 +20,16 @@ from importlib import import_module
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.contrib.sessions.models import Session
+from django.http import HttpRequest
 from django.utils import timezone, translation
 from django.utils.translation import gettext
 
 from alerts.models import PauseReason
 from alerts.services.pauses import alerts_pause
 from fleet.services.scopes import directory_groups_apply
-from signin.models import ScimGroup, ScimUser
+from signin.access import AccessPolicy, role_of_groups
+from signin.models import Role, ScimGroup, ScimUser
+from signin.providers import provider_get
 
 logger = logging.getLogger(__name__)
 
@@ -45,14 +51,41 @@ def scim_group_values(*, scim_user: ScimUser) -> set[str]:
     return values
 
 
-def scim_vehicle_groups_apply(*, scim_users: Iterable[ScimUser]) -> None:
-    """Put each of `scim_users` in the vehicle groups their SCIM groups map to, and out
-    of the others their provider gave; groups given by hand stay."""
+def scim_memberships_apply(*, scim_users: Iterable[ScimUser], request: HttpRequest) -> None:
+    """Give each of `scim_users` the role and the vehicle groups their SCIM groups give:
+    the vehicle groups their provider gave and they left are taken back, those given by
+    hand stay."""
     for scim_user in scim_users:
-        directory_groups_apply(
-            user=scim_user.user,
-            provider=scim_user.provider,
-            values=scim_group_values(scim_user=scim_user),
+        values = scim_group_values(scim_user=scim_user)
+        directory_groups_apply(user=scim_user.user, provider=scim_user.provider, values=values)
+        _role_apply(scim_user, values, request=request)
+
+
+def _role_apply(scim_user: ScimUser, values: set[str], *, request: HttpRequest) -> None:
+    user = scim_user.user
+    if not user.is_active or not ScimGroup.objects.filter(provider=scim_user.provider).exists():
+        return
+    provider = provider_get(request, scim_user.provider)
+    if provider is None:
+        return
+    role = role_of_groups(policy=AccessPolicy.from_settings(provider.app.settings), groups=values)
+    administrator = role is Role.ADMINISTRATOR
+    if (user.is_staff, user.is_superuser) != (administrator, administrator):
+        user.is_staff = user.is_superuser = administrator
+        user.save(update_fields=["is_staff", "is_superuser"])
+        logger.info("user %s is now %s, by %s over SCIM", user.pk, role, scim_user.provider)
+    if role is None:
+        ended = sessions_end(user=user)
+        with translation.override(settings.LANGUAGE_CODE):
+            detail = gettext("in no group of %(provider)s that gives access") % {
+                "provider": scim_user.provider
+            }
+        alerts_pause(user=user, reason=PauseReason.DEPROVISIONED, detail=detail)
+        logger.info(
+            "user %s is in no group of %s that gives access (%d sessions ended)",
+            user.pk,
+            scim_user.provider,
+            ended,
         )
 
 

@@ -33,6 +33,7 @@ from scim2_models import (
     ScimFilter,
     ScimProvider,
     SearchRequest,
+    UnauthorizedException,
     UniquenessException,
 )
 from scim2_models.path import CompareOperator, Comparison
@@ -40,7 +41,7 @@ from scim2_server.storage import ScimStorage, SearchPage
 
 from signin.admission import email_vouched_for
 from signin.models import ScimGroup, ScimUser
-from signin.scim.provisioning import scim_user_deactivate, scim_vehicle_groups_apply
+from signin.scim.provisioning import scim_memberships_apply, scim_user_deactivate
 
 USER = "User"
 GROUP = "Group"
@@ -138,13 +139,13 @@ class PortalStorage(ScimStorage):
             scim_user.deleted_at = timezone.now()
             scim_user.save(update_fields=["deleted_at", "updated_at"])
             scim_user.groups.clear()
-            scim_vehicle_groups_apply(scim_users=[scim_user])
             scim_user_deactivate(user=scim_user.user, provider=self.provider)
+            scim_memberships_apply(scim_users=[scim_user], request=self.request)
             return
         group = self._group(resource_id)
         members = list(group.members.select_related("user"))
         group.delete()
-        scim_vehicle_groups_apply(scim_users=members)
+        scim_memberships_apply(scim_users=members, request=self.request)
 
     # -- Users ---------------------------------------------------------------------
 
@@ -154,8 +155,17 @@ class PortalStorage(ScimStorage):
     def _scim_user(self, resource_id: str) -> ScimUser:
         found = _by_id(self._users().select_related("user"), resource_id)
         if found is None:
+            self._not_anothers(ScimUser.objects.filter(deleted_at__isnull=True), resource_id)
             raise NotFoundException(detail=f"No user {resource_id}")
         return found
+
+    def _not_anothers(self, rows: QuerySet[Any], resource_id: str) -> None:
+        """401 for a user or group another provider provisions: this token may not touch
+        it (and learns no more than that it is not its provider's)."""
+        if _by_id(rows.exclude(provider=self.provider), resource_id) is not None:
+            raise UnauthorizedException(
+                detail="This token's identity provider does not provision this resource"
+            )
 
     def _user_create(self, resource: Any) -> ScimUser:
         user_name = str(resource.user_name or "").strip()
@@ -211,7 +221,7 @@ class PortalStorage(ScimStorage):
         if not active:
             scim_user_deactivate(user=user, provider=self.provider)
         elif reactivated:
-            scim_vehicle_groups_apply(scim_users=[scim_user])
+            scim_memberships_apply(scim_users=[scim_user], request=self.request)
 
     def _user_name_free(self, user_name: str) -> None:
         if not user_name:
@@ -263,6 +273,7 @@ class PortalStorage(ScimStorage):
     def _group(self, resource_id: str) -> ScimGroup:
         found = _by_id(self._groups(), resource_id)
         if found is None:
+            self._not_anothers(ScimGroup.objects.all(), resource_id)
             raise NotFoundException(detail=f"No group {resource_id}")
         return found
 
@@ -285,12 +296,16 @@ class PortalStorage(ScimStorage):
         group.members.remove(*(before - after))
         group.members.add(*(after - before))
         changed = (before | after) if renamed else (before ^ after)
-        scim_vehicle_groups_apply(scim_users=sorted(changed, key=lambda member: member.pk))
+        scim_memberships_apply(
+            scim_users=sorted(changed, key=lambda member: member.pk), request=self.request
+        )
 
     def _members(self, members: Iterable[Any]) -> list[ScimUser]:
         wanted = {str(member.value or "") for member in members}
         found = [user for value in wanted if (user := _by_id(self._users(), value)) is not None]
         if len(found) != len(wanted):
+            for value in wanted:
+                self._not_anothers(ScimUser.objects.filter(deleted_at__isnull=True), value)
             raise InvalidValueException(detail="A member is not a user of this provider")
         return found
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from fleet.api.redaction import redact
 from signin.models import ScimCall, ScimToken, ScimUser
 from signin.scim.tokens import scim_token_mint
-from tests.signin.conftest import ERROR_SCHEMA, Scim
+from tests.signin.conftest import ERROR_SCHEMA, USER_SCHEMA, Scim
 
 pytestmark = pytest.mark.django_db
 
@@ -114,3 +114,37 @@ def test_wrong_tokens_from_one_address_are_slowed_too(client, providers, setting
     settings.SCIM_REQUESTS_PER_MINUTE = 2
     wrong = Scim(client, WRONG)
     assert [wrong.get("Users").status_code for _ in range(3)] == [401, 401, 429]
+
+
+def test_another_providers_token_is_refused_on_its_users_and_groups(acme, grupo, log_records):
+    ana = acme.user_create(
+        "ana@example.com", "00u-ana", name={"givenName": "Ana", "familyName": "Souza"}
+    ).data["id"]
+    sp = acme.group_create("fleet-sp", ana).data["id"]
+    own = grupo.group_create("grupo-sp").data["id"]
+    user_body = {"schemas": [USER_SCHEMA], "userName": "ana@example.com", "active": False}
+    attempts = [
+        grupo.get(f"Users/{ana}"),
+        grupo.call("PUT", f"Users/{ana}", user_body | {"name": {"givenName": "Eve"}}),
+        grupo.patch(f"Users/{ana}", {"op": "replace", "value": {"active": False}}),
+        grupo.delete(f"Users/{ana}"),
+        grupo.get(f"Groups/{sp}"),
+        grupo.patch(f"Groups/{sp}", {"op": "remove", "path": "members"}),
+        grupo.patch(f"Groups/{sp}", {"op": "replace", "value": {"displayName": "taken"}}),
+        grupo.delete(f"Groups/{sp}"),
+        grupo.group_create("grupo-rio", ana),
+        grupo.patch(f"Groups/{own}", {"op": "add", "path": "members", "value": [{"value": ana}]}),
+    ]
+    for answer in attempts:
+        assert answer.status_code == 401, answer.data
+        assert answer.data["schemas"] == [ERROR_SCHEMA]
+        assert answer["WWW-Authenticate"].startswith("Bearer")
+    # Nothing changed: Acme still sees Ana as it left her.
+    seen = acme.get(f"Users/{ana}").data
+    assert (seen["active"], seen["name"]["givenName"]) == (True, "Ana")
+    assert [member["value"] for member in acme.get(f"Groups/{sp}").data["members"]] == [ana]
+    assert acme.get(f"Groups/{sp}").data["displayName"] == "fleet-sp"
+    assert User.objects.get().is_active
+    assert not grupo.get(f"Groups/{own}").data.get("members")
+    assert ScimCall.objects.filter(provider="group", status=401).count() == len(attempts)
+    assert not any(grupo.token in line for line in log_records.lines)

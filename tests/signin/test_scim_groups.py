@@ -9,8 +9,10 @@ from allauth.socialaccount.models import SocialAccount
 from django.contrib.auth.models import User
 from django.test import Client
 
+from fleet import plates
 from fleet.models import DirectoryGroup, VehicleGroup, VehicleGroupMember
-from fleet.services.scopes import scope_of
+from fleet.services.scopes import scope_of, vehicle_groups_changed
+from fleet.services.vehicles import vehicle_search
 from signin.models import ScimGroup, ScimUser
 from signin.scim.tokens import scim_token_mint
 from tests.signin.conftest import ERROR_SCHEMA, Scim
@@ -71,6 +73,57 @@ def test_moving_between_groups_moves_the_vehicles(acme, vehicle_groups):
     assert given.provider == "acme"
 
 
+def forms(plate: str) -> set[str]:
+    """Every way a page may write `plate`: as listed, displayed, and its old form's."""
+    found = {plate, plates.display(plate)}
+    if (old := plates.old_plate(plate)) is not None:
+        found |= {old, plates.display(old)}
+    return found
+
+
+def test_moving_between_scim_groups_changes_the_vehicles_at_the_next_page_load(
+    acme, vehicle_groups, emulator, fleet_settings
+):
+    """A manager with a session open sees São Paulo's vehicles; the directory moves them to
+    Rio's group; their next load of the vehicle list (page and CSV) shows Rio's only."""
+    sao_paulo, rio = vehicle_groups
+    vehicle_search()
+    listed = [plates.normalize(vehicle["car_plate"]) for vehicle in emulator.vehicles()]
+    old = [plate for plate in listed if plate[4].isdigit()]
+    new = [plate for plate in listed if not plate[4].isdigit()]
+    given = {sao_paulo: [old[0], new[0]], rio: [old[1], new[1]]}
+    for group, chosen in given.items():
+        for plate in chosen:
+            group.plates.create(registration=plates.registration(plate))
+    vehicle_groups_changed([sao_paulo.pk, rio.pk])
+    ana = acme.user_create("ana@example.com", "00u-ana").data["id"]
+    sp = acme.group_create("fleet-sp", ana).data["id"]
+    rio_group = acme.group_create("Rio managers", externalId="grp-rio").data["id"]
+    browser = Client()
+    browser.force_login(User.objects.get(username="ana@example.com"))
+
+    def shown(path: str) -> tuple[bool, bool]:
+        page = browser.get(path)
+        assert page.status_code == 200
+        text = page.content.decode()
+        return (
+            all(plates.display(plate) in text for plate in given[sao_paulo]),
+            any(form in text for plate in given[rio] for form in forms(plate)),
+        )
+
+    assert shown("/vehicles/") == (True, False)
+    acme.patch(f"Groups/{sp}", {"op": "remove", "path": f'members[value eq "{ana}"]'})
+    acme.patch(f"Groups/{rio_group}", {"op": "add", "path": "members", "value": [{"value": ana}]})
+
+    page = browser.get("/vehicles/")
+    text = page.content.decode()
+    assert all(plates.display(plate) in text for plate in given[rio])
+    assert not any(form in text for plate in given[sao_paulo] for form in forms(plate))
+    export = browser.get("/vehicles/export.csv").getvalue().decode("utf-8-sig")
+    assert all(plates.display(plate) in export or plate in export for plate in given[rio])
+    assert not any(form in export for plate in given[sao_paulo] for form in forms(plate))
+
+
 def test_groups_given_by_hand_stay(acme, vehicle_groups):
     _sao_paulo, rio = vehicle_groups
     ana = acme.user_create("ana@example.com", "00u-ana").data["id"]
@@ -84,7 +137,7 @@ def test_groups_given_by_hand_stay(acme, vehicle_groups):
 def test_a_group_is_one_providers(acme, grupo, vehicle_groups):
     ana = acme.user_create("ana@example.com", "00u-ana").data["id"]
     refused = grupo.group_create("fleet-sp", ana)
-    assert refused.status_code == 400
+    assert refused.status_code == 401
     assert refused.data["schemas"] == [ERROR_SCHEMA]
     assert not ScimGroup.objects.exists()
     assert sees("ana@example.com") == ()

@@ -131,12 +131,12 @@ def test_delete_deactivates_and_keeps_the_records(acme):
 
 def test_a_provider_sees_and_changes_none_of_another_providers_users(acme, grupo):
     created = acme.user_create("ana@example.com", "00u-ana")
-    assert grupo.get(f"Users/{created.data['id']}").status_code == 404
+    assert grupo.get(f"Users/{created.data['id']}").status_code == 401
     assert grupo.get("Users").data["totalResults"] == 0
     refused = grupo.patch(
         f"Users/{created.data['id']}", {"op": "replace", "path": "active", "value": False}
     )
-    assert refused.status_code == 404
+    assert refused.status_code == 401
     assert User.objects.get().is_active is True
 
 

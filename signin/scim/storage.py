@@ -252,7 +252,11 @@ class PortalStorage(ScimStorage):
             "externalId": scim_user.external_id or None,
             "active": user.is_active,
             "name": {"givenName": user.first_name or None, "familyName": user.last_name or None},
-            "emails": [{"value": user.email, "primary": True}] if user.email else None,
+            # The one e-mail kept, as Entra and Okta send and address it (`emails[type
+            # eq "work"].value`).
+            "emails": [{"value": user.email, "type": "work", "primary": True}]
+            if user.email
+            else None,
             "groups": [{"value": str(pk), "display": name} for pk, name in groups] or None,
             "meta": _meta(USER, scim_user),
         }

@@ -315,7 +315,12 @@ class PortalStorage(ScimStorage):
 
     def _group_resource(self, resource_type: ResourceType, group: ScimGroup) -> Resource[Any]:
         members = [
-            {"value": str(member.id), "$ref": f"Users/{member.id}", "display": member.user_name}
+            {
+                "value": str(member.id),
+                "$ref": f"Users/{member.id}",
+                "type": "User",
+                "display": member.user_name,
+            }
             for member in group.members.filter(deleted_at__isnull=True)
         ]
         values: dict[str, Any] = {

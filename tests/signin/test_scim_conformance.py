@@ -60,8 +60,8 @@ NAME_PARTS = (
     "name): formatted, middleName and the honorifics are not"
 )
 ONE_EMAIL = (
-    "One e-mail is kept, the primary one, and only its address (not its type or display), "
-    "and only where the sign-in would keep it"
+    "One e-mail is kept, the primary one, and only its address, answered as the work "
+    "e-mail (its type and display are not kept), and only where the sign-in would keep it"
 )
 NAMES_KEPT = (
     "A provider never clears a person's names, as a sign-in never does: new names replace "
@@ -73,7 +73,7 @@ EMAIL_KEPT = (
 )
 MEMBER_DISPLAY = (
     "A member's display is their userName as the portal knows it, not what the client "
-    "sends; a member's type is not kept (every member is a User)"
+    "sends; every member is a User"
 )
 
 # (resource type, check, attribute path) -> why the portal answers otherwise.

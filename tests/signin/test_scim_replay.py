@@ -587,6 +587,35 @@ def test_entra_patches_with_and_without_the_scim_compliance_flag(
     assert_deactivated(user, session_key)
 
 
+# Entra's default attribute mapping gives the enterprise extension's manager from the
+# directory's manager: sent as the manager's bare id (not `{"value": ...}`), with
+# capitalised ops, then removed with no value. Not kept by the portal; never refused.
+ENTRA_MANAGER = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:manager"
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        {"op": "Add", "path": ENTRA_MANAGER, "value": "{boss}"},
+        {"op": "Replace", "path": ENTRA_MANAGER, "value": "{boss}"},
+        {"op": "replace", "path": ENTRA_MANAGER, "value": {"value": "{boss}"}},
+        {"op": "Replace", "value": {ENTRA_MANAGER: "{boss}"}},
+        {"op": "Remove", "path": ENTRA_MANAGER},
+    ],
+    ids=["add-bare-id", "replace-bare-id", "replace-complex", "pathless-bare-id", "remove"],
+)
+def test_entra_sets_and_removes_a_manager_as_its_default_mapping_sends_it(acme, operation):
+    user_id = entra_user(acme)
+    boss = acme.user_create("boss@example.com", "00u-boss").data["id"]
+    body = json.dumps(
+        {"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [operation]}
+    ).replace("{boss}", boss)
+    patched = replay(acme, "PATCH", f"Users/{user_id}", body)
+    assert patched.status_code == 200, patched.data
+    assert patched.data["userName"] == "Test_User_00aa00aa-bb11-cc22-dd33-44ee44ee44ee"
+    assert patched.data["active"] is True
+
+
 # -- Okta --------------------------------------------------------------------------------
 # https://developer.okta.com/docs/api/openapi/okta-scim/guides/scim-20/
 # ("SCIM User operations" and "SCIM Group operations": each request as shown there.)

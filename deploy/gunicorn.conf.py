@@ -52,6 +52,21 @@ logger_class = "portal.gunicorn_logging.RedactingLogger"
 # referrer (another page's address, with its query) and the Basic-auth user name.
 access_log_format = '%(h)s - - %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms "%(a)s"'
 
+# Metrics (fleet.metrics): every worker, and `manage.py db_worker` beside them, writes its
+# counts to PROMETHEUS_MULTIPROC_DIR (the units' runtime directory, deploy/systemd), and
+# /metrics sums the files. Counts of workers that ended stay in the sum, as counters must.
+_metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "").strip()
+if _metrics_dir:
+    Path(_metrics_dir).mkdir(parents=True, exist_ok=True)
+
+
+def child_exit(server: object, worker: object) -> None:
+    if _metrics_dir:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)  # type: ignore[attr-defined,no-untyped-call]
+
+
 # gunicorn answers with `Server: gunicorn`, and the reverse proxy passes it on: name
 # no software instead. `gunicorn.http.wsgi` copied `gunicorn.SERVER` when it was
 # imported, so it is set there; the workers, forked later, inherit it.

@@ -19,6 +19,12 @@ class FleetConfig(AppConfig):
         # provider's, through allauth): their records are scrubbed from the start.
         protect_library_loggers()
 
+        from django.tasks.signals import task_finished
+
+        from fleet.services.metrics import task_finished_count
+
+        task_finished.connect(task_finished_count, dispatch_uid="fleet.metrics")
+
         uid = "fleet.after_response"
         request_started.connect(after_response.request_started, dispatch_uid=uid)
         request_finished.connect(after_response.request_finished, dispatch_uid=uid)

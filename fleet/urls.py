@@ -16,6 +16,7 @@ from fleet.views import (
     embed,
     fines,
     health,
+    metrics,
     vehicles,
     webhook_receiver,
 )
@@ -25,6 +26,7 @@ app_name = "fleet"
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
     path("healthz", health.healthz, name="healthz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("app/", embed.app, name="app"),
     path("app/frame", embed.app_frame, name="app_frame"),
     path("app/open", embed.app_open, name="app_open"),

@@ -221,6 +221,21 @@ def webhook_tokens(name: str, *, on_emulator: bool) -> list[str]:
     return tokens
 
 
+def metrics_token(name: str) -> str:
+    """The bearer token `/metrics` asks for; empty (unset), the path is a 404. It must look
+    random, as a webhook token must: anyone who has it reads the portal's activity."""
+    token = os.environ.get(name, "").strip()
+    if not token:
+        return ""
+    problems = credential_problems(token) or webhook_token_problems(token)
+    if problems:
+        raise ImproperlyConfigured(
+            f"{name} {'; '.join(problems)} (make one with "
+            '`python -c "import secrets; print(secrets.token_urlsafe(32))"`).'
+        )
+    return token
+
+
 def fernet_keys(name: str, *, default: list[str]) -> list[str]:
     """One or more Fernet keys, newest first (rotation)."""
     keys = comma_list(name, default=default)

@@ -54,6 +54,8 @@ FLEET_SECRET_KEY = env.credential(
 )
 # Tokens the webhook URL accepts (several while rotating); outside the emulator, random ones.
 FLEET_WEBHOOK_TOKENS = env.webhook_tokens("FLEET_WEBHOOK_TOKENS", on_emulator=_ON_EMULATOR)
+# Prometheus reads /metrics with `Authorization: Bearer <METRICS_TOKEN>`; unset, a 404.
+METRICS_TOKEN = env.metrics_token("METRICS_TOKEN")
 # Keys of the secrets kept in the database, newest first; derived from SECRET_KEY on the emulator.
 FLEET_FIELD_KEYS = env.fernet_keys(
     "FLEET_FIELD_KEYS", default=[env.fernet_key_from(SECRET_KEY)] if _ON_EMULATOR else []
@@ -216,6 +218,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every request counted, with the time all the others take (fleet.metrics).
+    "portal.monitoring.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # After WhiteNoise, which answers static files (long-cached) before it.

@@ -4,10 +4,12 @@ saying it once in the log."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.http import HttpRequest
 
+from fleet import metrics
 from fleet.api.redaction import redact
 from signin.addresses import client_address
 from signin.models import SsoAttempt, SsoOutcome
@@ -38,6 +40,7 @@ def sso_attempt_record(
         role=role,
         detail=redact(detail)[:_DETAIL_LENGTH],
     )
+    metrics.SIGN_INS.labels("sso", outcome.value).inc()
     level = logging.INFO if outcome in SsoOutcome.successes() else logging.WARNING
     logger.log(
         level,
@@ -50,3 +53,16 @@ def sso_attempt_record(
         f": {attempt.detail}" if attempt.detail else "",
     )
     return attempt
+
+
+def local_sign_in_count(sender: Any, request: HttpRequest, user: User, **kwargs: Any) -> None:
+    """`user_logged_in` receiver: count a sign-in with the local form (fleet.metrics); one
+    through a provider is counted with its outcome, by `sso_attempt_record`."""
+    backend = str(getattr(user, "backend", "") or "")
+    if not backend.startswith("allauth."):
+        metrics.SIGN_INS.labels("local", "signed_in").inc()
+
+
+def local_sign_in_failure_count(sender: Any, **kwargs: Any) -> None:
+    """`user_login_failed` receiver: a wrong username or password, or a locked one."""
+    metrics.SIGN_INS.labels("local", "failed").inc()

@@ -58,7 +58,7 @@ from alerts.services.emails import absolute_url, alert_email
 from alerts.services.pauses import alerts_paused
 from alerts.services.preferences import alert_preferences_get
 from alerts.signing import signed_headers
-from fleet import worker
+from fleet import metrics, worker
 from fleet.encryption import UndecryptableSecret
 from fleet.services.scopes import VehicleScope, scope_of
 from fleet.throttle import Throttle
@@ -241,9 +241,9 @@ def _email_send(user: User, alerts: Sequence[Alert], language: str, time_zone: s
         logger.warning(
             "alert e-mail to user %s failed (%d alerts): %s", user.pk, len(alerts), error
         )
-        return mark_failed(alerts, error=f"{type(error).__name__}: {error}")
+        return _counted("email", mark_failed(alerts, error=f"{type(error).__name__}: {error}"))
     mark_sent(alerts, message=message.extra_headers["Message-ID"])
-    return "sent"
+    return _counted("email", "sent")
 
 
 def _emails_sent_since(user: User, since: datetime) -> list[datetime]:
@@ -401,9 +401,15 @@ def _webhook_record(post: _Post, posted: _Posted) -> str:
         logger.warning(
             "alert webhook %s to subscription %s: %s", message, post.subscription_id, outcome.error
         )
-        return mark_failed([alert], error=outcome.error)
+        return _counted("webhook", mark_failed([alert], error=outcome.error))
     mark_sent([alert], message=message)
-    return "sent"
+    return _counted("webhook", "sent")
+
+
+def _counted(channel: str, outcome: str) -> str:
+    """Count a sending's outcome (fleet.metrics: sent, retried, failed); `outcome`."""
+    metrics.ALERTS.labels(channel, "retried" if outcome == "retry" else outcome).inc()
+    return outcome
 
 
 def _webhooks_put_back(alerts: list[Alert], *, after: Alert | None) -> None:

@@ -19,6 +19,7 @@ from urllib.parse import quote
 import orjson
 import requests
 
+from fleet import metrics
 from fleet.api.cooldown import Cooldown, LocalCooldown
 from fleet.api.credentials import credential_problems
 from fleet.api.errors import FleetError, InvalidResponse, RateLimited, error_for_response
@@ -337,11 +338,17 @@ class FleetClient:
     def _until_done[T](self, call: CallBudget, attempt: Callable[[], T]) -> T:
         """`attempt` until an answer, an error that is final, or a wait that does not fit."""
         while True:
-            self._wait_for_cooldown(call)
-            call.attempts += 1
             try:
-                return attempt()
+                self._wait_for_cooldown(call)
+            except FleetError:
+                metrics.FLEET_API_CALLS.labels(call.route, "paused").inc()
+                raise
+            call.attempts += 1
+            started = time.monotonic()
+            try:
+                answer = attempt()
             except FleetError as error:
+                _counted(call, error.outcome.value, started)
                 wait = retry_wait(call, error, self.cooldown)
                 if wait is None or not call.allows(wait):
                     logger.warning(
@@ -355,6 +362,9 @@ class FleetClient:
                     raise
                 logger.info("%s %s: %s; retrying in %.2f s", call.method, call.route, error, wait)
                 time.sleep(wait)
+            else:
+                _counted(call, "ok", started)
+                return answer
 
     def _wait_for_cooldown(self, call: CallBudget) -> None:
         """Honour the route's shared pause: wait if it fits, else fail without calling."""
@@ -467,3 +477,9 @@ class FleetClient:
             "fleet_trace_id": trace_id,
             "fleet_attempt": call.attempts,
         }
+
+
+def _counted(call: CallBudget, outcome: str, started: float) -> None:
+    """Count one attempt of `call` (fleet.metrics): its route, never its values."""
+    metrics.FLEET_API_CALLS.labels(call.route, outcome).inc()
+    metrics.FLEET_API_LATENCY.labels(call.route).observe(time.monotonic() - started)

@@ -36,6 +36,7 @@ from urllib3.exceptions import MaxRetryError
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
+from fleet import metrics
 from fleet.api.cooldown import Cooldown
 from fleet.api.errors import FleetError, GatewayTimeout, RetryLater, UpstreamUnavailable
 
@@ -141,6 +142,7 @@ def retry_wait(call: CallBudget, error: FleetError, cooldown: Cooldown) -> float
         if error.retry_after is not None:
             if call.timeout_pauses_route or not isinstance(error, GatewayTimeout):
                 cooldown.hold(call.route, error.retry_after)
+                metrics.FLEET_API_COOLDOWNS.labels(str(error.status or "")).inc()
             return error.retry_after
         return backoff(call.attempts)
     # No answer at all (status None): connect errors were already retried

@@ -43,7 +43,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from fleet import cpf, worker
+from fleet import cpf, metrics, worker
 from fleet.api import errors
 from fleet.api.licences import CnhLicence as CnhLicence
 from fleet.api.licences import CnhLookupResult
@@ -179,9 +179,11 @@ def cnh_lookup_process(*, lookup_id: int) -> str:
     if lookup is None:
         return "skipped"
     try:
-        return _attempt(lookup)
+        status = _attempt(lookup)
     finally:
         recovery_settle()
+    metrics.CNH_LOOKUPS.labels(str(status)).inc()
+    return status
 
 
 def _attempt(lookup: CnhLookup) -> str:

@@ -45,7 +45,7 @@ from typing import Any, Final, NamedTuple
 from django.conf import settings
 from django.core.cache import cache
 
-from fleet import after_response
+from fleet import after_response, metrics
 from fleet.api import errors
 from fleet.api.client import LIST_VEHICLES, FleetClient
 from fleet.api.errors import Outcome
@@ -101,6 +101,13 @@ class _Memo:
 
 
 _memo = _Memo()
+
+
+def vehicle_list_fetched_at() -> float | None:
+    """When the vehicle list every worker serves was fetched (wall clock), if there is one:
+    one read of its small key, nothing decoded."""
+    meta = _Meta.parse(cache.get(CacheKeys(fleet_cache_scope()).meta))
+    return None if meta is None else meta.fetched_at
 
 
 def cached_snapshot() -> Snapshot | None:
@@ -301,6 +308,7 @@ def _fetch(
         # A plain str in the cache: any version of the portal can read it.
         failure = (error.outcome.value, error.retry_after, time.time())
         cache.set(keys.failure, failure, timeout=_keep_seconds())
+        metrics.VEHICLE_CACHE.labels("refresh_failed").inc()
         logger.warning(
             "vehicle list refresh failed after %.0f ms (%s): %s",
             (time.perf_counter() - started) * 1000,
@@ -309,6 +317,7 @@ def _fetch(
         )
         raise
     fetched = time.perf_counter()
+    metrics.VEHICLE_CACHE.labels("refresh").inc()
     snapshot = Snapshot.from_columns(
         fleet,
         scope=keys.scope,
@@ -364,9 +373,12 @@ def current_snapshot(*, force: bool = False) -> tuple[Snapshot, Freshness]:
     keys = CacheKeys(fleet_cache_scope())
     snapshot = _load(keys)
     if snapshot is None:
+        metrics.VEHICLE_CACHE.labels("miss").inc()
         return _first(keys, force=force)
     if not force and time.time() - snapshot.fetched_at <= settings.FLEET_VEHICLES_TTL:
+        metrics.VEHICLE_CACHE.labels("hit").inc()
         return snapshot, _freshness(snapshot)
+    metrics.VEHICLE_CACHE.labels("stale").inc()
     return _refreshed(keys, snapshot, force=force)
 
 

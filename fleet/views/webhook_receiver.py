@@ -22,6 +22,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from fleet import metrics
 from fleet.webhooks.payloads import is_json_content_type
 from fleet.webhooks.receive import (
     delivery_receive,
@@ -34,6 +35,10 @@ from fleet.webhooks.receive import (
 RETRY_AFTER_S = 30
 
 
+# Answers that stored nothing readable: a wrong token, no or a bad length, too large.
+_REFUSED = frozenset({400, 404, 411, 413})
+
+
 def _answer(answer: dict[str, Any], *, status: int) -> HttpResponse:
     """A JSON answer: what `JsonResponse` sends, at a fraction of its cost per delivery."""
     return HttpResponse(orjson.dumps(answer), status=status, content_type="application/json")
@@ -42,6 +47,14 @@ def _answer(answer: dict[str, Any], *, status: int) -> HttpResponse:
 @csrf_exempt  # a machine's POST, authenticated by the token in its path
 @require_POST
 def fleet_webhook(request: HttpRequest, token: str) -> HttpResponse:
+    metrics.WEBHOOK_DELIVERIES.labels("received").inc()
+    response = _received(request, token)
+    if response.status_code in _REFUSED:
+        metrics.WEBHOOK_DELIVERIES.labels("refused").inc()
+    return response
+
+
+def _received(request: HttpRequest, token: str) -> HttpResponse:
     # 404 rather than 401/403: a wrong token learns nothing about the route.
     if not webhook_token_valid(token=token):
         return _answer({"error": "not found"}, status=404)

@@ -35,7 +35,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Min
 from django.utils import timezone
 
-from fleet import worker
+from fleet import metrics, worker
 from fleet.models import DeliveryStatus, EventKind, Fine, WebhookDelivery, WebhookRecord
 from fleet.services.dashboard import fine_figures_prepare, fine_figures_publish
 from fleet.services.tallies import FineState, fine_tallies_apply
@@ -97,6 +97,8 @@ def deliveries_process_received(*, batch: int = 64, budget_s: float = 30.0) -> C
             worker.enqueue("webhook_deliveries_process")
         except Exception:
             logger.exception("could not ask the worker to go on processing webhook deliveries")
+    for status, count in outcomes.items():
+        metrics.WEBHOOK_DELIVERIES.labels(str(status)).inc(count)
     if outcomes[DeliveryStatus.PROCESSED]:
         fine_figures_prepare()
     return outcomes
@@ -139,6 +141,8 @@ def delivery_replay(*, ids: Iterable[int]) -> Counter[str]:
             outcomes[DeliveryStatus.REFUSED] += 1
             continue
         outcomes[delivery_process(delivery=delivery)] += 1
+    for status, count in outcomes.items():
+        metrics.WEBHOOK_DELIVERIES.labels(str(status)).inc(count)
     if outcomes[DeliveryStatus.PROCESSED]:
         fine_figures_prepare()
     return outcomes

@@ -25,7 +25,7 @@ from typing import Any, Final
 from django.conf import settings
 from django.utils import timezone
 
-from fleet import worker
+from fleet import metrics, worker
 from fleet.models import DeliveryStatus, WebhookDelivery
 from fleet.throttle import Throttle
 from fleet.webhooks.payloads import InvalidPayload, check_content_type
@@ -121,9 +121,11 @@ def delivery_receive(
     except InvalidPayload as invalid:
         values |= {"status": DeliveryStatus.INVALID, "error": str(invalid)}
         delivery = WebhookDelivery.objects.create(**values)
+        metrics.WEBHOOK_DELIVERIES.labels("invalid").inc()
         logger.warning("webhook delivery %s kept as invalid: %s", delivery.pk, invalid)
         return delivery
     delivery = WebhookDelivery.objects.create(**values)
+    metrics.WEBHOOK_DELIVERIES.labels("stored").inc()
     deliveries_schedule()
     return delivery
 

@@ -33,6 +33,7 @@ HTMX = {"HX-Request": "true"}
 # Pages that take no plate, record id or query about vehicles, and why.
 NOT_ABOUT_VEHICLES = {
     "fleet:healthz": "liveness, no fleet data",
+    "fleet:metrics": "counts by view and outcome for the operators, no fleet data (a token)",
     "fleet:app": "the page around the vendor's application (says it is not scoped)",
     "fleet:app_frame": "the iframe of the vendor's application, no plate",
     "fleet:fleet_account": "the user's own fleet login",

@@ -33,10 +33,15 @@ class Nginx:
 
 
 def nginx_frame(
-    folder: Path, *, port: int, upstream: int, static: Path, connections: int = 512
+    folder: Path, *, port: int, upstream: int | list[int], static: Path, connections: int = 512
 ) -> str:
     """The nginx.conf of a host: the shipped rules included, listening on `port` in front of
-    gunicorn on `upstream`, its files in `folder`."""
+    gunicorn on `upstream` (or of several, one a host, as a load balancer is), its files in
+    `folder`."""
+    servers = " ".join(
+        f"server {LOOPBACK}:{each};"
+        for each in ([upstream] if isinstance(upstream, int) else upstream)
+    )
     temp = folder / "nginx-temp"
     for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
         (temp / name).mkdir(parents=True, exist_ok=True)
@@ -58,7 +63,7 @@ http {{
     uwsgi_temp_path {temp}/uwsgi;
     scgi_temp_path {temp}/scgi;
     include {deploy}/fleet-portal-http.conf;
-    upstream fleet_portal {{ server {LOOPBACK}:{upstream}; keepalive 16; }}
+    upstream fleet_portal {{ {servers} keepalive 16; }}
     server {{
         listen {LOOPBACK}:{port};
         access_log {folder}/nginx-access.log fleet_portal;
@@ -69,7 +74,9 @@ http {{
 """
 
 
-def start_nginx(folder: Path, *, upstream: int, static: Path, connections: int = 512) -> Nginx:
+def start_nginx(
+    folder: Path, *, upstream: int | list[int], static: Path, connections: int = 512
+) -> Nginx:
     """nginx on a free loopback port in front of gunicorn on `upstream`; returns once it
     accepts connections (raises `ServerFailed` if it stops or does not)."""
     port = free_port()

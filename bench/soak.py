@@ -29,6 +29,13 @@ addresses (ALERTS_WEBHOOK_ALLOW_PRIVATE) and hold claimed alerts for 60 s
 (ALERTS_SEND_LEASE_SECONDS), so that those of the killed worker go out before
 the end.
 
+With `--hosts 2` (`make soak SOAK_HOSTS=2`) the portal runs as two hosts would: two
+copies of the checkout, each with its gunicorn (the shipped unit, in its own working
+directory) and its db_worker, behind one nginx upstream, against the one PostgreSQL and
+Redis; the faults strike the first host. Either way Debian's Prometheus
+(`bench.soak_prometheus`) scrapes each host's `/metrics` every second and evaluates the
+shipped alert rules (deploy/prometheus).
+
 The first two stretches hold no fault: the p95 of the normal pages in each
 is the "without / with the slow connections" comparison. After the traffic
 stops, it waits for the worker to process every stored delivery and to end
@@ -43,13 +50,18 @@ every CNH lookup, then reads the portal's database and prints:
 - CNH lookups by status; stuck ones (not finished, or failed without a reason);
 - what each subscriber got: the healthy one each of its alerts once (a repeat only
   for the worker's kill), none lost; the POSTs the two others held, and how they ended;
+- the metrics Prometheus scraped beside its own counts: requests by status, deliveries by
+  stage, CNH lookups by outcome; the vehicle list's fetches at the emulator per refresh
+  (1: one host fetches it, never two); then, the worker-lag alert firing while every
+  db_worker is killed and resolving once they are back; `/metrics` through nginx without
+  the token (401), and no plate, CPF, e-mail or token in a scrape;
 - the last line: `soak: R requests, E unexplained 5xx, L lost deliveries, S stuck lookups`.
 
 Exit status 0 when E, L, S and the duplicate effects are all 0 (and every
-delivery got through, and the healthy subscriber got every alert), 1 otherwise,
-2 when a server could not start, 130 when interrupted. Needs Debian's nginx,
-postgresql and redis-server, and locust (requirements-soak.txt; `make soak`
-installs both).
+delivery got through, the healthy subscriber got every alert and every metrics check
+holds), 1 otherwise, 2 when a server could not start, 130 when interrupted.
+Needs Debian's nginx, postgresql, redis-server and prometheus, and locust
+(requirements-soak.txt; `make soak` installs them).
 """
 
 from __future__ import annotations
@@ -60,6 +72,7 @@ import importlib.util
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import time
@@ -90,6 +103,8 @@ from bench.servers import (
     stop,
     upstream_session,
 )
+from bench.soak_metrics import print_metrics
+from bench.soak_prometheus import Prometheus, start_prometheus
 from bench.soak_services import (
     Postgres,
     Redis,
@@ -103,6 +118,8 @@ from bench.soak_subscribers import DESCRIPTION, HEALTHY, SUBSCRIBE, Interruption
 from bench.stats import percentile
 
 GUNICORN_WORKERS = 4
+VEHICLES_TTL = 10.0  # the portal's FLEET_VEHICLES_TTL here: several refreshes in a run
+LAG_ALERT = "FleetPortalWorkerLag"  # deploy/prometheus/fleet-portal-rules.yml
 DOWN_SECONDS = 2.0  # how long Redis and PostgreSQL stay down when restarted
 READ_TIMEOUT = 10.0  # the portal's FLEET_READ_TIMEOUT (its default)
 # Pages whose p95 is compared without and with the slow connections.
@@ -163,17 +180,36 @@ class Timeline:
 
 
 @dataclass
+class Host:
+    """One host of the portal: its checkout, gunicorn and db_worker."""
+
+    root: Path
+    gunicorn: subprocess.Popen[bytes]
+    port: int
+    worker: Supervised
+
+
+@dataclass
 class Portal:
     environment: dict[str, str]
     postgres: Postgres
     redis: Redis
-    gunicorn: subprocess.Popen[bytes]
-    worker: Supervised
+    hosts: list[Host]
     emulator_url: str
     nginx_url: str
     nginx_port: int
     token: str
+    metrics_token: str
     subscribers: Subscribers
+    prometheus: Prometheus
+
+    @property
+    def gunicorn(self) -> subprocess.Popen[bytes]:
+        return self.hosts[0].gunicorn  # the faults strike the first host
+
+    @property
+    def worker(self) -> Supervised:
+        return self.hosts[0].worker
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -191,6 +227,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--slow", type=int, default=50, help="slowloris connections (50)")
     parser.add_argument("--vehicles", type=int, default=10_000, help="the fleet's size")
     parser.add_argument(
+        "--hosts",
+        type=int,
+        default=int(os.environ.get("SOAK_HOSTS") or 1),
+        help="portal hosts, each a gunicorn and a db_worker (default: $SOAK_HOSTS, else 1)",
+    )
+    parser.add_argument(
         "--keep",
         type=Path,
         metavar="FOLDER",
@@ -199,6 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seconds < 30:
         parser.error("--seconds must be at least 30")
+    if args.hosts < 1:
+        parser.error("--hosts must be at least 1")
     if args.keep:
         args.keep.mkdir(parents=True)
         return bench_main(lambda _temporary: _soak(args.keep.resolve(), args))
@@ -245,6 +289,7 @@ def _start(folder: Path, args: argparse.Namespace, stack: ExitStack) -> Portal:
     )
     requests.post(f"{emulator.url}/_emulator/cnh", json={"retry_after": 2}, timeout=10)
     token = secrets.token_urlsafe(32)
+    metrics_token = secrets.token_urlsafe(32)
     environment = portal_environment(
         database=folder / "unused.sqlite3", emulator_url=emulator.url
     ) | {
@@ -257,31 +302,74 @@ def _start(folder: Path, args: argparse.Namespace, stack: ExitStack) -> Portal:
         "SECURE_SSL_REDIRECT": "False",  # plain HTTP on loopback
         "ALERTS_WEBHOOK_ALLOW_PRIVATE": "true",  # the subscribers are on loopback
         "ALERTS_SEND_LEASE_SECONDS": "60",  # a run lasts 30 s and a POST 10 s at most
+        "FLEET_VEHICLES_TTL": str(VEHICLES_TTL),
+        "METRICS_TOKEN": metrics_token,
     }
     portal_migrate(environment)
     _manage(environment, "collectstatic", "--no-input", "-v", "0")
-    gunicorn, port = start_gunicorn(environment, folder, workers=GUNICORN_WORKERS)
-    stack.callback(stop, gunicorn)
-    nginx = start_nginx(folder, upstream=port, static=ROOT / "staticfiles", connections=4096)
-    stack.callback(stop, nginx.process)
-    worker = Supervised(
-        "db_worker", read_unit("fleet-portal-worker.service"), environment, folder / "worker.log"
+    hosts = []
+    for number in range(args.hosts):
+        place = folder / f"host-{number + 1}"
+        place.mkdir()
+        root = ROOT if args.hosts == 1 else _checkout_copy(place / "fleet-portal")
+        # Its processes' metrics, summed by its /metrics (deploy/systemd's runtime folder).
+        here = environment | {"PROMETHEUS_MULTIPROC_DIR": str(place / "metrics")}
+        gunicorn, port = start_gunicorn(here, place, workers=GUNICORN_WORKERS, root=root)
+        stack.callback(stop, gunicorn)
+        worker = Supervised(
+            "db_worker",
+            read_unit("fleet-portal-worker.service", root=root),
+            here,
+            place / "worker.log",
+        )
+        stack.callback(worker.stop)
+        hosts.append(Host(root, gunicorn, port, worker))
+    nginx = start_nginx(
+        folder,
+        upstream=[host.port for host in hosts],
+        static=ROOT / "staticfiles",
+        connections=4096,
     )
-    stack.callback(worker.stop)
+    stack.callback(stop, nginx.process)
+    prometheus = start_prometheus(
+        folder, targets=[f"127.0.0.1:{host.port}" for host in hosts], token=metrics_token
+    )
+    stack.callback(stop, prometheus.process)
     subscribers = Subscribers()
     stack.callback(subscribers.stop)
     return Portal(
         environment,
         postgres,
         redis,
-        gunicorn,
-        worker,
+        hosts,
         emulator.url,
         nginx.url,
         nginx.port,
         token,
+        metrics_token,
         subscribers,
+        prometheus,
     )
+
+
+# What a host's copy leaves out: what the repository does not ship, and this checkout's
+# own state (its virtualenv stays shared: the same Python packages on every host).
+_NOT_COPIED = shutil.ignore_patterns(
+    ".git", ".venv", "node_modules", "__pycache__", ".*_cache", "*.sqlite3", ".env", "media"
+)
+
+
+def _checkout_copy(destination: Path) -> Path:
+    """A host's own copy of this checkout (its code, compiled catalogues and collected
+    static files), as a deployment puts one on each host: nothing on disk is shared."""
+
+    def ignored(directory: str, names: list[str]) -> set[str]:
+        # Not the soak's own folder, should `--keep` have put it inside the checkout.
+        inside = {name for name in names if Path(directory, name) in destination.parents}
+        return set(_NOT_COPIED(directory, names)) | inside
+
+    shutil.copytree(ROOT, destination, ignore=ignored, symlinks=True)
+    return destination
 
 
 def _manage(environment: dict[str, str], *args: str, stdin: str | None = None) -> str:
@@ -680,7 +768,8 @@ def _report(
     print("\n== Injected faults (seconds into the run) ==")
     for fault in faults:
         print(f"  {fault.start:7.1f} to {max(fault.end, fault.start):7.1f}  {fault.name}")
-    print(f"  db_worker started again by the supervisor {portal.worker.restarts} time(s)")
+    restarts = sum(host.worker.restarts for host in portal.hosts)
+    print(f"  db_worker started again by the supervisor {restarts} time(s)")
     unexplained = _print_failures(rows, faults)
     deliveries = _deliveries(plan, state)
     _print_deliveries(rows, timeline, deliveries)
@@ -699,8 +788,20 @@ def _report(
         f"  p95 of normal pages: {without:.0f} ms without, {with_slow:.0f} ms with"
         f" ({with_slow / without:.2f}x; goal: within 1.20x)"
     )
+    metrics_problems = print_metrics(
+        portal=portal,
+        plan=plan,
+        rows=rows,
+        state=state,
+        faults=faults,
+        webhook_route=WEBHOOK_ROUTE,
+        vehicles_ttl=VEHICLES_TTL,
+        lag_alert=LAG_ALERT,
+        secrets=_secrets(portal, plan),
+    )
     failed = bool(
-        unexplained
+        metrics_problems
+        or unexplained
         or deliveries.lost
         or stuck
         or deliveries.duplicate_effects
@@ -713,6 +814,19 @@ def _report(
         f" {deliveries.lost} lost deliveries, {stuck} stuck lookups"
     )
     return 1 if failed else 0
+
+
+def _secrets(portal: Portal, plan: dict[str, Any]) -> list[str]:
+    """What no scrape may hold: tokens, keys and passwords of this run."""
+    environment = portal.environment
+    found = [portal.token, portal.metrics_token, DEMO_FLEET_PASSWORD]
+    found += [
+        environment[name]
+        for name in ("FLEET_SECRET_KEY", "FLEET_ACCESS_TOKEN", "DJANGO_SECRET_KEY")
+        if environment.get(name)
+    ]
+    found += [person["password"] for person in plan["managers"] + plan["cnh_users"]]
+    return found
 
 
 def _interruptions(plan: dict[str, Any], faults: Sequence[Fault]) -> list[Interruption]:

@@ -185,13 +185,14 @@ class Unit:
     command: list[str]
     nice: int
     restart_seconds: float
+    root: Path  # WorkingDirectory=: the checkout it runs in
 
 
-def read_unit(name: str) -> Unit:
-    """deploy/systemd/`name` as this checkout runs it: `ExecStart` with the host's paths made
-    this checkout's, `Nice=` and `RestartSec=`."""
+def read_unit(name: str, *, root: Path = ROOT) -> Unit:
+    """deploy/systemd/`name` as the checkout at `root` runs it: `ExecStart` with the host's
+    paths made that checkout's, `Nice=` and `RestartSec=`."""
     settings: dict[str, str] = {}
-    for line in (ROOT / "deploy" / "systemd" / name).read_text().splitlines():
+    for line in (root / "deploy" / "systemd" / name).read_text().splitlines():
         key, equals, value = line.partition("=")
         if equals and not line.startswith("#"):
             settings[key.strip()] = value.strip()
@@ -202,8 +203,13 @@ def read_unit(name: str) -> Unit:
         elif word.startswith(f"{HOST_ROOT}/.venv/bin/"):
             command += [sys.executable, "-m", word.rsplit("/", 1)[1]]
         else:
-            command.append(word.replace(HOST_ROOT, str(ROOT)))
-    return Unit(command, int(settings.get("Nice", "0")), float(settings.get("RestartSec", "0.1")))
+            command.append(word.replace(HOST_ROOT, str(root)))
+    return Unit(
+        command,
+        int(settings.get("Nice", "0")),
+        float(settings.get("RestartSec", "0.1")),
+        root,
+    )
 
 
 class Supervised:
@@ -215,6 +221,7 @@ class Supervised:
         self.restarts = 0
         self.process = self._start()
         self._stopping = threading.Event()
+        self._held = threading.Event()
         self._thread = threading.Thread(target=self._watch, name=f"supervise {name}", daemon=True)
         self._thread.start()
 
@@ -223,7 +230,7 @@ class Supervised:
         with self.log.open("ab") as output:
             return subprocess.Popen(
                 [*nice, *self.unit.command],
-                cwd=ROOT,
+                cwd=self.unit.root,
                 env=self.environment,
                 stdout=output,
                 stderr=subprocess.STDOUT,
@@ -231,7 +238,7 @@ class Supervised:
 
     def _watch(self) -> None:
         while not self._stopping.wait(0.2):
-            if self.process.poll() is not None:
+            if self.process.poll() is not None and not self._held.is_set():
                 if self._stopping.wait(self.unit.restart_seconds):
                     return
                 self.restarts += 1
@@ -242,6 +249,15 @@ class Supervised:
         pid = self.process.pid
         self.process.kill()
         return pid
+
+    def hold(self) -> int:
+        """SIGKILL the process and keep it down (a host whose worker is gone); its pid."""
+        self._held.set()
+        return self.kill()
+
+    def release(self) -> None:
+        """Let the supervisor start it again, `RestartSec` from now."""
+        self._held.clear()
 
     def stop(self) -> None:
         self._stopping.set()
@@ -263,12 +279,13 @@ def gunicorn_worker_pids(master: subprocess.Popen[bytes]) -> set[int]:
 
 
 def start_gunicorn(
-    environment: dict[str, str], folder: Path, *, workers: int
+    environment: dict[str, str], folder: Path, *, workers: int, root: Path = ROOT
 ) -> tuple[subprocess.Popen[bytes], int]:
-    """gunicorn as deploy/systemd/fleet-portal.service starts it (deploy/gunicorn.conf.py),
-    on a free loopback port with `workers` workers; returns once it answers."""
+    """gunicorn as deploy/systemd/fleet-portal.service starts it (deploy/gunicorn.conf.py)
+    in the checkout at `root`, on a free loopback port with `workers` workers; returns
+    once it answers."""
     port = free_port()
-    unit = read_unit("fleet-portal.service")
+    unit = read_unit("fleet-portal.service", root=root)
     log = folder / "gunicorn.log"
     environment = environment | {
         "GUNICORN_BIND": f"{LOOPBACK}:{port}",
@@ -278,7 +295,7 @@ def start_gunicorn(
     }
     with log.open("ab") as output:
         process = subprocess.Popen(
-            unit.command, cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT
+            unit.command, cwd=root, env=environment, stdout=output, stderr=subprocess.STDOUT
         )
     _wait_for_port(port, process, log, "gunicorn")
     deadline = time.monotonic() + _START_TIMEOUT

@@ -10,6 +10,7 @@ bad body gets 400 with `{"error": "..."}` saying what to fix.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
 
 from emulator import api, webhooks
 from emulator.clock import isoformat, parse_isoformat
@@ -81,6 +82,15 @@ def read_stats(emulator: Emulator, call: Call) -> Response:
 def clear_stats(emulator: Emulator, call: Call) -> Response:
     emulator.traffic.clear()
     return json_response(200, {"calls": {}})
+
+
+def read_answers(emulator: Emulator, call: Call) -> Response:
+    """`?route=GET /key/list-cars`: when each call of that route was answered, and how."""
+    route = (parse_qs(call.request.query).get("route") or [""])[0]
+    if not route:
+        raise ControlError("name the route: ?route=GET /key/list-cars")
+    answers = emulator.traffic.answers(route)
+    return json_response(200, [{"at": at, "status": status} for at, status in answers])
 
 
 def recent_requests(emulator: Emulator, call: Call) -> Response:
@@ -237,6 +247,7 @@ ROUTES = Router(
         Route("GET", "/_emulator/stats", read_stats),
         Route("DELETE", "/_emulator/stats", clear_stats),
         Route("GET", "/_emulator/requests", recent_requests),
+        Route("GET", "/_emulator/answers", read_answers),
         Route("GET", "/_emulator/rate-limit", read_rate_limit),
         Route("POST", "/_emulator/rate-limit", set_rate_limit),
         Route("GET", "/_emulator/crlv/requests", list_crlv_requests),

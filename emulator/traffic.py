@@ -7,12 +7,14 @@ how often, and with what headers and body, a client called.
 from __future__ import annotations
 
 import threading
-from collections import Counter, deque
+import time
+from collections import Counter, defaultdict, deque
 from typing import Any
 
 from emulator.messages import Request
 
 RECENT_KEPT = 200
+ANSWERS_KEPT = 10_000  # per route: when each call was answered, and how
 
 
 class Traffic:
@@ -20,6 +22,9 @@ class Traffic:
         self._lock = threading.Lock()
         self._calls: Counter[str] = Counter()
         self._recent: deque[dict[str, Any]] = deque(maxlen=RECENT_KEPT)
+        self._answers: defaultdict[str, deque[tuple[float, int | None]]] = defaultdict(
+            lambda: deque(maxlen=ANSWERS_KEPT)
+        )
 
     def arrive(self, request: Request, template: str | None) -> dict[str, Any]:
         """Count a call and keep its details; the entry to pass to `answered`.
@@ -44,9 +49,17 @@ class Traffic:
         return entry
 
     def answered(self, entry: dict[str, Any], status: int | None) -> None:
-        """Note the status a kept call was answered with (None: dropped)."""
+        """Note the status a kept call was answered with (None: dropped), and when (wall
+        clock: the soak compares calls of several hosts of the portal)."""
+        key = f"{entry['method']} {entry['route'] or entry['path']}"
         with self._lock:
             entry["status"] = status
+            self._answers[key].append((time.time(), status))
+
+    def answers(self, key: str) -> list[tuple[float, int | None]]:
+        """When each call of `key` ("GET /key/list-cars") was answered, and its status."""
+        with self._lock:
+            return list(self._answers.get(key, ()))
 
     def calls(self) -> dict[str, int]:
         with self._lock:
@@ -60,3 +73,4 @@ class Traffic:
         with self._lock:
             self._calls.clear()
             self._recent.clear()
+            self._answers.clear()

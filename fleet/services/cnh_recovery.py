@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import Min
 from django.utils import timezone
 
-from fleet import worker
+from fleet import metrics, worker
 from fleet.api.client import CNH_READ_TIMEOUT
 from fleet.models import CnhItemStatus, CnhLookup, CnhLookupStatus, CnhReason
 
@@ -74,6 +74,7 @@ def cnh_lookup_recover(*, lookup: CnhLookup) -> bool:
                 updated_at=now,
             )
     if ended:
+        metrics.CNH_LOOKUPS.labels(str(CnhLookupStatus.UNKNOWN)).inc()
         logger.warning(
             "CNH lookup %s was left running by its worker (attempt %d): %d CPF(s) with an "
             "unknown outcome (not sent again: it may have been charged)",

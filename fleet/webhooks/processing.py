@@ -89,6 +89,7 @@ def deliveries_process_received(*, batch: int = 64, budget_s: float = 30.0) -> C
         for read in _batch_apply(reads, publish=last_batch):
             _finish(read)
             outcomes[read.delivery.status] += 1
+            metrics.WEBHOOK_DELIVERIES.labels(str(read.delivery.status)).inc()
         if last_batch:
             break
         last = candidates[-1].pk
@@ -97,8 +98,6 @@ def deliveries_process_received(*, batch: int = 64, budget_s: float = 30.0) -> C
             worker.enqueue("webhook_deliveries_process")
         except Exception:
             logger.exception("could not ask the worker to go on processing webhook deliveries")
-    for status, count in outcomes.items():
-        metrics.WEBHOOK_DELIVERIES.labels(str(status)).inc(count)
     if outcomes[DeliveryStatus.PROCESSED]:
         fine_figures_prepare()
     return outcomes
@@ -141,8 +140,6 @@ def delivery_replay(*, ids: Iterable[int]) -> Counter[str]:
             outcomes[DeliveryStatus.REFUSED] += 1
             continue
         outcomes[delivery_process(delivery=delivery)] += 1
-    for status, count in outcomes.items():
-        metrics.WEBHOOK_DELIVERIES.labels(str(status)).inc(count)
     if outcomes[DeliveryStatus.PROCESSED]:
         fine_figures_prepare()
     return outcomes

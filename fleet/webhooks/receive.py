@@ -121,6 +121,7 @@ def delivery_receive(
     except InvalidPayload as invalid:
         values |= {"status": DeliveryStatus.INVALID, "error": str(invalid)}
         delivery = WebhookDelivery.objects.create(**values)
+        metrics.WEBHOOK_DELIVERIES.labels("stored").inc()
         metrics.WEBHOOK_DELIVERIES.labels("invalid").inc()
         logger.warning("webhook delivery %s kept as invalid: %s", delivery.pk, invalid)
         return delivery

@@ -18,7 +18,7 @@ SOAK_SECONDS ?= 600
 # Python 3.13 (.python-version): pyenv's shim when present, else python3.13 on PATH.
 PYTHON313 := $(shell (pyenv which python3.13 2>/dev/null || command -v python3.13) | head -n 1)
 
-.PHONY: help run test soak lint typecheck pytest pytest-minimal browser nginx redis idp setup messages screenshots clean
+.PHONY: help run test soak lint typecheck pytest pytest-minimal browser nginx redis prometheus idp setup messages screenshots clean
 
 help:
 	@echo "make run    set up and start the emulator and the portal at http://127.0.0.1:$(PORT)/"
@@ -71,6 +71,30 @@ define debian_package
 	fi
 endef
 
+# The same for a package whose daemon the tests start on their own: installed without
+# its Recommends, the daemon neither started (a policy-rc.d that refuses, for the time
+# of the install, unless the machine has one already) nor enabled for the next boot.
+# $(call debian_package_without_service,PACKAGE,PROGRAM,FOR WHAT,SERVICE)
+define debian_package_without_service
+	@if [ ! -x "$(2)" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Installing $(1) (Debian package, its $(4) service left stopped) for $(3)…"; \
+	    if [ ! -e /usr/sbin/policy-rc.d ]; then \
+	      trap 'rm -f /usr/sbin/policy-rc.d' EXIT; \
+	      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; \
+	    fi; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      --no-install-recommends $(1) >/dev/null; installed=$$?; \
+	    if [ -d /run/systemd/system ]; then systemctl disable --now -q $(4) 2>/dev/null; fi; \
+	    deb-systemd-helper disable $(4).service 2>/dev/null; \
+	    if [ -x /etc/init.d/$(4) ]; then update-rc.d $(4) disable >/dev/null 2>&1; fi; \
+	    exit $$installed; \
+	  else \
+	    echo "!!! $(2) is missing and cannot be installed here: $(3) will be skipped."; \
+	  fi; \
+	fi
+endef
+
 # Browser tests drive Debian's Chromium.
 browser:
 	$(call debian_package,chromium,$(CHROMIUM),the browser tests)
@@ -84,10 +108,16 @@ nginx:
 redis:
 	$(call debian_package,redis-server,/usr/bin/redis-server,the soak)
 
+# Prometheus' promtool checks deploy/prometheus (its configuration, alert rules and their
+# unit tests); the soak starts a prometheus of its own on loopback. The package's own
+# daemon (a scraper on :9090, node-exporter beside it) would only be in the way.
+prometheus:
+	$(call debian_package_without_service,prometheus,/usr/bin/promtool,the monitoring tests,prometheus)
+
 # nginx → gunicorn (4 workers) → its own PostgreSQL and Redis, the worker and the emulator,
 # under locust's mixed traffic, slowloris and injected faults (bench/soak.py). Its last
 # line: `soak: R requests, E unexplained 5xx, L lost deliveries, S stuck lookups`.
-soak: $(VENV)/.dev nginx redis
+soak: $(VENV)/.dev nginx redis prometheus
 	$(PY) -m bench.soak --seconds $(SOAK_SECONDS)
 
 # The organisation's demo identity provider (idp/: Node's oidc-provider, as locked in
@@ -121,7 +151,7 @@ pytest-minimal: $(VENV)/.dev
 	@echo "=== The suites that use the emulator, the emulator in minimal mode ==="
 	$(BIN)/pytest --emulator-mode=minimal $(MINIMAL_SUITES) $(PYTEST_ARGS)
 
-test: $(VENV)/.dev idp browser nginx lint typecheck pytest pytest-minimal
+test: $(VENV)/.dev idp browser nginx prometheus lint typecheck pytest pytest-minimal
 
 # Extract new strings into locale/pt_BR/LC_MESSAGES/django.po; translate them there, then
 # `make messages` again to compile (a test fails while a string is untranslated or stale).

@@ -1,10 +1,12 @@
-"""Fixtures of the tests of deploy/: the portal under gunicorn with its configuration file."""
+"""Fixtures of the tests of deploy/: the portal under gunicorn with its configuration file,
+and Prometheus' promtool for deploy/prometheus and deploy/grafana."""
 
 from __future__ import annotations
 
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 import time
@@ -121,3 +123,33 @@ def _start(
         process.wait()
         raise
     return process, Gunicorn(f"http://127.0.0.1:{port}", port, access_log, error_log)
+
+
+@pytest.fixture(scope="session")
+def promtool() -> str:
+    """Prometheus' promtool (Debian's prometheus package). Missing, the tests that need it
+    are skipped loudly, and fail under CI=true: CI must run them."""
+    path = shutil.which("promtool")
+    if path is None:
+        message = (
+            "promtool (Debian's prometheus package) is missing: run `make prometheus` "
+            "(as root) to install it"
+        )
+        if os.environ.get("CI") == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(f"!!! SKIPPED: {message}")
+    return path
+
+
+def promtool_run(promtool: str, *arguments: str, cwd: Path) -> str:
+    """Run promtool; its output, or the test fails showing all it said."""
+    completed = subprocess.run(
+        [promtool, *arguments], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+    output = completed.stdout + completed.stderr
+    if completed.returncode != 0:
+        pytest.fail(
+            f"promtool {' '.join(arguments)} failed ({completed.returncode}):\n{output}",
+            pytrace=False,
+        )
+    return output

@@ -14,6 +14,7 @@ PORT ?= 8000
 CHROMIUM ?= /usr/bin/chromium
 PYTEST_ARGS ?=
 SOAK_SECONDS ?= 600
+SOAK_HOSTS ?= 1
 
 # Python 3.13 (.python-version): pyenv's shim when present, else python3.13 on PATH.
 PYTHON313 := $(shell (pyenv which python3.13 2>/dev/null || command -v python3.13) | head -n 1)
@@ -23,7 +24,7 @@ PYTHON313 := $(shell (pyenv which python3.13 2>/dev/null || command -v python3.1
 help:
 	@echo "make run    set up and start the emulator and the portal at http://127.0.0.1:$(PORT)/"
 	@echo "make test   install test tools (and Chromium) and run ruff, mypy and pytest"
-	@echo "make soak   deploy/ on loopback under mixed load and faults (SOAK_SECONDS=600)"
+	@echo "make soak   deploy/ on loopback under mixed load and faults (SOAK_SECONDS=600, SOAK_HOSTS=1)"
 	@echo "make screenshots   the README's pictures (docs/screenshots/) from a demo of their own"
 
 $(PY):
@@ -118,7 +119,7 @@ prometheus:
 # under locust's mixed traffic, slowloris and injected faults (bench/soak.py). Its last
 # line: `soak: R requests, E unexplained 5xx, L lost deliveries, S stuck lookups`.
 soak: $(VENV)/.dev nginx redis prometheus
-	$(PY) -m bench.soak --seconds $(SOAK_SECONDS)
+	$(PY) -m bench.soak --seconds $(SOAK_SECONDS) --hosts $(SOAK_HOSTS)
 
 # The organisation's demo identity provider (idp/: Node's oidc-provider, as locked in
 # idp/package-lock.json), for the tests and `make run`. Without npm the identity-provider

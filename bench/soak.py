@@ -119,7 +119,7 @@ from bench.stats import percentile
 
 GUNICORN_WORKERS = 4
 VEHICLES_TTL = 10.0  # the portal's FLEET_VEHICLES_TTL here: several refreshes in a run
-LAG_ALERT = "FleetPortalWorkerLag"  # deploy/prometheus/fleet-portal-rules.yml
+LAG_ALERT = "FleetPortalWorkerLagging"  # deploy/prometheus/fleet-portal-rules.yml
 DOWN_SECONDS = 2.0  # how long Redis and PostgreSQL stay down when restarted
 READ_TIMEOUT = 10.0  # the portal's FLEET_READ_TIMEOUT (its default)
 # Pages whose p95 is compared without and with the slow connections.

@@ -272,3 +272,17 @@ def test_local_sign_ins_are_counted_by_outcome(client, manager, metrics_token):
     )
     text = Client().get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).content
     assert b"manager" not in text.replace(b"fleet_portal", b"")
+
+
+def test_the_families_exposed_are_those_the_rules_and_the_dashboard_name(metrics_token):
+    """tests/deploy/metric_names.py is what deploy/prometheus and deploy/grafana are
+    checked against: a metric added, renamed or dropped here must be named there too."""
+    from tests.deploy.metric_names import COUNTERS, GAUGES, HISTOGRAMS
+
+    answer = Client().get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    families = {
+        family.name
+        for family in text_string_to_metric_families(answer.content.decode())
+        if family.name.startswith("fleet_portal")
+    }
+    assert families == COUNTERS | HISTOGRAMS | GAUGES

@@ -19,6 +19,10 @@ Then, in processes of their own with the portal's settings, what a fleet of
 cache, and as RSS for a worker that fetches it and one that decodes it from
 Redis. It prints a table per size and the targets set for the vehicle list with where
 they land, and exits 1 if any request failed.
+
+Two runs of their own start from here: `--scoped` (users who see their vehicle groups,
+bench/vehicles_scoped.py) and `--metrics` (the time the portal's metrics add to the warm
+page, a portal with them beside one without, bench/vehicles_metrics.py).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from bench.servers import (
     ROOT,
     Server,
     ServerFailed,
+    bench_main,
     ensure_running,
     free_port,
     portal_restart_workers,
@@ -344,15 +349,7 @@ def measure_size(
     for round_number in range(rounds):
         # Reversed every other round: no URL always follows another.
         for probe in result.probes if round_number % 2 == 0 else result.probes[::-1]:
-            start = target.log.end()
-            load = target.generate(
-                f"{target.portal.url}{probe.path}", target.cookie, connections, seconds
-            )
-            hits = served(target, start, probe)
-            result.loads.setdefault(probe.path, []).append(load)
-            result.loaded.setdefault(probe.path, []).extend(h.micros / 1000 for h in hits)
-            if load.errors:
-                target.failures[f"{probe.label}: {load.errors} failed under load"] += 1
+            measure_load(target, probe, result, connections=connections, seconds=seconds)
     start = target.log.end()
     for _ in range(sequential):
         for probe in result.probes:
@@ -377,6 +374,19 @@ def measure_size(
         stored = [key for key in shared.scan_iter(match="*fleet:vehicles:*:data:*")]
         result.stored_bytes = sum(int(shared.strlen(key)) for key in stored) or None
     return result
+
+
+def measure_load(
+    target: Target, probe: Probe, result: SizeResult, *, connections: int, seconds: int
+) -> None:
+    """`probe` under load for `seconds`: what the client saw, and the server's own times."""
+    start = target.log.end()
+    load = target.generate(f"{target.portal.url}{probe.path}", target.cookie, connections, seconds)
+    hits = served(target, start, probe)
+    result.loads.setdefault(probe.path, []).append(load)
+    result.loaded.setdefault(probe.path, []).extend(h.micros / 1000 for h in hits)
+    if load.errors:
+        target.failures[f"{probe.label}: {load.errors} failed under load"] += 1
 
 
 def served(target: Target, start: int, probe: Probe) -> list[Hit]:
@@ -826,6 +836,12 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         help="users who see their vehicle groups instead (bench/vehicles_scoped.py; "
         "`--scoped --help` lists its options)",
     )
+    parser.add_argument(
+        "--metrics",
+        action="store_true",
+        help="the time the metrics add to the warm page: a portal with them and one without "
+        "(bench/vehicles_metrics.py; `--metrics --help` lists its options)",
+    )
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.duration < args.rounds or args.cold_rounds < 1:
         parser.error("--rounds and --cold-rounds must be at least 1, --duration at least --rounds")
@@ -840,6 +856,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bench import vehicles_scoped
 
         return vehicles_scoped.main([a for a in arguments if a != "--scoped"])
+    if "--metrics" in arguments:  # two portals, with and without metrics: a run of its own
+        from bench import vehicles_metrics
+
+        return vehicles_metrics.main([a for a in arguments if a != "--metrics"])
     args = parse_arguments(arguments)
     failures: Counter[str] = Counter()
     try:
@@ -858,14 +878,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\nInterrupted; the servers are stopped.", file=sys.stderr)
         return 130
     report_targets(results, memory)
-    print(f"Load average at the end: {_load()} (other work on the machine moves req/s).")
-    if failures:
-        print("\nFAILURES:")
-        for failure, count in failures.most_common():
-            print(f"  {count:>5}  {failure}")
-    else:
-        print("\nNo failures: every request answered 200 with the fleet expected.")
-    return 1 if failures else 0
+    return report_failures(failures, passed="every request answered 200 with the fleet expected")
+
+
+def bench_counting_failures(run: Callable[[Path, Counter[str]], int], *, passed: str) -> int:
+    """`run` in a temporary folder (`bench_main`), counting its failures: its exit status,
+    else 1 if any failed; with none, it says what `passed`."""
+    failures: Counter[str] = Counter()
+    status = bench_main(lambda workdir: run(workdir, failures))
+    return status or report_failures(failures, passed=passed)
+
+
+def report_failures(failures: Counter[str], *, passed: str) -> int:
+    """The load average at the end, then the failures or what `passed`: the exit status."""
+    print(f"Load average at the end: {load_average()} (other work on the machine moves req/s).")
+    if not failures:
+        print(f"\nNo failures: {passed}.")
+        return 0
+    print("\nFAILURES:")
+    for failure, count in failures.most_common():
+        print(f"  {count:>5}  {failure}")
+    return 1
 
 
 def run(
@@ -937,7 +970,7 @@ def run(
     return results, memory
 
 
-def _load() -> str:
+def load_average() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
@@ -970,7 +1003,7 @@ def print_setup(
             "it saturates before a fast view does, so the ratios to the bare view are "
             "compressed towards 1. Install wrk for numbers worth comparing."
         )
-    print(f"Machine: {os.cpu_count()} CPUs, load average {_load()} at start.")
+    print(f"Machine: {os.cpu_count()} CPUs, load average {load_average()} at start.")
     print(
         "Client p50: median over rounds; p99: worst round. Server time: gunicorn's %(D)s, "
         f"under that load and for {args.sequential} requests per URL sent one at a time."

@@ -43,7 +43,6 @@ from bench.portal_setup import PortalUser, portal_environment, portal_prepare
 from bench.servers import (
     Server,
     ServerFailed,
-    bench_main,
     ensure_running,
     portal_call,
     running_emulator,
@@ -61,6 +60,8 @@ from bench.vehicles import (
     AccessLog,
     Hit,
     LoadGenerator,
+    bench_counting_failures,
+    load_average,
     logged_in,
     plate_fragment,
     python_load,
@@ -441,12 +442,8 @@ def print_setup(args: argparse.Namespace, portal: Server, shared: bool, wrk: str
         f"{args.rounds} round(s) of {args.duration // args.rounds} s per URL after 1 s of "
         f"warm-up; then {args.sequential} requests per URL one at a time, {args.searches} new "
         f"plate searches per user, {args.dashboard_rounds} dashboard rounds per user. "
-        f"Machine: {os.cpu_count()} CPUs, load average {_load()} at start."
+        f"Machine: {os.cpu_count()} CPUs, load average {load_average()} at start."
     )
-
-
-def _load() -> str:
-    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -478,18 +475,10 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_arguments(argv)
-    failures: Counter[str] = Counter()
-    status = bench_main(lambda workdir: run(args, workdir, failures))
-    if status:
-        return status
-    print(f"Load average at the end: {_load()} (other work on the machine moves req/s).")
-    if failures:
-        print("\nFAILURES:")
-        for failure, count in failures.most_common():
-            print(f"  {count:>5}  {failure}")
-        return 1
-    print("\nNo failures: every request answered 200 with the vehicles and figures expected.")
-    return 0
+    return bench_counting_failures(
+        lambda workdir, failures: run(args, workdir, failures),
+        passed="every request answered 200 with the vehicles and figures expected",
+    )
 
 
 if __name__ == "__main__":

@@ -64,9 +64,9 @@ def print_metrics(
     prometheus.wait_for_scrape()
     print(f"\n== Metrics: Prometheus scraping {len(portal.hosts)} host(s) every second ==")
     _requests(prometheus, rows)
-    _deliveries(prometheus, rows, state, webhook_route)
-    _lookups(prometheus, state)
-    problems = _vehicle_fetches(portal, plan, faults, vehicles_ttl)
+    problems = _deliveries(prometheus, rows, state, webhook_route)
+    problems += _lookups(prometheus, state)
+    problems += _vehicle_fetches(portal, plan, faults, vehicles_ttl)
     problems += _strangers_and_secrets(portal, plan, secrets)
     problems += _lag_alert(portal, lag_alert)
     return problems
@@ -98,7 +98,9 @@ def _requests(prometheus: Any, rows: Sequence[Row]) -> None:
 
 def _deliveries(
     prometheus: Any, rows: Sequence[Row], state: dict[str, Any], webhook_route: str
-) -> None:
+) -> int:
+    """The table; whether a delivery was processed more times than there are deliveries
+    (two workers on one delivery: computed twice)."""
     stages = prometheus.total(f"{_PREFIX}_webhook_deliveries_total", "stage")
     statuses = Counter(status for _, status in state["deliveries"])
     reached = sum(
@@ -119,9 +121,13 @@ def _deliveries(
         table,
         ("soak", "metrics"),
     )
+    twice = sum(max(0.0, table[stage][1] - table[stage][0]) for stage in _DELIVERY_STAGES)
+    print(f"    processing outcomes beyond the deliveries (processed twice): {twice:,.0f}")
+    return 1 if twice else 0
 
 
-def _lookups(prometheus: Any, state: dict[str, Any]) -> None:
+def _lookups(prometheus: Any, state: dict[str, Any]) -> int:
+    """The table; whether a lookup was done more than once (claimed twice)."""
     outcomes = prometheus.total(f"{_PREFIX}_cnh_lookups_total", "outcome")
     statuses = Counter(status for status, _ in state["lookups"])
     _table(
@@ -131,6 +137,10 @@ def _lookups(prometheus: Any, state: dict[str, Any]) -> None:
     )
     retried = outcomes.get("waiting_retry", 0.0)
     print(f"    attempts that waited for a retry: {retried:,.0f}")
+    # A lookup ends once done; one that ended failed or unknown may be tried again.
+    twice = max(0.0, outcomes.get("done", 0.0) - statuses.get("done", 0))
+    print(f"    lookups done more than once (claimed twice): {twice:,.0f}")
+    return 1 if twice else 0
 
 
 def _vehicle_fetches(

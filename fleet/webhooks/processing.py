@@ -181,7 +181,8 @@ def _batch_apply(reads: list[_Read], *, publish: bool = False) -> list[_Read]:
     read in it too, for the cache when it commits (`fine_figures_publish`).
 
     If the database refuses a write, the whole batch is undone and each delivery
-    still waiting is processed on its own.
+    still waiting is processed on its own, unless another run holds it (it read the
+    same deliveries and chose some of them): never twice.
     """
     pks = [read.delivery.pk for read in reads]
     try:
@@ -199,7 +200,11 @@ def _batch_apply(reads: list[_Read], *, publish: bool = False) -> list[_Read]:
         again = WebhookDelivery.objects.filter(pk__in=pks, status=DeliveryStatus.RECEIVED)
         chosen = []
         for delivery in again.order_by("pk"):
-            delivery_process(delivery=delivery)
+            with transaction.atomic():
+                # Held until processed: another run skips it, as it skips this batch's.
+                if not again.filter(pk=delivery.pk).select_for_update(skip_locked=True).exists():
+                    continue  # another run holds it, or has processed it meanwhile
+                delivery_process(delivery=delivery)
             chosen.append(_Read(delivery, finished=True))
     return chosen
 

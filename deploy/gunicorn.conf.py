@@ -10,6 +10,8 @@ itself reads is in the README.
 The logs never carry the webhook token of `/webhooks/fleet/<token>/` nor a query
 string: the access log writes the path without its query, and every access and
 error line goes through the portal's redaction (`portal.gunicorn_logging`).
+Each access line ends with the request's id; with `LOG_FORMAT=json` every line,
+gunicorn's and the portal's, is one JSON object.
 Django's own log lines (a 404's "Not Found: <path>") go to gunicorn's error log
 too, already redacted by the portal's LOGGING.
 """
@@ -49,8 +51,11 @@ errorlog = "-"
 capture_output = True
 logger_class = "portal.gunicorn_logging.RedactingLogger"
 # The combined format without the query string (%(U)s is the path alone), the
-# referrer (another page's address, with its query) and the Basic-auth user name.
-access_log_format = '%(h)s - - %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms "%(a)s"'
+# referrer (another page's address, with its query) and the Basic-auth user name; and
+# last, the request's id, as the portal answered it (its X-Request-Id header).
+access_log_format = (
+    '%(h)s - - %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms "%(a)s" %({x-request-id}o)s'
+)
 
 # Metrics (fleet.metrics): every worker, and `manage.py db_worker` beside them, writes its
 # counts to PROMETHEUS_MULTIPROC_DIR (the units' runtime directory, deploy/systemd), and

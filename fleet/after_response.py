@@ -9,6 +9,8 @@ would have been before answering.
 
 Each request has its own list (a context variable: one per thread under a
 threaded server). Work that fails is logged and does not stop the work after it.
+The work runs with the id of the request that left it (`fleet.request_ids`), so
+its log lines are found with the request's.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import logging
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
+
+from fleet import request_ids
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +35,13 @@ def later(work: Callable[[], object]) -> None:
     if pending is None:
         work()
     else:
-        pending.append(work)
+        request_id = request_ids.current()
+
+        def under_the_requests_id() -> object:
+            with request_ids.bound(request_id):
+                return work()
+
+        pending.append(under_the_requests_id)
 
 
 def request_started(**_: Any) -> None:

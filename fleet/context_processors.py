@@ -8,6 +8,7 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
+from fleet import request_ids
 from fleet.services.scopes import scope_of
 
 
@@ -18,3 +19,8 @@ def fleet_environment(request: HttpRequest) -> dict[str, Any]:
         "fleet_environment": settings.FLEET_ENVIRONMENT,
         "vehicle_scope": SimpleLazyObject(lambda: scope_of(request.user)),
     }
+
+
+def request_code(request: HttpRequest) -> dict[str, Any]:
+    """The request's id, which a page that reports a failure shows (`_request_code.html`)."""
+    return {"request_code": request_ids.current()}

@@ -218,7 +218,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # First: every request counted, with the time all the others take (fleet.metrics).
+    # First: every other middleware, the error pages and the request's log line run
+    # with the request's id bound.
+    "portal.middleware.RequestIdMiddleware",
+    # Then every request counted, with the time all the others take (fleet.metrics).
     "portal.monitoring.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -255,6 +258,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.csp",
                 "fleet.context_processors.fleet_environment",
+                "fleet.context_processors.request_code",
             ],
         },
     },
@@ -286,7 +290,8 @@ if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
 # each queue with a worker of its own, so that alerts (which wait on subscribers'
 # endpoints) never delay webhook processing or CNH lookups ("default").
 TASKS = {
-    "default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default", "alerts"]},
+    # django-tasks-db's backend, keeping the enqueuing request's id with each task.
+    "default": {"BACKEND": "fleet.tasks_backend.DatabaseBackend", "QUEUES": ["default", "alerts"]},
 }
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -403,38 +408,56 @@ SILENCED_SYSTEM_CHECKS = [
 # --- Logging --------------------------------------------------------------------
 
 _LOG_LEVEL = env.text("FLEET_LOG_LEVEL", default="INFO")
+# `text` for people (`make run`), `json` for a log pipeline: one object per line, with
+# the request id and the structured fields (portal.json_logging), in every handler
+# and in gunicorn's logs.
+LOG_FORMAT = env.choice("LOG_FORMAT", choices=("text", "json"), default="text")
+_JSON_LINES = {"()": "portal.json_logging.JsonFormatter"}
+LOGGING_CONFIG = "portal.json_logging.configure"
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-        "server": {
+        "plain": _JSON_LINES
+        if LOG_FORMAT == "json"
+        else {
+            "format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s",
+            "defaults": {"request_id": "-"},
+        },
+        "server": _JSON_LINES
+        if LOG_FORMAT == "json"
+        else {
             "()": "django.utils.log.ServerFormatter",
             "format": "[{server_time}] {message}",
             "style": "{",
         },
     },
-    # Second line of defence: scrub credentials from every record, whoever logs it.
-    "filters": {"redact": {"()": "fleet.api.redaction.RedactingFilter"}},
+    # Second line of defence: scrub credentials from every record, whoever logs it. And
+    # the id of the request (or of the task's request) on every record.
+    "filters": {
+        "redact": {"()": "fleet.api.redaction.RedactingFilter"},
+        "request_id": {"()": "fleet.request_ids.RequestIdFilter"},
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": "plain",
-            "filters": ["redact"],
+            "filters": ["request_id", "redact"],
         },
         # The development server's request lines carry query strings (an
         # identity provider's `?code=` among them): Django's own handler has no filter.
         "server": {
             "class": "logging.StreamHandler",
             "formatter": "server",
-            "filters": ["redact"],
+            "filters": ["request_id", "redact"],
         },
     },
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
         "fleet": {"level": _LOG_LEVEL},
         "signin": {"level": _LOG_LEVEL},
+        "portal": {"level": _LOG_LEVEL},  # portal.requests: a line per request
         "axes": {"level": "INFO"},  # every local sign-in, failure and lockout
         "axes.apps": {"level": "WARNING"},
         "django": {"level": "INFO"},

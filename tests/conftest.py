@@ -237,14 +237,16 @@ def _fresh_fleet_client() -> Iterator[None]:
 def run_tasks() -> int:
     """Run every background task that is due, here, as `manage.py db_worker --batch` does.
 
-    The real worker's loop (django-tasks-db's `Worker`), in this process and
-    thread, so that time-machine moves its clock; on every queue (webhooks and
-    CNH lookups, alerts), one task after the other. Tests that use it need
+    The real worker's loop (`fleet.tasks_backend.Worker`, django-tasks-db's with
+    the request id and a line per task), in this process and thread, so that
+    time-machine moves its clock; on every queue (webhooks and CNH lookups,
+    alerts), one task after the other. Tests that use it need
     `django_db(transaction=True)`: the worker commits as it goes. Returns how
     many tasks ran.
     """
     from django.conf import settings
-    from django_tasks_db.management.commands.db_worker import Worker
+
+    from fleet.tasks_backend import Worker
 
     worker = Worker(
         queue_names=list(settings.TASKS["default"]["QUEUES"]),
@@ -334,6 +336,13 @@ def start_db_worker(
 ) -> subprocess.Popen[str]:
     """`manage.py db_worker` on the test database, calling `emulator`, with `env` added to
     its environment; started (or the test fails) and its output drained all along."""
+    return start_db_worker_into([], emulator, worker_id=worker_id, **env)
+
+
+def start_db_worker_into(
+    output: list[str], emulator: Emulator, /, *, worker_id: str = "browser-test", **env: str
+) -> subprocess.Popen[str]:
+    """`start_db_worker`, with each line of the worker's output added to `output` as it comes."""
     env = (
         os.environ
         | {
@@ -365,7 +374,7 @@ def start_db_worker(
         stderr=subprocess.STDOUT,
         text=True,
     )
-    lines: list[str] = []
+    lines = output
     started = threading.Event()
 
     def read() -> None:  # drained all along, so that a full pipe never blocks the worker

@@ -31,6 +31,7 @@ for _name in (
     "LOGIN_LOCKOUT_MINUTES",
     "SESSION_IDLE_MINUTES",
     "SESSION_MAX_HOURS",
+    "LOG_FORMAT",
 ):
     os.environ.pop(_name, None)
 # A provider from a developer's shell would change every sign-in test: tests configure their own.

@@ -13,7 +13,7 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from django.test import Client, RequestFactory
 
-from fleet import after_response
+from fleet import after_response, request_ids
 from fleet.services import vehicles
 from fleet.services.connection import fleet_cache_scope
 from fleet.services.vehicle_cache import CacheKeys
@@ -47,6 +47,18 @@ def test_in_a_request_the_work_waits_for_the_response_and_a_failure_stops_nothin
     assert "work left for after the response failed" in caplog.text
     after_response.later(lambda: done.append("outside"))  # the request is over
     assert done == ["first", "third", "outside"]
+
+
+def test_the_work_runs_with_the_id_of_the_request_that_left_it() -> None:
+    seen: list[str | None] = []
+    after_response.request_started()
+    with request_ids.bound("req-later-1"):
+        after_response.later(lambda: seen.append(request_ids.current()))
+
+    after_response.request_finished()  # the request's id is unbound by then
+
+    assert seen == ["req-later-1"]
+    assert request_ids.current() is None
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from django.db import OperationalError
 from django.test import RequestFactory
 from django.utils import translation
 
+from fleet import request_ids
 from portal.errors import server_error
 
 
@@ -35,6 +36,17 @@ def test_any_other_error_is_the_portals_500_without_the_database_or_the_session(
     page = response.content.decode()
     assert "<h1>Something went wrong</h1>" in page
     assert "a bug" not in page
+
+
+def test_both_pages_give_the_request_code():
+    for error in (OperationalError("connection lost"), ValueError("a bug")):
+        try:
+            raise error
+        except Exception:
+            with translation.override("en"), request_ids.bound("req-error-1"):
+                response = server_error(RequestFactory().get("/fines/"))
+
+        assert "Request code: <code>req-error-1</code>" in response.content.decode()
 
 
 def test_the_portal_uses_it():

@@ -89,6 +89,9 @@ def register_secret(*values: str) -> None:
 
 def _replace_value(match: re.Match[str]) -> str:
     value = match.group("value")
+    if REDACTED[:-1] in value:
+        # Scrubbed already (a JSON log line scrubs what the handler's filter did): as it is.
+        return match.group(0)
     if value[:1] in "\"'" and value[-1:] == value[:1] and len(value) > 1:
         return f"{match.group('head')}{value[0]}{REDACTED}{value[0]}"
     return f"{match.group('head')}{REDACTED}"

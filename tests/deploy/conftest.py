@@ -46,7 +46,8 @@ def _wait_until_serving(process: subprocess.Popen[bytes], error_log: Path) -> in
             try:
                 requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
                 return port
-            except requests.ConnectionError:
+            # A worker's first answer may take longer on a busy machine: ask again.
+            except (requests.ConnectionError, requests.Timeout):
                 pass
         time.sleep(0.1)
     pytest.fail(f"gunicorn did not start:\n{error_log.read_text()}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from bench.nginx import NGINX, Nginx
 from bench.nginx import start_nginx as start_nginx_
 from bench.servers import ServerFailed, stop
 from fleet.models import WebhookDelivery
+from tests.conftest import wait_until
 from tests.deploy.conftest import TOKEN, Gunicorn
 
 serving = pytest.mark.django_db(transaction=True)
@@ -170,3 +172,25 @@ def test_answers_name_no_version_and_logs_hold_no_token_nor_query(start_gunicorn
     assert "secret-query" not in access
     assert '"POST /webhooks/fleet/[REDACTED]/ HTTP/1.1" 202' in access
     assert '"GET /healthz HTTP/1.1" 200' in access
+
+
+@serving
+def test_nginx_gives_each_request_its_id_over_the_clients_and_both_logs_end_with_it(
+    start_gunicorn, start_nginx
+):
+    portal = start_gunicorn()
+    proxy = start_nginx(portal)
+
+    answer = requests.get(
+        f"{proxy.url}/healthz", headers={"X-Request-Id": "chosen-by-the-client"}, timeout=10
+    )
+
+    request_id = answer.headers["X-Request-Id"]
+    assert re.fullmatch(r"[0-9a-f]{32}", request_id)  # nginx's $request_id, not the client's
+    for log in (portal.access_log, proxy.access_log):
+        wait_until(lambda log=log: request_id in log.read_text(), what=f"the line in {log}")
+    (line,) = [row for row in proxy.access_log.read_text().splitlines() if "/healthz" in row]
+    assert line.endswith(f'"python-requests/{requests.__version__}" {request_id}')
+    (served,) = [row for row in portal.access_log.read_text().splitlines() if request_id in row]
+    assert served.endswith(f" {request_id}")  # gunicorn's line, in the text format
+    assert "chosen-by-the-client" not in portal.access_log.read_text()

@@ -3,6 +3,7 @@ the user's language, and the 500 page without the database."""
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
@@ -113,3 +114,19 @@ def test_an_error_in_a_view_is_the_portals_500_in_the_users_language(
     assert "a bug in a view" not in page
     assert "Ana" not in page  # rendered without the user: the session may be what failed
     assert 'data-testid="env-banner"' in page  # the emulator's banner, from the settings
+
+
+def test_the_500_page_gives_the_request_code_that_its_log_lines_carry(client, log_records):
+    client.raise_request_exception = False
+
+    response = client.get("/broken/", headers=ENGLISH)
+
+    code = response["X-Request-Id"]
+    assert f"Request code: <code>{code}</code>" in response.content.decode()
+    (error,) = log_records.of("django.request")
+    assert error.getMessage() == "Internal Server Error: /broken/"
+    # The portal's handlers wrote the error's line while the request ran: with its code.
+    handlers = [h for h in logging.getLogger().handlers if type(h) is logging.StreamHandler]
+    assert handlers
+    for handler in handlers:
+        assert f"[{code}] Internal Server Error" in handler.format(error)

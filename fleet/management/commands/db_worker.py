@@ -5,8 +5,12 @@ Each queue of the task backend (settings.TASKS) gets a worker of its own: the
 package runs it, and every other ("alerts", whose POSTs wait on subscribers'
 endpoints) in a thread of its own. A slow task of one queue never delays
 another's, and the operator still starts one command with no option.
-`--queue-name` runs the package's single worker on the queues named, as before;
-`--batch` runs every queue's due tasks one after the other, then exits.
+`--queue-name` runs a single worker on the queues named, as the package's does;
+`--batch` runs every queue's due tasks one after the other, then exits. Every
+worker is `fleet.tasks_backend.Worker`: each task runs with the id of the
+request that enqueued it and ends with one log line (`fleet.tasks`), which
+stands for Django's own start and end lines of a task (`django.tasks`, shown
+with `--verbosity 2`).
 
 On SIGTERM or SIGINT the main worker ends its task under way, as the package's
 does; the others are asked to stop (`fleet.worker.stopping`: the alerts' run
@@ -31,9 +35,11 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django.db import connections
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
+from django_tasks_db.compat import TASKS_LOGGER
 from django_tasks_db.management.commands import db_worker
 
 from fleet import worker
+from fleet.tasks_backend import Worker
 
 logger = logging.getLogger("django_tasks_db")
 
@@ -51,45 +57,77 @@ class Command(db_worker.Command):
         super().add_arguments(parser)
         parser.set_defaults(queue_name=None)  # none named: every queue, each its own worker
 
+    def configure_logging(self, verbosity: int) -> None:
+        super().configure_logging(verbosity)
+        if verbosity < 2:
+            # Each task's line of `fleet.tasks` says what Django's start and end lines say,
+            # with the request id and the time taken; a failure's traceback is written once.
+            logging.getLogger(TASKS_LOGGER).setLevel(logging.CRITICAL)
+
     def handle(self, *, queue_name: str | None, **options: Any) -> None:
+        self.configure_logging(options["verbosity"])
         queues = list(settings.TASKS[options["backend_name"]].get("QUEUES") or ["default"])
         if queue_name is not None or options["exclude_queues"]:
-            super().handle(queue_name=queue_name or "default", **options)
+            self._run_one(queue_name or "default", **options)
         elif options["batch"] or len(queues) == 1:
-            super().handle(queue_name=",".join(queues), **options)
+            self._run_one(",".join(queues), **options)
         else:
             self._run_per_queue(queues, **options)
 
+    def _run_one(self, queue_name: str, **options: Any) -> None:
+        """One worker on the queues named, as the package's command runs it."""
+        reload = options["reload"]
+        if reload and options["batch"]:
+            logger.warning("--reload and --batch cannot be given together: not reloading.")
+            reload = False
+        excluded = options["exclude_queues"].split(",") if options["exclude_queues"] else []
+        queue_names = queue_name.split(",")
+        if excluded and "*" not in queue_names:
+            raise CommandError("--exclude-queues can only be used with --queue-name=*")
+        main = Worker(
+            queue_names=queue_names,
+            worker_id=options["worker_id"],
+            excluded_queue_names=excluded,
+            **_common(options, batch=options["batch"]),
+        )
+        _run(main, reload=reload)
+
     def _run_per_queue(self, queues: list[str], **options: Any) -> None:
-        self.configure_logging(options["verbosity"])
-        common: dict[str, Any] = {
-            "interval": options["interval"],
-            "batch": False,
-            "backend_name": options["backend_name"],
-            "startup_delay": options["startup_delay"],
-            "max_tasks": options["max_tasks"],
-            "excluded_queue_names": [],
-        }
+        common = _common(options, batch=False) | {"excluded_queue_names": []}
         first = "default" if "default" in queues else queues[0]
         worker_id: str = options["worker_id"]
         others = [
-            db_worker.Worker(
+            Worker(
                 queue_names=[queue], worker_id=f"{worker_id[: 63 - len(queue)]}-{queue}", **common
             )
             for queue in queues
             if queue != first
         ]
         main = QueueWorkers(queue_names=[first], worker_id=worker_id, others=others, **common)
-        if options["reload"]:
-            if os.environ.get(DJANGO_AUTORELOAD_ENV) == "true":
-                main.configure_signals()  # only the child the reloader runs
-            run_with_reloader(main.run)
-        else:
-            main.configure_signals()
-            main.run()
+        _run(main, reload=options["reload"])
 
 
-class QueueWorkers(db_worker.Worker):
+def _common(options: dict[str, Any], *, batch: bool) -> dict[str, Any]:
+    return {
+        "interval": options["interval"],
+        "batch": batch,
+        "backend_name": options["backend_name"],
+        "startup_delay": options["startup_delay"],
+        "max_tasks": options["max_tasks"],
+    }
+
+
+def _run(main: Worker, *, reload: bool) -> None:
+    if reload:
+        if os.environ.get(DJANGO_AUTORELOAD_ENV) == "true":
+            main.configure_signals()  # only the child the reloader runs
+        run_with_reloader(main.run)
+    else:
+        main.configure_signals()
+        main.run()
+
+
+class QueueWorkers(Worker):
     """The package's worker for one queue in this thread, and `others` (one per other
     queue) in threads of their own, stopped with it.
 
@@ -99,7 +137,7 @@ class QueueWorkers(db_worker.Worker):
     whole worker again, as it would after the package's own worker failed.
     """
 
-    def __init__(self, *, others: list[db_worker.Worker], **options: Any) -> None:
+    def __init__(self, *, others: list[Worker], **options: Any) -> None:
         super().__init__(**options)
         self.others = others
         self.failed = False
@@ -131,7 +169,7 @@ class QueueWorkers(db_worker.Worker):
             other.running = False
         super().shutdown(signum, frame)
 
-    def _run_beside(self, other: db_worker.Worker) -> None:
+    def _run_beside(self, other: Worker) -> None:
         try:
             other.run()
         except BaseException:

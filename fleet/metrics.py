@@ -23,7 +23,7 @@ PREFIX: Final = "fleet_portal"
 
 # No `_created` series: the multiprocess mode of production has none, and a process
 # counting alone (`make run`, the tests) answers the same families.
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 # Seconds: a page served from the cache to an upstream call near its timeout.
 _LATENCY_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)

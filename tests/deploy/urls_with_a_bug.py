@@ -13,7 +13,7 @@ from portal import urls as portal_urls
 
 
 def _message() -> str:
-    # It holds the API's secret key: the logs must show the error, not the key.
+    # It holds the API's secret key: the logs keep the error and lose the key.
     return f"a bug, next to {settings.FLEET_SECRET_KEY}"
 
 

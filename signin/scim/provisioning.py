@@ -55,20 +55,28 @@ def scim_memberships_apply(*, scim_users: Iterable[ScimUser], request: HttpReque
     """Give each of `scim_users` the role and the vehicle groups their SCIM groups give:
     the vehicle groups their provider gave and they left are taken back, those given by
     hand stay."""
+    policies: dict[str, AccessPolicy | None] = {}
     for scim_user in scim_users:
         values = scim_group_values(scim_user=scim_user)
         directory_groups_apply(user=scim_user.user, provider=scim_user.provider, values=values)
-        _role_apply(scim_user, values, request=request)
+        if scim_user.provider not in policies:
+            policies[scim_user.provider] = _role_policy(scim_user.provider, request=request)
+        if (policy := policies[scim_user.provider]) is not None and scim_user.user.is_active:
+            _role_apply(scim_user, values, policy)
 
 
-def _role_apply(scim_user: ScimUser, values: set[str], *, request: HttpRequest) -> None:
+def _role_policy(provider_id: str, *, request: HttpRequest) -> AccessPolicy | None:
+    """The access rules the pushed groups of `provider_id` are read by; None when it
+    pushes no groups (the role stays the sign-in's) or is no longer configured."""
+    if not ScimGroup.objects.filter(provider=provider_id).exists():
+        return None
+    provider = provider_get(request, provider_id)
+    return None if provider is None else AccessPolicy.from_settings(provider.app.settings)
+
+
+def _role_apply(scim_user: ScimUser, values: set[str], policy: AccessPolicy) -> None:
     user = scim_user.user
-    if not user.is_active or not ScimGroup.objects.filter(provider=scim_user.provider).exists():
-        return
-    provider = provider_get(request, scim_user.provider)
-    if provider is None:
-        return
-    role = role_of_groups(policy=AccessPolicy.from_settings(provider.app.settings), groups=values)
+    role = role_of_groups(policy=policy, groups=values)
     administrator = role is Role.ADMINISTRATOR
     if (user.is_staff, user.is_superuser) != (administrator, administrator):
         user.is_staff = user.is_superuser = administrator

@@ -36,28 +36,24 @@ class DatabaseBackend(backend.DatabaseBackend):
     def _task_to_db_task(
         self, task: Task[Any, Any], args: Any, kwargs: Any
     ) -> DBTaskResult[Any, Any]:
-        return DBTaskResult.objects.create(
-            id=self._get_id(),
-            args_kwargs=_args_kwargs(args, kwargs),
-            priority=task.priority,
-            task_path=task.module_path,
-            queue_name=task.queue_name,
-            run_after=task.run_after,  # type: ignore[misc]
-            backend_name=self.alias,
-        )
+        return DBTaskResult.objects.create(**self._row(task, args, kwargs))
 
     async def _atask_to_db_task(
         self, task: Task[Any, Any], args: Any, kwargs: Any
     ) -> DBTaskResult[Any, Any]:
-        return await DBTaskResult.objects.acreate(
-            id=self._get_id(),
-            args_kwargs=_args_kwargs(args, kwargs),
-            priority=task.priority,
-            task_path=task.module_path,
-            queue_name=task.queue_name,
-            run_after=task.run_after,  # type: ignore[misc]
-            backend_name=self.alias,
-        )
+        return await DBTaskResult.objects.acreate(**self._row(task, args, kwargs))
+
+    def _row(self, task: Task[Any, Any], args: Any, kwargs: Any) -> dict[str, Any]:
+        """The task's row, as the package writes it, with the request id."""
+        return {
+            "id": self._get_id(),
+            "args_kwargs": _args_kwargs(args, kwargs),
+            "priority": task.priority,
+            "task_path": task.module_path,
+            "queue_name": task.queue_name,
+            "run_after": task.run_after,
+            "backend_name": self.alias,
+        }
 
 
 def _args_kwargs(args: Any, kwargs: Any) -> Any:

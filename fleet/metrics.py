@@ -90,7 +90,7 @@ SIGN_INS = Counter(
 
 VEHICLE_CACHE = Counter(
     f"{PREFIX}_vehicle_cache",
-    "The vehicle list's cache: hits, misses, refreshes and failed refreshes",
+    "The vehicle list's cache: hits, misses, refreshes, failed refreshes, locks it could not keep",
     ["event"],
 )
 

@@ -37,7 +37,7 @@ def test_it_is_djangos_backend_otherwise():
     assert isinstance(RedisCache(NOBODY, {}), DjangoRedisCache)
 
 
-def _closed_port() -> int:
+def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -45,7 +45,7 @@ def _closed_port() -> int:
 
 def test_without_redis_the_cache_is_an_empty_one_that_keeps_nothing(caplog):
     """A Redis restart costs cached values and locks, not pages (bench/soak.py restarts it)."""
-    backend = RedisCache(f"redis://127.0.0.1:{_closed_port()}/0", {})
+    backend = RedisCache(f"redis://127.0.0.1:{closed_port()}/0", {})
 
     with caplog.at_level(logging.WARNING, logger="portal.cache"):
         assert backend.get("vehicles", "fallback") == "fallback"

@@ -251,9 +251,13 @@ def _store(keys: CacheKeys, snapshot: Snapshot, *, replaces: str | None) -> None
 @dataclass(slots=True)
 class _Lock:
     """The refresh lock as `_refresh_lock` yields it: whether this worker holds it,
-    and, once `hand_over` is called, who releases it (not the `with` block)."""
+    and, once `hand_over` is called, who releases it (not the `with` block).
+
+    `unkept`: the cache cannot be reached, so nobody can hold the lock (`portal.cache`
+    then answers `add` as an empty cache would, and keeps nothing)."""
 
     owned: bool
+    unkept: bool
     release: Callable[[], None]
     handed_over: bool = False
 
@@ -280,7 +284,12 @@ def _refresh_lock(keys: CacheKeys, client: FleetClient) -> Iterator[_Lock]:
         if time.monotonic() - taken < timeout - 1 and cache.get(keys.lock) == token:
             cache.delete(keys.lock)
 
-    lock = _Lock(owned=cache.add(keys.lock, token, timeout=timeout), release=release)
+    # Read back: a lock the cache does not keep would let every worker fetch at once.
+    added = cache.add(keys.lock, token, timeout=timeout)
+    owned = added and cache.get(keys.lock) == token
+    lock = _Lock(owned=owned, unkept=added and not owned, release=release)
+    if lock.unkept:
+        metrics.VEHICLE_CACHE.labels("lock_unkept").inc()
     try:
         yield lock
     finally:
@@ -394,11 +403,15 @@ def _refreshed(keys: CacheKeys, snapshot: Snapshot, *, force: bool) -> tuple[Sna
     if failure and not force and failure.backing_off(time.time()):
         return snapshot, _freshness(snapshot, problem=failure.outcome)
     with _refresh_lock(keys, client) as lock:
-        if not lock.owned:  # another worker is fetching: serve this one meanwhile
+        # Another worker is fetching, or no worker can hold the lock: serve this one meanwhile.
+        if not lock.owned:
             return snapshot, _freshness(snapshot, problem=failure.outcome if failure else None)
+        # Another worker may have finished between the looks above and taking the lock.
         latest = _load(keys)
         if latest is not None and latest.version != snapshot.version:
             return latest, _freshness(latest)  # published while this one looked
+        if (failed := _failed_since(keys, failure)) is not None:
+            return snapshot, _freshness(snapshot, problem=failed.outcome)
         try:
             latest = _fetch(keys, client, replaces=snapshot.version, lock=lock, force=force)
         except errors.FleetError as error:
@@ -412,19 +425,27 @@ def _first(keys: CacheKeys, *, force: bool) -> tuple[Snapshot, Freshness]:
     """The first snapshot, with none to serve meanwhile: fetch it, or wait for the
     worker fetching it (up to `FLEET_VEHICLES_WAIT`)."""
     client = fleet_client()
-    started, give_up = time.time(), time.monotonic() + settings.FLEET_VEHICLES_WAIT
+    give_up = time.monotonic() + settings.FLEET_VEHICLES_WAIT
     failure = _Failure.parse(cache.get(keys.failure))
-    if failure and not force and failure.backing_off(started):
+    if failure and not force and failure.backing_off(time.time()):
         raise FleetDataUnavailable(failure.outcome)
+
+    def shared(failed: _Failure) -> FleetDataUnavailable:
+        pause = client.cooldown.remaining(LIST_VEHICLES)
+        return FleetDataUnavailable(failed.outcome, retry_after=pause or None)
+
     while True:
         # Longer than the client may wait for: refuse now rather than hold the lock.
         if (pause := client.cooldown.remaining(LIST_VEHICLES)) > client.retry_budget:
             outcome = failure.outcome if failure and failure.retry_after is not None else None
             raise FleetDataUnavailable(outcome or Outcome.RATE_LIMITED, retry_after=pause)
         with _refresh_lock(keys, client) as lock:
-            if lock.owned:
-                snapshot = _load(keys)  # published just before the lock was free
-                if snapshot is None:
+            # Without a cache to hold the lock, a worker with nothing to serve fetches its own.
+            if lock.owned or lock.unkept:
+                # The worker that held the lock may have published, or failed, just before.
+                if (snapshot := _load(keys)) is None:
+                    if (failed := _failed_since(keys, failure)) is not None:
+                        raise shared(failed)
                     try:
                         snapshot = _fetch(keys, client, replaces=None, lock=lock, force=force)
                     except errors.FleetError as error:
@@ -436,9 +457,15 @@ def _first(keys: CacheKeys, *, force: bool) -> tuple[Snapshot, Freshness]:
         time.sleep(_POLL)
         if (snapshot := _load(keys)) is not None:
             return snapshot, _freshness(snapshot)
-        failure = _Failure.parse(cache.get(keys.failure))
-        if failure and failure.at >= started:  # the worker fetching it failed
-            pause = client.cooldown.remaining(LIST_VEHICLES)
-            raise FleetDataUnavailable(failure.outcome, retry_after=pause or None)
+        if (failed := _failed_since(keys, failure)) is not None:  # the fetch waited for failed
+            raise shared(failed)
         if time.monotonic() >= give_up:
             raise FleetDataUnavailable(Outcome.UNAVAILABLE)
+
+
+def _failed_since(keys: CacheKeys, seen: _Failure | None) -> _Failure | None:
+    """The failed refresh recorded since this worker read `seen` (the record it found then,
+    if any), if one was: the refresh it waited for, or one that ended just before it took the
+    lock. Records are compared, not clocks, which several hosts may not agree on."""
+    failure = _Failure.parse(cache.get(keys.failure))
+    return failure if failure is not None and failure != seen else None

@@ -28,7 +28,9 @@ from fleet.services.vehicles import (
     vehicles_refresh,
 )
 from tests.conftest import Emulator
+from tests.interleave import watch
 from tests.services.conftest import LIST_CARS, envelope, vehicle
+from tests.test_cache import closed_port
 
 
 @pytest.fixture
@@ -115,6 +117,117 @@ def test_waiting_requests_share_the_failure_of_the_one_call(
     assert len(failures) == 10
     assert all(isinstance(f, FleetDataUnavailable) for f in failures)
     assert {f.outcome for f in failures if isinstance(f, FleetDataUnavailable)} == {"unavailable"}
+
+
+def start(name: str, work: Any) -> tuple[threading.Thread, list[Any]]:
+    """`work()` in a thread called `name`; a list that gets its result or its failure."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as error:  # collected for the test to assert on
+            outcome.append(error)
+
+    thread = threading.Thread(target=run, name=name)
+    thread.start()
+    return thread, outcome
+
+
+def test_a_waiting_request_shares_a_failure_recorded_just_before_it_takes_the_lock(
+    fleet_settings: Any, emulator: Emulator
+) -> None:
+    keys = CacheKeys(fleet_cache_scope())
+    cache.add(keys.lock, "another-worker", timeout=60)  # another worker is fetching
+    # The waiter looks for a failure after its first wait (its second look), finds none,
+    # and is held there, before it tries the lock again.
+    second_look = watch("get", keys.failure, hold=lambda c: c.thread == "waiter" and c.number == 2)
+    with second_look as looks:
+        waiter, outcome = start("waiter", vehicle_search)
+        looks.wait_held()
+        assert looks.held[0].result is None
+        # Meanwhile that fetch ends in a 503: it is recorded and the lock is free.
+        cache.delete(keys.lock)
+        emulator.fault("/key/list-cars", status=503)
+        with pytest.raises(FleetDataUnavailable):
+            vehicle_search()
+        assert emulator.calls(LIST_CARS) == 1
+    waiter.join(timeout=30)
+
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], FleetDataUnavailable)
+    assert outcome[0].outcome == "unavailable"
+    assert emulator.calls(LIST_CARS) == 1  # the waiter shared that failure
+
+
+def test_a_stale_list_is_not_refreshed_again_right_after_a_refresh_failed_elsewhere(
+    fleet_settings: Any, emulator: Emulator, clock: Any
+) -> None:
+    vehicle_search()
+    clock.shift(61)
+    keys = CacheKeys(fleet_cache_scope())
+    # This worker looks for a failure (none yet) and is held before it takes the lock.
+    with watch("get", keys.failure, hold=lambda call: call.thread == "worker") as looks:
+        worker, outcome = start("worker", vehicle_search)
+        looks.wait_held()
+        assert looks.held[0].result is None
+        # Meanwhile another worker's refresh fails, is recorded, and frees the lock.
+        emulator.fault("/key/list-cars", status=503)
+        assert vehicle_search().freshness.problem == "unavailable"
+        assert emulator.calls(LIST_CARS) == 2
+    worker.join(timeout=30)
+
+    assert len(outcome) == 1
+    page = outcome[0]
+    assert page.freshness.stale
+    assert page.freshness.problem == "unavailable"
+    assert emulator.calls(LIST_CARS) == 2  # no call right after the failed one
+
+
+def test_a_stale_list_published_elsewhere_just_before_this_worker_took_the_lock_is_served(
+    fleet_settings: Any, emulator: Emulator, clock: Any
+) -> None:
+    first = vehicle_search()
+    clock.shift(61)
+    keys = CacheKeys(fleet_cache_scope())
+    with watch("get", keys.failure, hold=lambda call: call.thread == "worker") as looks:
+        worker, outcome = start("worker", vehicle_search)
+        looks.wait_held()
+        # Meanwhile another worker refreshes the list, stores it and frees the lock.
+        clock.shift(1)
+        refreshed = vehicle_search()
+        assert refreshed.freshness.fetched_at != first.freshness.fetched_at
+        assert emulator.calls(LIST_CARS) == 2
+    worker.join(timeout=30)
+
+    assert len(outcome) == 1
+    assert not outcome[0].freshness.stale
+    assert outcome[0].freshness.fetched_at == refreshed.freshness.fetched_at
+    assert emulator.calls(LIST_CARS) == 2
+
+
+def test_while_the_cache_cannot_be_reached_no_worker_refreshes_a_list_it_can_serve(
+    fleet_settings: Any, emulator: Emulator, clock: Any, settings: Any
+) -> None:
+    first = vehicle_search()
+    clock.shift(61)
+    # Redis restarting: the cache keeps nothing, and no worker can hold the lock.
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "portal.cache.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{closed_port()}/0",
+        }
+    }
+
+    for _request in range(3):
+        page = vehicle_search()
+        assert page.freshness.stale
+        assert page.freshness.fetched_at == first.freshness.fetched_at
+    assert emulator.calls(LIST_CARS) == 1
+
+    vehicles_forget()  # a worker with nothing to serve fetches the list for itself
+    assert not vehicle_search().freshness.stale
+    assert emulator.calls(LIST_CARS) == 2
 
 
 def test_a_refresh_running_elsewhere_is_not_duplicated(

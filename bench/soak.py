@@ -439,6 +439,14 @@ def _plan(
     )
     cars = upstream_session().get(f"{portal.emulator_url}/key/list-cars", timeout=60)
     plates = [car["car_plate"] for car in cars.json()["cars"]["data"]]
+    # That look at the fleet, and any before it, are the soak's own fetches, not the portal's.
+    setup_fetches = len(
+        requests.get(
+            f"{portal.emulator_url}/_emulator/answers",
+            params={"route": "GET /key/list-cars"},
+            timeout=10,
+        ).json()
+    )
 
     from emulator.webhooks import generate  # the emulator's own sender's events
 
@@ -454,6 +462,7 @@ def _plan(
         "managers": [p for p in people if p["role"] == "manager"],
         "cnh_users": [p for p in people if p["role"] == "cnh"],
         "plates": plates,
+        "setup_fetches": setup_fetches,
         "senders": args.senders,
         "bursts": timeline.bursts,
         "webhook_path": f"/webhooks/fleet/{portal.token}/",

@@ -15,16 +15,19 @@ CHROMIUM ?= /usr/bin/chromium
 PYTEST_ARGS ?=
 SOAK_SECONDS ?= 600
 SOAK_HOSTS ?= 1
+FLAKE_RUNS ?= 5
+FLAKE_SOAKS ?= 5
 
 # Python 3.13 (.python-version): pyenv's shim when present, else python3.13 on PATH.
 PYTHON313 := $(shell (pyenv which python3.13 2>/dev/null || command -v python3.13) | head -n 1)
 
-.PHONY: help run test soak lint typecheck pytest pytest-minimal browser nginx redis prometheus idp setup messages screenshots clean
+.PHONY: help run test soak flake-hunt lint typecheck pytest pytest-minimal browser nginx redis prometheus idp setup messages screenshots clean
 
 help:
 	@echo "make run    set up and start the emulator and the portal at http://127.0.0.1:$(PORT)/"
 	@echo "make test   install test tools (and Chromium) and run ruff, mypy and pytest"
 	@echo "make soak   deploy/ on loopback under mixed load and faults (SOAK_SECONDS=600, SOAK_HOSTS=1)"
+	@echo "make flake-hunt   the suite 5 times on SQLite and 5 on PostgreSQL + Redis in random orders, then 5 soaks, one core kept busy (hours; not CI)"
 	@echo "make screenshots   the README's pictures (docs/screenshots/) from a demo of their own"
 
 $(PY):
@@ -120,6 +123,11 @@ prometheus:
 # line: `soak: R requests, E unexplained 5xx, L lost deliveries, S stuck lookups`.
 soak: $(VENV)/.dev nginx redis prometheus
 	$(PY) -m bench.soak --seconds $(SOAK_SECONDS) --hosts $(SOAK_HOSTS)
+
+# The whole suite FLAKE_RUNS times on each database in random orders, then FLAKE_SOAKS soaks,
+# while a CPU hog keeps one core busy (bench/flake_hunt.py): hours, so not part of CI.
+flake-hunt: $(VENV)/.dev idp browser nginx redis prometheus
+	$(PY) -m bench.flake_hunt --runs $(FLAKE_RUNS) --soaks $(FLAKE_SOAKS)
 
 # The organisation's demo identity provider (idp/: Node's oidc-provider, as locked in
 # idp/package-lock.json), for the tests and `make run`. Without npm the identity-provider

@@ -139,6 +139,8 @@ class FleetClient:
     `wrong_login_codes` are the v1 codes with which `/key/generator` refuses a
     user's e-mail or password: the spec documents none (7.1), so a deployment
     names them.
+
+    `sleep` makes every wait the client makes and `clock` (monotonic seconds) times its budgets.
     """
 
     def __init__(
@@ -156,6 +158,8 @@ class FleetClient:
         cnh_batch_path: str = CNH_BATCH,
         cnh_read_timeout: float = CNH_READ_TIMEOUT,
         wrong_login_codes: Iterable[str] = (),
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         _refuse_unusable(access_token, secret_key, max_attempts)
         self.base_url = base_url.rstrip("/")
@@ -163,11 +167,13 @@ class FleetClient:
         self.read_timeout = read_timeout
         self.retry_budget = retry_budget
         self.max_attempts = max_attempts
-        self.cooldown: Cooldown = cooldown if cooldown is not None else LocalCooldown()
+        self.cooldown: Cooldown = cooldown if cooldown is not None else LocalCooldown(clock=clock)
         self.cnh_lookup_path = api_path(cnh_lookup_path)
         self.cnh_batch_path = api_path(cnh_batch_path)
         self.cnh_read_timeout = cnh_read_timeout
         self.wrong_login_codes = frozenset(wrong_login_codes)
+        self._sleep = sleep
+        self._clock = clock
         self._session = signed_session(
             access_token=access_token, secret_key=secret_key, max_attempts=max_attempts
         )
@@ -330,9 +336,11 @@ class FleetClient:
         return CallBudget(
             method,
             route,
-            time.monotonic() + seconds,
+            self._clock() + seconds,
             max_attempts=self.max_attempts,
             timeout_pauses_route=timeout_pauses_route,
+            clock=self._clock,
+            sleep=self._sleep,
         )
 
     def _until_done[T](self, call: CallBudget, attempt: Callable[[], T]) -> T:
@@ -361,7 +369,7 @@ class FleetClient:
                     )
                     raise
                 logger.info("%s %s: %s; retrying in %.2f s", call.method, call.route, error, wait)
-                time.sleep(wait)
+                self._sleep(wait)
             else:
                 _counted(call, "ok", started)
                 return answer
@@ -372,7 +380,7 @@ class FleetClient:
         if pause <= 0:
             return
         if pause <= call.remaining():
-            time.sleep(pause)
+            self._sleep(pause)
             return
         error = RateLimited(
             f"calls to this route are paused for {pause:.0f} s after the API asked to wait",

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -63,13 +63,19 @@ class CallBudget:
     max_attempts: int
     attempts: int = 0
     timeout_pauses_route: bool = True
+    clock: Callable[[], float] = time.monotonic  # what `deadline` is measured on
+    sleep: Callable[[float], None] = time.sleep  # how the call waits, urllib3's backoff too
 
     def remaining(self) -> float:
-        return self.deadline - time.monotonic()
+        return self.deadline - self.clock()
 
     def allows(self, wait: float) -> bool:
-        """Whether another attempt may start after waiting `wait` seconds."""
-        return self.attempts < self.max_attempts and wait <= self.remaining()
+        """Whether another attempt may start after waiting `wait` seconds.
+
+        Strictly less: a spent budget (0 to begin with) allows no retry, not even an
+        immediate one, whether or not the clock has moved since.
+        """
+        return self.attempts < self.max_attempts and wait < self.remaining()
 
 
 # The call in progress on this thread, for `BudgetedRetry` to consult.
@@ -113,6 +119,16 @@ class BudgetedRetry(Retry):
                 call.attempts,
             )
         return retry
+
+    def sleep(self, response: BaseHTTPResponse | None = None) -> None:
+        """Wait out the backoff the way the current call waits (its client's `sleep`)."""
+        call = _current_call.get()
+        if call is None:
+            super().sleep(response)
+            return
+        wait = self.get_backoff_time()
+        if wait > 0:
+            call.sleep(wait)
 
 
 def connect_retries(max_attempts: int) -> BudgetedRetry:

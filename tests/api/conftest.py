@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from fleet.api.client import FleetClient
+from fleet.api.cooldown import LocalCooldown
 from tests.conftest import Emulator
 from tests.conftest import Recorder as Recorder  # where the API tests have always found it
 
@@ -31,16 +32,36 @@ def hmac_vectors() -> list[dict[str, Any]]:
     return vectors
 
 
-def wait_for_calls(emulator: Emulator, key: str, expected: int, timeout: float = 3.0) -> int:
+def wait_for_calls(emulator: Emulator, key: str, expected: int, timeout: float = 10.0) -> int:
     """The emulator's count of `key` once it reaches `expected` (or the timeout).
 
-    The emulator counts a delayed call when its delay ends, which can be after
-    the client has given up on it.
+    The emulator counts a call on arrival, on a thread of its own: the count can
+    lag a client that has already given up on the call.
     """
     deadline = time.monotonic() + timeout
     while (count := emulator.calls(key)) < expected and time.monotonic() < deadline:
         time.sleep(0.05)
     return count
+
+
+class StoppedClock:
+    """A monotonic clock that moves only when a client sleeps on it, and the waits asked of it.
+
+    A client made with `make_client(waits_on=clock)` never really waits to retry and
+    spends its budget only on the waits it asks for: tests assert those waits, not
+    the time that passed.
+    """
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+        self.waits: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
 
 
 def seeded_crlv_requests(emulator: Emulator) -> list[dict[str, str]]:
@@ -57,10 +78,14 @@ def seeded_crlv_requests(emulator: Emulator) -> list[dict[str, str]]:
 
 @pytest.fixture
 def make_client(emulator: Emulator) -> Iterator[MakeClient]:
-    """A factory of clients of the test emulator; short timeouts keep tests fast."""
+    """A factory of clients of the test emulator; short timeouts keep tests fast.
+
+    `waits_on=clock` makes a client that waits on that `StoppedClock`, its own
+    cooldown included.
+    """
     made: list[FleetClient] = []
 
-    def make(**options: Any) -> FleetClient:
+    def make(*, waits_on: StoppedClock | None = None, **options: Any) -> FleetClient:
         settings: dict[str, Any] = {
             "base_url": emulator.url,
             "access_token": DEMO_TOKEN,
@@ -68,6 +93,12 @@ def make_client(emulator: Emulator) -> Iterator[MakeClient]:
             "read_timeout": 2.0,
             "retry_budget": 2.0,
         }
+        if waits_on is not None:
+            settings |= {
+                "sleep": waits_on.sleep,
+                "clock": waits_on.monotonic,
+                "cooldown": LocalCooldown(clock=waits_on.monotonic),
+            }
         settings.update(options)
         client = FleetClient(**settings)
         made.append(client)
@@ -81,6 +112,11 @@ def make_client(emulator: Emulator) -> Iterator[MakeClient]:
 @pytest.fixture
 def client(make_client: MakeClient) -> FleetClient:
     return make_client()
+
+
+@pytest.fixture
+def clock() -> StoppedClock:
+    return StoppedClock()
 
 
 @pytest.fixture

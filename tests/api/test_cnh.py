@@ -7,7 +7,6 @@ again by the client, whatever its budget; it says it was sent (`sent=True`).
 from __future__ import annotations
 
 import json
-import time
 from datetime import date
 
 import pytest
@@ -21,7 +20,7 @@ from fleet.api.errors import (
     UpstreamUnavailable,
 )
 from fleet.api.licences import CnhLookupResult
-from tests.api.conftest import MakeClient, wait_for_calls
+from tests.api.conftest import MakeClient, StoppedClock, wait_for_calls
 from tests.conftest import Emulator
 
 TIMEOUT_CPF, NO_LICENCE_CPF = "50450450406", "00000040495"
@@ -134,14 +133,14 @@ def test_a_429_on_a_lookup_carries_its_retry_after(
 
 @pytest.mark.parametrize("route", [CNH_LOOKUP, CNH_BATCH])
 def test_a_429_on_a_lookup_is_waited_out_when_the_call_has_the_budget_for_it(
-    client: FleetClient, emulator: Emulator, route: str
+    make_client: MakeClient, clock: StoppedClock, emulator: Emulator, route: str
 ) -> None:
+    client = make_client(waits_on=clock)
     emulator.fault(route, status=429, retry_after=1)
-    started = time.monotonic()
 
     assert look_up(client, route, retry_budget=5).licence is not None
 
-    assert time.monotonic() - started >= 1  # its Retry-After, waited
+    assert clock.waits == [pytest.approx(1)]  # its Retry-After, waited
     assert emulator.calls(f"POST {route}") == 2  # and retried once
 
 
@@ -243,33 +242,32 @@ def test_the_portals_configured_client_waits_70_s_for_the_lookups(settings) -> N
 def test_only_the_lookups_use_the_lookup_timeout(
     make_client: MakeClient, emulator: Emulator
 ) -> None:
-    # Shortened so that the test takes a second: the read timeout of every call
-    # is 0.5 s, that of the lookups 1.5 s; each route answers after 0.8 s.
-    client = make_client(read_timeout=0.5, cnh_read_timeout=1.5, retry_budget=0)
+    # Shortened so that the test takes seconds: each route answers after 1 s, ten
+    # times the read timeout of every call (0.1 s) and a tenth of the lookups' (10 s).
+    client = make_client(read_timeout=0.1, cnh_read_timeout=10, retry_budget=0)
     for route in ("/key/list-cars", CNH_LOOKUP, CNH_BATCH):
-        emulator.fault(route, delay=0.8)
+        emulator.fault(route, delay=1)
 
     with pytest.raises(UpstreamUnavailable) as listing:
         client.list_vehicle_columns()
     looked_up = client.lookup_cnh(CPF)
     batch = client.lookup_cnh_batch([CPF])
 
-    assert "no answer within 0.5 s" in str(listing.value)
+    assert "no answer within 0.1 s" in str(listing.value)
     assert looked_up.licence is not None
     assert batch.items[0].licence is not None
 
 
 def test_a_lookup_that_outlasts_its_timeout_says_so(
-    make_client: MakeClient, emulator: Emulator
+    make_client: MakeClient, clock: StoppedClock, emulator: Emulator
 ) -> None:
-    client = make_client(read_timeout=5, cnh_read_timeout=0.3)
-    emulator.fault(CNH_LOOKUP, delay=1)
-    started = time.monotonic()
+    client = make_client(waits_on=clock, read_timeout=5, cnh_read_timeout=0.3)
+    emulator.fault(CNH_LOOKUP, delay=3)  # ten times its timeout: always too late
 
     with pytest.raises(UpstreamUnavailable) as raised:
         client.lookup_cnh(CPF)
 
-    assert time.monotonic() - started < 1
+    assert clock.waits == []  # given up at its own timeout, not waited out
     assert "no answer within 0.3 s" in str(raised.value)
     assert (raised.value.sent, raised.value.status) == (True, None)  # it may have been done
     assert wait_for_calls(emulator, LOOKUP_CALLS, 1) == 1  # a POST is not sent twice

@@ -1,8 +1,10 @@
-"""The retry policy: Retry-After within the budget, the shared cooldown, backoff, caps."""
+"""The retry policy: Retry-After within the budget, the shared cooldown, backoff, caps.
+
+Every client here waits on a `StoppedClock`: the tests read back the waits it asked
+for, so no verdict depends on how fast the machine is.
+"""
 
 from __future__ import annotations
-
-import time
 
 import pytest
 
@@ -10,12 +12,24 @@ from fleet.api.client import LIST_VEHICLES, FleetClient
 from fleet.api.cooldown import LocalCooldown
 from fleet.api.errors import GatewayTimeout, RateLimited, UpstreamUnavailable
 from fleet.api.resources import vehicle_columns_from_json
-from tests.api.conftest import DEMO_PASSWORD, DEMO_USER, MakeClient, Recorder, wait_for_calls
+from tests.api.conftest import (
+    DEMO_PASSWORD,
+    DEMO_USER,
+    MakeClient,
+    Recorder,
+    StoppedClock,
+    wait_for_calls,
+)
 from tests.conftest import Emulator
 
 LIST = "GET /key/list-cars"
 VEHICLE_ROUTE = "/v2/crlv/vehicles/{carPlate}"
 VEHICLE = f"GET {VEHICLE_ROUTE}"
+
+
+@pytest.fixture
+def client(make_client: MakeClient, clock: StoppedClock) -> FleetClient:
+    return make_client(waits_on=clock)
 
 
 @pytest.fixture
@@ -28,24 +42,22 @@ def plate(emulator: Emulator) -> str:
 
 
 def test_429_with_a_retry_after_that_fits_the_budget_is_retried(
-    emulator: Emulator, client: FleetClient
+    emulator: Emulator, client: FleetClient, clock: StoppedClock
 ) -> None:
     emulator.fault("/key/list-cars", status=429, retry_after=1)
-    started = time.monotonic()
     result = client.list_vehicle_columns()
-    assert time.monotonic() - started >= 1.0
+    assert clock.waits == [pytest.approx(1.0)]  # its Retry-After, once: the cooldown too
     assert result.total == 200
     assert emulator.calls(LIST) == 2
 
 
 def test_429_with_a_long_retry_after_is_raised_at_once(
-    emulator: Emulator, client: FleetClient
+    emulator: Emulator, client: FleetClient, clock: StoppedClock
 ) -> None:
     emulator.fault("/key/list-cars", status=429, retry_after=30)
-    started = time.monotonic()
     with pytest.raises(RateLimited) as raised:
         client.list_vehicle_columns()
-    assert time.monotonic() - started < 0.5
+    assert clock.waits == []
     assert raised.value.retry_after == 30
     assert raised.value.status == 429
     assert raised.value.code == "fbk_429"
@@ -54,15 +66,14 @@ def test_429_with_a_long_retry_after_is_raised_at_once(
 
 
 def test_a_route_cooling_down_fails_without_calling_the_api(
-    emulator: Emulator, client: FleetClient
+    emulator: Emulator, client: FleetClient, clock: StoppedClock
 ) -> None:
     emulator.fault("/key/list-cars", status=429, retry_after=30)
     with pytest.raises(RateLimited):
         client.list_vehicle_columns()
-    started = time.monotonic()
     with pytest.raises(RateLimited) as raised:
         client.list_vehicle_columns()
-    assert time.monotonic() - started < 0.1
+    assert clock.waits == []
     assert raised.value.retry_after is not None
     assert 28 < raised.value.retry_after <= 30
     assert raised.value.status is None
@@ -79,55 +90,55 @@ def test_the_cooldown_pauses_only_its_route(
 
 
 def test_the_cooldown_is_shared_by_clients_that_share_it(
-    emulator: Emulator, make_client: MakeClient
+    emulator: Emulator, make_client: MakeClient, clock: StoppedClock
 ) -> None:
-    shared = LocalCooldown()
-    first, second = make_client(cooldown=shared), make_client(cooldown=shared)
+    shared = LocalCooldown(clock=clock.monotonic)
+    first = make_client(waits_on=clock, cooldown=shared)
+    second = make_client(waits_on=clock, cooldown=shared)
     emulator.fault("/key/list-cars", status=429, retry_after=30)
     with pytest.raises(RateLimited):
         first.list_vehicle_columns()
     with pytest.raises(RateLimited):
         second.list_vehicle_columns()
+    assert clock.waits == []
     assert emulator.calls(LIST) == 1
 
 
 def test_a_short_cooldown_is_waited_out_within_the_budget(
-    emulator: Emulator, client: FleetClient
+    emulator: Emulator, client: FleetClient, clock: StoppedClock
 ) -> None:
     client.cooldown.hold("/key/list-cars", 0.5)
-    started = time.monotonic()
     client.list_vehicle_columns()
-    assert time.monotonic() - started >= 0.5
+    assert clock.waits == [pytest.approx(0.5)]
     assert emulator.calls(LIST) == 1
 
 
-def test_a_per_call_budget_of_zero_does_not_wait(emulator: Emulator, client: FleetClient) -> None:
+def test_a_per_call_budget_of_zero_does_not_wait(
+    emulator: Emulator, client: FleetClient, clock: StoppedClock
+) -> None:
     emulator.fault("/key/list-cars", status=429, retry_after=1)
-    started = time.monotonic()
     with pytest.raises(RateLimited) as raised:
         client.list_vehicle_columns(retry_budget=0)
-    assert time.monotonic() - started < 0.5
+    assert clock.waits == []
     assert raised.value.retry_after == 1
 
 
 def test_504_with_a_retry_after_that_fits_the_budget_is_retried(
-    emulator: Emulator, client: FleetClient, plate: str
+    emulator: Emulator, client: FleetClient, clock: StoppedClock, plate: str
 ) -> None:
     emulator.fault(VEHICLE_ROUTE, status=504, retry_after=1)
-    started = time.monotonic()
     assert client.get_vehicle_crlv(plate).plate == plate
-    assert time.monotonic() - started >= 1.0
+    assert clock.waits == [pytest.approx(1.0)]
     assert emulator.calls(VEHICLE) == 2
 
 
 def test_504_with_a_long_retry_after_is_raised_then_the_route_cools_down(
-    emulator: Emulator, client: FleetClient, plate: str
+    emulator: Emulator, client: FleetClient, clock: StoppedClock, plate: str
 ) -> None:
     emulator.fault(VEHICLE_ROUTE, status=504, retry_after=30)
-    started = time.monotonic()
     with pytest.raises(GatewayTimeout) as raised:
         client.get_vehicle_crlv(plate)
-    assert time.monotonic() - started < 0.5
+    assert clock.waits == []
     assert raised.value.retry_after == 30
     assert raised.value.code is not None
     assert raised.value.code.endswith(":error:gateway-timeout")
@@ -137,9 +148,12 @@ def test_504_with_a_long_retry_after_is_raised_then_the_route_cools_down(
     assert emulator.calls(VEHICLE) == 1
 
 
-def test_429_on_the_login_route_is_retried_too(emulator: Emulator, client: FleetClient) -> None:
+def test_429_on_the_login_route_is_retried_too(
+    emulator: Emulator, client: FleetClient, clock: StoppedClock
+) -> None:
     emulator.fault("/key/generator", status=429, retry_after=1)
     assert client.create_access_key(email=DEMO_USER, password=DEMO_PASSWORD)
+    assert clock.waits == [pytest.approx(1.0)]
     assert emulator.calls("POST /key/generator") == 2
 
 
@@ -166,19 +180,22 @@ def test_a_connection_lost_on_a_get_is_retried(
 
 
 def test_dropped_connections_end_in_upstream_unavailable_after_max_attempts(
-    emulator: Emulator, make_client: MakeClient
+    emulator: Emulator, make_client: MakeClient, clock: StoppedClock
 ) -> None:
-    client = make_client(max_attempts=3)
+    client = make_client(waits_on=clock, max_attempts=3)
     emulator.fault("/key/list-cars", drop=True, count=10)
     with pytest.raises(UpstreamUnavailable) as raised:
         client.list_vehicle_columns()
     assert raised.value.status is None
     assert raised.value.sent is True
+    assert len(clock.waits) == 2  # a backoff before each retry
     assert emulator.calls(LIST) == 3
 
 
-def test_max_attempts_caps_the_retries(emulator: Emulator, make_client: MakeClient) -> None:
-    client = make_client(max_attempts=2)
+def test_max_attempts_caps_the_retries(
+    emulator: Emulator, make_client: MakeClient, clock: StoppedClock
+) -> None:
+    client = make_client(waits_on=clock, max_attempts=2)
     emulator.fault("/key/list-cars", drop=True, count=10)
     with pytest.raises(UpstreamUnavailable):
         client.list_vehicle_columns()
@@ -186,9 +203,9 @@ def test_max_attempts_caps_the_retries(emulator: Emulator, make_client: MakeClie
 
 
 def test_answers_cut_off_mid_way_end_in_upstream_unavailable(
-    emulator: Emulator, make_client: MakeClient
+    emulator: Emulator, make_client: MakeClient, clock: StoppedClock
 ) -> None:
-    client = make_client(max_attempts=2)
+    client = make_client(waits_on=clock, max_attempts=2)
     emulator.fault("/key/list-cars", cut=True, count=10)
     with pytest.raises(
         UpstreamUnavailable, match="the connection was closed before a complete answer"
@@ -217,24 +234,25 @@ def test_a_dropped_connection_on_a_post_is_not_retried(
 
 
 def test_an_answer_slower_than_the_read_timeout_is_upstream_unavailable(
-    emulator: Emulator, make_client: MakeClient
+    emulator: Emulator, make_client: MakeClient, clock: StoppedClock
 ) -> None:
-    client = make_client(read_timeout=0.3)
-    emulator.fault("/key/list-cars", delay=1.0, count=3)
-    started = time.monotonic()
+    client = make_client(waits_on=clock, read_timeout=0.3)
+    # Ten times the read timeout: however busy the machine, the answer comes too late.
+    emulator.fault("/key/list-cars", delay=3.0, count=3)
     with pytest.raises(UpstreamUnavailable, match=r"no answer within 0\.3 s"):
         client.list_vehicle_columns(retry_budget=0)
-    assert time.monotonic() - started < 0.9
+    assert clock.waits == []  # given up at the read timeout, not waited out
     assert wait_for_calls(emulator, LIST, 1) == 1
     assert emulator.calls(LIST) == 1
 
 
 def test_a_slow_answer_is_retried_while_the_budget_lasts(
-    emulator: Emulator, make_client: MakeClient
+    emulator: Emulator, make_client: MakeClient, clock: StoppedClock
 ) -> None:
-    client = make_client(read_timeout=0.3)
-    emulator.fault("/key/list-cars", delay=1.0)
+    client = make_client(waits_on=clock, read_timeout=0.3)
+    emulator.fault("/key/list-cars", delay=3.0)  # ten times the read timeout
     assert client.list_vehicle_columns().total == 200
+    assert len(clock.waits) == 1  # a backoff, then the retry that got the answer
     assert wait_for_calls(emulator, LIST, 2) == 2
 
 
@@ -243,21 +261,21 @@ def test_a_per_call_timeout_overrides_the_read_timeout(
 ) -> None:
     client = make_client(read_timeout=0.2)
     emulator.fault("/key/list-cars", delay=0.5)
-    result = client._call(
-        "GET", LIST_VEHICLES, vehicle_columns_from_json, timeout=3, retry_budget=0
+    result = client._call(  # a timeout ten times the delay: the answer always fits
+        "GET", LIST_VEHICLES, vehicle_columns_from_json, timeout=5, retry_budget=0
     )
     assert result.total == 200
     assert client.read_timeout == 0.2
 
 
 def test_a_refused_connection_is_upstream_unavailable(
-    closed_port_url: str, make_client: MakeClient, log_records: Recorder
+    closed_port_url: str, make_client: MakeClient, clock: StoppedClock, log_records: Recorder
 ) -> None:
-    client = make_client(base_url=closed_port_url, max_attempts=3)
-    started = time.monotonic()
+    client = make_client(waits_on=clock, base_url=closed_port_url, max_attempts=3)
     with pytest.raises(UpstreamUnavailable, match="could not connect") as raised:
         client.list_vehicle_columns()
-    assert time.monotonic() - started < 2.0
+    # urllib3's backoff between reconnections, asked of the client's sleep, within its budget.
+    assert 0 < sum(clock.waits) <= client.retry_budget
     assert raised.value.sent is False
     retries = [
         r for r in log_records.of("fleet.api") if "could not connect, retrying" in r.getMessage()
@@ -266,9 +284,9 @@ def test_a_refused_connection_is_upstream_unavailable(
 
 
 def test_a_refused_connection_is_retried_for_a_post_too(
-    closed_port_url: str, make_client: MakeClient, log_records: Recorder
+    closed_port_url: str, make_client: MakeClient, clock: StoppedClock, log_records: Recorder
 ) -> None:
-    client = make_client(base_url=closed_port_url)
+    client = make_client(waits_on=clock, base_url=closed_port_url)
     with pytest.raises(UpstreamUnavailable):
         client.create_access_key(email=DEMO_USER, password=DEMO_PASSWORD)
     retries = [
@@ -278,9 +296,10 @@ def test_a_refused_connection_is_retried_for_a_post_too(
 
 
 def test_a_refused_connection_with_no_budget_is_not_retried(
-    closed_port_url: str, make_client: MakeClient, log_records: Recorder
+    closed_port_url: str, make_client: MakeClient, clock: StoppedClock, log_records: Recorder
 ) -> None:
-    client = make_client(base_url=closed_port_url)
+    client = make_client(waits_on=clock, base_url=closed_port_url)
     with pytest.raises(UpstreamUnavailable):
         client.list_vehicle_columns(retry_budget=0)
+    assert clock.waits == []
     assert not [r for r in log_records.of("fleet.api") if "retrying" in r.getMessage()]

@@ -1,13 +1,12 @@
 """A manager's webhook endpoint that never answers, or drips its answer, against a real
 `manage.py db_worker` (started as the README says, with no option): fines sent by the
-emulator meanwhile are processed on time, other managers' alerts still go out, and a
-stop does not wait on the subscriber. The subscribers are real sockets on loopback
-(bench/soak_subscribers.py)."""
+emulator meanwhile are processed while it holds a POST, other managers' alerts still go
+out, and a stop does not wait on the subscriber. The subscribers are real sockets on
+loopback (bench/soak_subscribers.py)."""
 
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,7 +25,8 @@ from tests.conftest import start_db_worker, stop_db_worker, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-FINES_ON_TIME_S = 10.0
+# Longer than any test here: a POST its subscriber holds stays under way to the end.
+HELD_S = 600
 
 
 def worker_env(live_server: Any, **more: str) -> dict[str, str]:
@@ -67,39 +67,42 @@ def loopback_subscribers(settings: Any) -> None:
 @pytest.fixture(params=["never answers", "drips"])
 def stalling(request: pytest.FixtureRequest) -> Iterator[HostileServer]:
     subscriber = HostileServer(
-        never_answering() if request.param == "never answers" else dripping_head(every=0.5)
+        never_answering(hold=HELD_S)
+        if request.param == "never answers"
+        else dripping_head(every=0.5, longest=HELD_S)
     )
     yield subscriber
     subscriber.stop()
 
 
-def test_fines_are_processed_on_time_while_a_subscriber_holds_the_alerts_post(
+def test_fines_are_processed_while_a_subscriber_holds_the_alerts_post(
     stalling, person, emulator, live_server
 ):
     subscribed(person, "marcos", stalling.url())
-    worker = start_db_worker(emulator, **worker_env(live_server))
+    # The POST is held for as long as the test runs: "on time" is "while it is held",
+    # which no machine's speed changes (how fast is a benchmark's business).
+    worker = start_db_worker(
+        emulator, **worker_env(live_server, ALERTS_WEBHOOK_TIMEOUT=str(HELD_S))
+    )
     try:
         # A few fines first: their alerts' POSTs are under way, held by the subscriber.
         send_fines(emulator, live_server, range(1, 6))
         wait_until(lambda: stalling.connections >= 1, timeout=20, what="no POST to it")
 
-        started = time.monotonic()
         send_fines(emulator, live_server, range(6, 106))
-        wait_until(
+        processed_in = wait_until(
             lambda: (
                 Fine.objects.count() == 105
                 and not WebhookDelivery.objects.filter(status="received").exists()
             ),
-            timeout=started + FINES_ON_TIME_S - time.monotonic(),
+            timeout=120,
             what="the 100 fines were not processed",
         )
-        on_time = time.monotonic() - started
     finally:
         stalling.stop()  # first: the worker's POST under way ends, and so does the worker
         stop_db_worker(worker)
 
-    print(f"100 fines processed in {on_time:.2f} s while the subscriber held a POST")
-    assert on_time < FINES_ON_TIME_S
+    print(f"100 fines processed in {processed_in:.2f} s while the subscriber held a POST")
     # Their alerts wait for the subscriber (none lost): one per fine.
     assert Alert.objects.count() == 105
     assert_no_task_failed()
@@ -108,19 +111,21 @@ def test_fines_are_processed_on_time_while_a_subscriber_holds_the_alerts_post(
 def test_a_subscriber_that_never_answers_does_not_hold_other_managers_alerts(
     person, emulator, live_server
 ):
-    silent = HostileServer(never_answering())
+    silent = HostileServer(never_answering(hold=HELD_S))
     healthy = Receiver()
     server = serve(healthy)
     subscribed(person, "marcos", silent.url())
     ana = person("ana", delivery="off")
     _, healthy.secret = webhook_subscription_create(user=ana, url=healthy.url)
     # Longer than the test: a POST held by the silent one ends only with the worker.
-    worker = start_db_worker(emulator, **worker_env(live_server, ALERTS_WEBHOOK_TIMEOUT="60"))
+    worker = start_db_worker(
+        emulator, **worker_env(live_server, ALERTS_WEBHOOK_TIMEOUT=str(HELD_S))
+    )
     try:
         send_fines(emulator, live_server, range(1, 21))
         wait_until(
             lambda: len(healthy.accepted()) == 20,
-            timeout=15,
+            timeout=120,
             what="ana's receiver did not get her 20 alerts",
         )
         assert silent.connections == 1  # marcos's first alert, still held
@@ -135,14 +140,15 @@ def test_a_subscriber_that_never_answers_does_not_hold_other_managers_alerts(
 
 
 def test_a_stop_ends_the_alerts_run_after_the_post_under_way(person, emulator, live_server):
-    silent = HostileServer(never_answering())
+    silent = HostileServer(never_answering(hold=HELD_S))
     subscribed(person, "marcos", silent.url())
     worker = start_db_worker(emulator, **worker_env(live_server, ALERTS_WEBHOOK_TIMEOUT="3"))
     try:
         send_fines(emulator, live_server, range(1, 6))
         wait_until(lambda: silent.connections >= 1, timeout=20, what="no POST to it")
         worker.send_signal(signal.SIGTERM)
-        wait_until(lambda: worker.poll() is not None, timeout=8, what="still running")
+        # Ten times the POST's deadline (3 s), a twentieth of the subscriber's hold.
+        wait_until(lambda: worker.poll() is not None, timeout=30, what="still running")
     finally:
         stop_db_worker(worker)
         silent.stop()

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import socket
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -84,9 +83,10 @@ def test_slow_clients_stall_gunicorn_alone_but_not_behind_nginx(start_gunicorn, 
 
     slow = _slow_connections(proxy.port, SLOW_CONNECTIONS)
     try:
-        started = time.monotonic()
+        # Each answer within 5 s, where one takes milliseconds: a request stalled behind
+        # the slow clients would wait for them to be dropped (nginx's 10 s
+        # client_header_timeout), or for ever, and end in requests.Timeout.
         answers = [requests.get(f"{proxy.url}/healthz", timeout=5) for _ in range(20)]
-        behind_nginx = time.monotonic() - started
     finally:
         for connection in slow:
             connection.close()
@@ -100,7 +100,6 @@ def test_slow_clients_stall_gunicorn_alone_but_not_behind_nginx(start_gunicorn, 
             connection.close()
 
     assert [answer.status_code for answer in answers] == [200] * 20
-    assert behind_nginx < 5
 
 
 @serving

@@ -1,13 +1,16 @@
-"""A fleet's worth of plates imports in seconds, and its few bad lines are found by number."""
+"""A fleet's worth of plates imports in a few queries per thousand, and its few bad lines are
+found by number. How fast it imports is a benchmark's business; that it scales is this test's:
+its number of queries, which no machine's speed changes."""
 
 from __future__ import annotations
 
-import time
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from fleet.models import VehicleGroup, VehicleGroupPlate
 
@@ -15,7 +18,9 @@ pytestmark = pytest.mark.django_db
 
 PLATES = 50_000
 GROUPS = 200
-SECONDS = 30.0
+# An INSERT per thousand plates (two where SQLite takes fewer variables to a query), and
+# ten for the whole import. A query per plate or per group would be thousands, or hundreds.
+MOST_QUERIES = 10 + 2 * PLATES // 1000
 # Where the invalid plates go: after these many valid plates (the header is line 1).
 PLANTED_AFTER = [0, 7, 4_999, 10_000, 17_321, 25_000, 31_415, 40_404, 49_998, 50_000]
 
@@ -44,18 +49,19 @@ def big_csv(path: Path) -> list[int]:
     return planted
 
 
-def test_fifty_thousand_plates_in_two_hundred_groups_import_in_seconds(tmp_path: Path):
+def test_fifty_thousand_plates_in_two_hundred_groups_import_in_a_few_queries_per_thousand(
+    tmp_path: Path,
+):
     path = tmp_path / "fleet.csv"
     planted = big_csv(path)
     out = StringIO()
 
-    started = time.perf_counter()
-    call_command("vehicle_groups", "import", str(path), stdout=out)
-    elapsed = time.perf_counter() - started
+    with CaptureQueriesContext(connection) as queries:
+        call_command("vehicle_groups", "import", str(path), stdout=out)
 
-    print(f"\n{PLATES} plates into {GROUPS} groups imported in {elapsed:.2f} s")
+    print(f"\n{PLATES} plates into {GROUPS} groups imported in {len(queries)} queries")
     output = out.getvalue()
-    assert elapsed < SECONDS
+    assert len(queries) <= MOST_QUERIES
     assert f"Groups created: {GROUPS} " in output
     assert f"Plates added: {PLATES}\n" in output
     assert "Lines refused: 10\n" in output

@@ -59,7 +59,7 @@ class Mailbox:
     def hold_message(self, number: int) -> None:
         self._hold_at = number
 
-    def wait_for(self, count: int, *, timeout: float = 15.0) -> list[EmailMessage]:
+    def wait_for(self, count: int, *, timeout: float = 30.0) -> list[EmailMessage]:
         deadline = time.monotonic() + timeout
         while len(self.messages) < count:
             assert time.monotonic() < deadline, f"{len(self.messages)} e-mails, not {count}"

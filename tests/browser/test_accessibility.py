@@ -75,7 +75,7 @@ OVERFLOWING = r"""() => {
 
 
 def wait_for(condition: Any, what: str) -> None:
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 30
     while not condition():
         assert time.monotonic() < deadline, what
         time.sleep(0.05)

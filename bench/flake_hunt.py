@@ -9,9 +9,7 @@ PostgreSQL and Redis (127.0.0.1:5432 and :6379), each in a random order
 shuffled, a new seed each run, printed), then the soak `--soaks` times for 60
 seconds, on one host and on two in turn. It prints a line per run (seed,
 pytest's summary or the soak's vehicle-list and last lines, time) and exits 1
-if any failed. A failing run is repeated with
-`.venv/bin/pytest -p random_order --random-order-bucket=module --random-order-seed=SEED`
-(and the same DATABASE_URL and CACHE_URL for the PostgreSQL runs).
+if any failed, printing the command that repeats each failed suite run.
 
 Not part of CI: it takes hours. Every log is kept in `--keep` (a temporary folder
 by default, printed).
@@ -33,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PYTEST = ROOT / ".venv" / "bin" / "pytest"
 PRODUCTION = {
     "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/fleet_portal",
     "CACHE_URL": "redis://127.0.0.1:6379/1",
@@ -71,16 +68,23 @@ def _run(command: Sequence[str], log: Path, env: dict[str, str]) -> tuple[int, s
     return done.returncode, log.read_text(errors="replace")
 
 
-def suite(what: str, seed: int, folder: Path, extra_env: dict[str, str]) -> Run:
-    log = folder / f"{what.replace(' ', '-')}-{seed}.log"
-    command = [
-        str(PYTEST),
+def _pytest_command(seed: int) -> list[str]:
+    return [
+        ".venv/bin/pytest",
         "-p",
         "random_order",
         "--random-order-bucket=module",
         f"--random-order-seed={seed}",
-        "-q",
     ]
+
+
+def _variables(values: dict[str, str]) -> str:
+    return " ".join(f"{name}={value}" for name, value in values.items())
+
+
+def suite(what: str, seed: int, folder: Path, extra_env: dict[str, str]) -> Run:
+    log = folder / f"{what.replace(' ', '-')}-{seed}.log"
+    command = [*_pytest_command(seed), "-q"]
     started = time.monotonic()
     code, text = _run(command, log, os.environ | extra_env)
     summaries = _SUMMARY.findall(text)
@@ -127,7 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     minutes = (time.monotonic() - started) / 60
     print(f"\nflake hunt: {len(runs)} runs, {len(failed)} failed, in {minutes:.0f} min")
     for run in failed:
-        print(f"  {run.what} {'' if run.seed is None else f'seed {run.seed} '}: {run.log}")
+        print(f"  {run.what}: {run.log}")
+        if run.seed is not None:
+            variables = "" if run.what == "SQLite" else _variables(PRODUCTION) + " "
+            print(f"    again: {variables}{' '.join(_pytest_command(run.seed))}")
     return 1 if failed else 0
 
 

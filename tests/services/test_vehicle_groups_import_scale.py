@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from bench.listing import plate
 from fleet.models import VehicleGroup, VehicleGroupPlate
 
 pytestmark = pytest.mark.django_db
@@ -23,16 +24,6 @@ GROUPS = 200
 MOST_QUERIES = 10 + 2 * PLATES // 1000
 # Where the invalid plates go: after these many valid plates (the header is line 1).
 PLANTED_AFTER = [0, 7, 4_999, 10_000, 17_321, 25_000, 31_415, 40_404, 49_998, 50_000]
-
-
-def plate(number: int) -> str:
-    """The `number`th plate: even ones old (`ABC-1234`), odd ones Mercosul (`ABC1K23`), no
-    two of them one vehicle (a Mercosul plate here never has A to J as its fifth letter)."""
-    letters = "".join(chr(ord("A") + number // 26**power % 26) for power in (2, 1, 0))
-    digits = f"{number % 10_000:04d}"
-    if number % 2 == 0:
-        return f"{letters}-{digits}" if number % 4 == 0 else f"{letters.lower()}{digits}"
-    return f"{letters}{digits[0]}{chr(ord('K') + int(digits[1]))}{digits[2:]}"
 
 
 def big_csv(path: Path) -> list[int]:

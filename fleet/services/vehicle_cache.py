@@ -11,7 +11,8 @@ thousands of vehicles and no paging or filters. So the portal keeps a snapshot
   a request reads only the metadata key, then filters, counts and slices in
   memory, creating objects only for the rows it shows;
 - refreshed after `FLEET_VEHICLES_TTL` by exactly one request of the whole
-  deployment, the holder of a lock taken with `cache.add`; the others serve
+  deployment, the holder of a lock taken with `cache.add` (and read back: while
+  Redis is unreachable no lock is kept, and no worker refreshes a list it has); the others serve
   the stale copy or, with nothing to serve, wait briefly for that one, which
   serves its page first and stores the new version after (`fleet.after_response`),
   holding the lock until it is stored;
@@ -430,9 +431,9 @@ def _first(keys: CacheKeys, *, force: bool) -> tuple[Snapshot, Freshness]:
     if failure and not force and failure.backing_off(time.time()):
         raise FleetDataUnavailable(failure.outcome)
 
-    def shared(failed: _Failure) -> FleetDataUnavailable:
+    def unavailable(outcome: Outcome) -> FleetDataUnavailable:
         pause = client.cooldown.remaining(LIST_VEHICLES)
-        return FleetDataUnavailable(failed.outcome, retry_after=pause or None)
+        return FleetDataUnavailable(outcome, retry_after=pause or None)
 
     while True:
         # Longer than the client may wait for: refuse now rather than hold the lock.
@@ -445,20 +446,17 @@ def _first(keys: CacheKeys, *, force: bool) -> tuple[Snapshot, Freshness]:
                 # The worker that held the lock may have published, or failed, just before.
                 if (snapshot := _load(keys)) is None:
                     if (failed := _failed_since(keys, failure)) is not None:
-                        raise shared(failed)
+                        raise unavailable(failed.outcome)
                     try:
                         snapshot = _fetch(keys, client, replaces=None, lock=lock, force=force)
                     except errors.FleetError as error:
-                        pause = client.cooldown.remaining(LIST_VEHICLES)
-                        raise FleetDataUnavailable(
-                            error.outcome, retry_after=pause or None
-                        ) from error
+                        raise unavailable(error.outcome) from error
                 return snapshot, _freshness(snapshot)
         time.sleep(_POLL)
         if (snapshot := _load(keys)) is not None:
             return snapshot, _freshness(snapshot)
         if (failed := _failed_since(keys, failure)) is not None:  # the fetch waited for failed
-            raise shared(failed)
+            raise unavailable(failed.outcome)
         if time.monotonic() >= give_up:
             raise FleetDataUnavailable(Outcome.UNAVAILABLE)
 

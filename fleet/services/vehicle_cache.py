@@ -11,9 +11,9 @@ thousands of vehicles and no paging or filters. So the portal keeps a snapshot
   a request reads only the metadata key, then filters, counts and slices in
   memory, creating objects only for the rows it shows;
 - refreshed after `FLEET_VEHICLES_TTL` by exactly one request of the whole
-  deployment, the holder of a lock taken with `cache.add` (and read back: while
-  Redis is unreachable no lock is kept, and no worker refreshes a list it has); the others serve
-  the stale copy or, with nothing to serve, wait briefly for that one, which
+  deployment, the holder of a lock taken with `cache.add` and read back (while
+  Redis is unreachable no lock is kept, and no worker refreshes a list it has);
+  the others serve the stale copy or, with nothing to serve, wait briefly for that one, which
   serves its page first and stores the new version after (`fleet.after_response`),
   holding the lock until it is stored;
 - served stale, saying since when and why, while the API fails or the route

@@ -35,7 +35,7 @@ PRODUCTION = {
     "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/fleet_portal",
     "CACHE_URL": "redis://127.0.0.1:6379/1",
 }
-_SUMMARY = re.compile(r"^=+ (.*(?:passed|failed|error).*) in [\d.]+s", re.MULTILINE)
+_SUMMARY = re.compile(r"^(?:=+ )?(\d+ (?:passed|failed|error).*) in [\d.]+s", re.MULTILINE)
 _SOAK_LINES = re.compile(r"^(?:  vehicle list: .*|soak: .*)$", re.MULTILINE)
 
 

@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import pytest
 import requests
+from pytest_django import plugin as django_plugin
 
 ROOT = Path(__file__).resolve().parent.parent
 _LISTENING = re.compile(r"listening on (http://\S+)")
@@ -132,6 +133,16 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if config.getoption("--spelling-seed") is None:
         config.option.spelling_seed = random.randrange(1_000_000)  # noqa: S311 - not secret
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Keep Django's order of kinds after any shuffle (`make flake-hunt` runs the suite in
+    random orders): tests in a transaction first, then those that commit, whose database is
+    emptied after them (the rows the migrations wrote included), then those without one.
+    pytest-django sorts them so before any plugin shuffles; sorting again is stable, so
+    the shuffled order within each kind stays."""
+    django_plugin.pytest_collection_modifyitems(items)
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -58,3 +58,13 @@ def request_finished(**_: Any) -> None:
             work()
         except Exception:
             logger.exception("work left for after the response failed")
+
+
+def pending_forget() -> None:
+    """This thread forgets the work of a response that was never closed, without doing it.
+
+    A WSGI server closes every response; a test client's streamed answer that nobody
+    read is never closed, and would leave its thread inside that request: work that
+    code outside a request asks for later would wait for a close that never comes.
+    """
+    _pending.set(None)

@@ -221,9 +221,11 @@ def _fresh_fleet_client() -> Iterator[None]:
     """Each test starts cold: its own client, an empty cache (no vehicle list, no
     route cooldown), no vehicle list decoded in this process, no webhook key
     remembered as already recorded, no processing run remembered as asked for
-    (the database forgets them between tests) and no e-CRLV view reported."""
+    (the database forgets them between tests), no e-CRLV view reported, and no work
+    left for after a response the test never read to its end."""
     from django.core.cache import cache
 
+    from fleet import after_response
     from fleet.services.connection import fleet_clients_forget
     from fleet.services.crlv import crlv_reports_forget
     from fleet.services.scopes import scopes_forget_all
@@ -232,6 +234,7 @@ def _fresh_fleet_client() -> Iterator[None]:
     from fleet.webhooks.unknown_keys import unknown_keys_forget
 
     def forget() -> None:
+        after_response.pending_forget()
         fleet_clients_forget()
         cache.clear()
         vehicles_forget()

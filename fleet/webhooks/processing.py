@@ -15,6 +15,12 @@ is kept as `failed`. A run's last batch also reads the dashboard's figures,
 for the cache the moment it commits (`fine_figures_publish`); a run or a
 replay that wrote something ends by checking they are there.
 
+Every transaction that processes takes its locks in one order: its
+deliveries' rows, then the records it finds (in key order), then the
+tallies' (the version row first). A worker's batch and a replay of one of
+its deliveries wait for each other, never in a circle (a deadlock, which
+PostgreSQL would end by undoing one of them).
+
 Exactly once in effect: the same body twice (`body_sha256`) is a duplicate of
 the one processed first and changes nothing; a record's key is unique. A
 delivery that cannot become a record keeps its status and reason (`invalid`:
@@ -105,16 +111,21 @@ def deliveries_process_received(*, batch: int = 64, budget_s: float = 30.0) -> C
 
 def delivery_process(*, delivery: WebhookDelivery) -> DeliveryStatus:
     """Process one stored delivery (again), in its own transaction (once more if another
-    run created its record meanwhile: it is then updated); its new status."""
+    run created its record meanwhile: it is then updated); its new status.
+
+    It locks the delivery's row first, as a batch does: a replay of a delivery that a
+    worker's batch holds waits for that batch before it locks the record."""
     read = _read(WebhookDelivery.objects.only(*_TO_PROCESS).get(pk=delivery.pk))
     attempts = read.delivery.attempts
     try:
         try:
             with transaction.atomic():
+                _delivery_hold(delivery.pk)
                 _write([read])
         except IntegrityError:  # another run created its record meanwhile: update that one
             read.delivery.attempts = attempts
             with transaction.atomic():
+                _delivery_hold(delivery.pk)
                 _write([read])
     except Exception as error:  # the database refused a write: kept for replay
         logger.exception("webhook delivery %s could not be processed; kept for replay", delivery.pk)
@@ -154,6 +165,15 @@ class _Read:
     event: payloads.Event | None = None
     unknown_keys: dict[str, str] = field(default_factory=dict)
     finished: bool = False  # by `delivery_process`, after a batch that failed
+
+
+def _delivery_hold(pk: int) -> None:
+    """Lock delivery `pk`'s row until the transaction ends (a batch skips it meanwhile).
+
+    FOR NO KEY UPDATE, as the UPDATE of its outcome would take: another run may still
+    name it as the original of a duplicate (the foreign key's check shares its key).
+    """
+    WebhookDelivery.objects.select_for_update(no_key=True).filter(pk=pk).exists()
 
 
 def _read(delivery: WebhookDelivery) -> _Read:

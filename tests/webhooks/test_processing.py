@@ -10,15 +10,16 @@ from typing import Any
 
 import pytest
 import time_machine
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from fleet import tasks
 from fleet.models import DeliveryStatus, Fine, Notification, WebhookDelivery
-from fleet.webhooks.processing import deliveries_process_received
+from fleet.services.tallies import fine_tallies_differences
+from fleet.webhooks.processing import deliveries_process_received, delivery_replay
 from fleet.webhooks.receive import delivery_receive
-from tests.conftest import run_tasks
+from tests.conftest import run_tasks, wait_until
 
 URL = "/webhooks/fleet/dev-webhook-token/"
 TASK = "fleet.tasks.webhook_deliveries_process"
@@ -152,6 +153,61 @@ def test_threads_storing_at_the_same_moment_each_get_their_own_delivery():
         assert [json.loads(bytes(stored[pk]))["frame"]["id"] for pk in mine] == [
             number_of_thread * 100 + number for number in range(count)
         ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_replay_of_a_delivery_a_batch_holds_waits_for_the_batch_and_neither_fails(client):
+    """A worker's batch holds its deliveries' rows, then locks their records; a replay of
+    one of them in between waits for the batch instead of holding the record the batch
+    then waits for (a deadlock: PostgreSQL would undo one and the delivery be kept as
+    failed)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks are PostgreSQL's; SQLite has one writer at a time")
+    post(client, {"frame": {"id": 1, "treated": False}})
+    deliveries_process_received()
+    post(client, {"frame": {"id": 1, "treated": True}})
+    delivery = WebhookDelivery.objects.get(status=DeliveryStatus.RECEIVED)
+    replay: dict[str, Any] = {}
+    started = threading.Barrier(2)
+
+    def replay_it() -> None:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                (replay["backend"],) = cursor.fetchone()
+            started.wait()
+            replay["outcomes"] = delivery_replay(ids=[delivery.pk])
+        finally:
+            started.abort()  # the batch does not wait for a replay that failed to start
+            connection.close()
+
+    def replay_waits_for_the_batch() -> bool:
+        with connection.cursor() as cursor:  # the lock table as it is now, in a transaction too
+            cursor.execute(
+                "SELECT pg_backend_pid() = ANY(pg_blocking_pids(%s))", [replay["backend"]]
+            )
+            return bool(cursor.fetchone()[0])
+
+    replaying = threading.Thread(target=replay_it)
+    replaying.start()
+    try:
+        with transaction.atomic():
+            # The batch's first statement (its deliveries), taken here so that the replay
+            # runs between it and the next (the records).
+            WebhookDelivery.objects.select_for_update().filter(pk=delivery.pk).exists()
+            started.wait()
+            wait_until(replay_waits_for_the_batch, what="the replay never waited for the batch")
+            outcomes = deliveries_process_received()
+    finally:
+        started.abort()  # the replay does not wait for a batch that failed to start
+        replaying.join()
+
+    assert outcomes == {DeliveryStatus.PROCESSED: 1}
+    assert replay.get("outcomes") == {DeliveryStatus.PROCESSED: 1}
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.error, delivery.attempts) == ("processed", "", 2)
+    assert Fine.objects.get().treated is True
+    assert fine_tallies_differences() == {}
 
 
 @pytest.mark.django_db(transaction=True)  # SQLite alters a table outside transactions only

@@ -23,8 +23,6 @@ did not start, 130 when interrupted.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import hmac
 import json
 import os
 import re
@@ -51,6 +49,7 @@ from bench.servers import (
     log_tail,
     running_emulator,
     stop,
+    upstream_headers,
 )
 from bench.vehicles import bench_counting_failures, load_average
 from fleet.api.client import FleetClient
@@ -66,15 +65,6 @@ BATCH = 1_000
 PLANTED_AFTER = (0, 7, 4_999, 10_000, 17_321, 25_000, 31_415, 40_404, 49_998, 50_000)
 LIST_CARS = "/key/list-cars"
 _LISTENING = re.compile(r"listening on (http://\S+)")
-
-# The three headers of the API (spec 5.2) for the demo pair.
-HEADERS = {
-    "Authorization": f"Basic {DEMO_ACCESS_TOKEN}",
-    "Key": hmac.new(
-        DEMO_SECRET_KEY.encode(), DEMO_ACCESS_TOKEN.encode(), hashlib.sha256
-    ).hexdigest(),
-    "cache-control": "no-cache",
-}
 
 # The baseline of the import, in a Django process of the portal's: the groups and the
 # valid rows of the file (argv[1]), written with `bulk_create` in batches of argv[2].
@@ -168,7 +158,7 @@ def timed_emulator(workdir: Path, vehicles: int, *args: str) -> Iterator[tuple[s
 def list_cars(url: str) -> tuple[float, bytes]:
     """Seconds of one `GET /key/list-cars` on a new connection, and its body."""
     started = time.perf_counter()
-    response = requests.get(f"{url}{LIST_CARS}", headers=HEADERS, timeout=60)
+    response = requests.get(f"{url}{LIST_CARS}", headers=upstream_headers(), timeout=60)
     elapsed = time.perf_counter() - started
     if response.status_code != 200:
         raise ServerFailed(f"GET {LIST_CARS}: HTTP {response.status_code}")
@@ -198,7 +188,7 @@ def measure_client(url: str, vehicles: int, timings: Timings, *, plain_first: bo
     """The portal's client reading the fleet column by column, and the plain baseline."""
 
     def plain() -> int:
-        response = requests.get(f"{url}{LIST_CARS}", headers=HEADERS, timeout=60)
+        response = requests.get(f"{url}{LIST_CARS}", headers=upstream_headers(), timeout=60)
         response.raise_for_status()
         total: int = json.loads(response.content)["cars"]["total"]
         return total

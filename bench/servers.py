@@ -276,19 +276,22 @@ def worker_pids(server: Server) -> set[int]:
     return children
 
 
-def upstream_session() -> requests.Session:
-    """A keep-alive session with the three headers of spec 5.2, like the portal's client."""
-    session = requests.Session()
+def upstream_headers() -> dict[str, str]:
+    """The three headers of spec 5.2 for the demo pair, as the portal's client sends them."""
     signature = hmac.new(
         DEMO_SECRET_KEY.encode(), DEMO_ACCESS_TOKEN.encode(), hashlib.sha256
     ).hexdigest()
-    session.headers.update(
-        {
-            "Authorization": f"Basic {DEMO_ACCESS_TOKEN}",
-            "Key": signature,
-            "cache-control": "no-cache",
-        }
-    )
+    return {
+        "Authorization": f"Basic {DEMO_ACCESS_TOKEN}",
+        "Key": signature,
+        "cache-control": "no-cache",
+    }
+
+
+def upstream_session() -> requests.Session:
+    """A keep-alive session with the three headers of spec 5.2, like the portal's client."""
+    session = requests.Session()
+    session.headers.update(upstream_headers())
     return session
 
 

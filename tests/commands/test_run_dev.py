@@ -77,7 +77,7 @@ def run_dev(tmp_path):
         # As Ctrl-C: run_dev stops its children (a kill would leave them running).
         process.send_signal(signal.SIGINT)
         try:
-            process.wait(timeout=20)
+            process.wait(timeout=120)  # as in the test below
         except subprocess.TimeoutExpired:
             process.kill()
 
@@ -144,7 +144,8 @@ def test_run_dev_serves_both_prints_the_logins_and_stops_both_on_ctrl_c(run_dev)
     assert "Olá, Marcos" in sign_in_through_the_demo_provider(portal, "manager")
 
     process.send_signal(signal.SIGINT)
-    assert process.wait(timeout=20) == 0
+    # It gives its children 10 s together to stop, then kills those left: twelve times that.
+    assert process.wait(timeout=120) == 0
     assert refused(f"{portal}/healthz")
     assert refused(f"{emulator}/healthz")
     assert refused(f"{idp}/.well-known/openid-configuration")

@@ -31,6 +31,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from fleet.management.commands.demo_users import DEMO_USERS
 
 _START_TIMEOUT = 30.0
+# After Ctrl-C, how long the children have, together, to stop before they are killed.
+_STOP_WAIT_S = 10.0
 
 
 class Command(BaseCommand):
@@ -88,11 +90,14 @@ class Command(BaseCommand):
             for child in children:
                 if child.poll() is None:
                     child.terminate()
+            # One deadline for them all, which stop at once: then those left are killed.
+            deadline = time.monotonic() + _STOP_WAIT_S
             for child in children:
                 try:
-                    child.wait(timeout=10)
+                    child.wait(timeout=max(0.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     child.kill()
+                    child.wait()
 
     def _start_emulator(self, vehicles: int) -> subprocess.Popen[bytes]:
         base = urlsplit(settings.FLEET_BASE_URL)

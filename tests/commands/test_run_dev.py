@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -113,6 +114,11 @@ def test_run_dev_serves_both_prints_the_logins_and_stops_both_on_ctrl_c(run_dev)
         if "Press Ctrl-C" in line or not line:
             break
     printed = "".join(lines)
+    # The rest, drained all along: run_dev and its children write to this pipe, and a
+    # full one (64 KB of log lines on a busy machine) would block them, Ctrl-C or not.
+    later: list[str] = []
+    drain = threading.Thread(target=lambda: later.extend(process.stdout), daemon=True)
+    drain.start()
 
     assert f"Fleet Portal is running at {portal}/" in printed
     assert "manager / manager-demo-password" in printed
@@ -146,6 +152,8 @@ def test_run_dev_serves_both_prints_the_logins_and_stops_both_on_ctrl_c(run_dev)
     process.send_signal(signal.SIGINT)
     # It gives its children 10 s together to stop, then kills those left: twelve times that.
     assert process.wait(timeout=120) == 0
+    drain.join(timeout=60)
+    assert "Stopping…" in "".join(later)
     assert refused(f"{portal}/healthz")
     assert refused(f"{emulator}/healthz")
     assert refused(f"{idp}/.well-known/openid-configuration")

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from datetime import date
-from functools import partial
 from typing import Any, ClassVar
 from urllib.parse import urlencode
 
 from django import forms
-from django.utils.translation import gettext
+from django.http import QueryDict
+from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
-from fleet import formatting, plates
+from fleet import plates
 from fleet.models import MintOutcome
-from fleet.services.drivers import fine_drivers
+from fleet.services.drivers import DriverChoice, driver_id_typed, drivers_find
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope
 from fleet.services.sso import MintFailed
 
@@ -227,24 +226,6 @@ class NotificationFilterForm(ListFilterForm):
         }
 
 
-def _driver_choices(
-    *, scope: VehicleScope = WHOLE_FLEET, asked: int | None = None
-) -> list[tuple[int | str, str]]:
-    """The drivers the fines list filters by (those `scope` sees), by name
-    (`formatting.driver`); a name two drivers share comes with their ids. `asked`, a
-    driver the portal knows nothing of yet (the driver page links every driver's fines,
-    none or not), is listed by id."""
-    drivers = fine_drivers(scope=scope)
-    if asked is not None and asked not in {driver_id for driver_id, _name in drivers}:
-        drivers.append((asked, ""))
-    shared = {name for name, n in Counter(name for _id, name in drivers if name).items() if n > 1}
-
-    def label(driver_id: int, name: str) -> str:
-        return f"{name} ({driver_id})" if name in shared else formatting.driver(driver_id, name)
-
-    return [("", gettext("All drivers")), *((id_, label(id_, name)) for id_, name in drivers)]
-
-
 class FineFilterForm(NotificationFilterForm):
     """The fine list's query string: search, plate, treated and official-document filters,
     driver, month, amount range, received since, sort, and page."""
@@ -267,17 +248,24 @@ class FineFilterForm(NotificationFilterForm):
     document = forms.ChoiceField(
         label=_("Official document"), choices=DOCUMENT_CHOICES, required=False
     )
-    driver = forms.TypedChoiceField(
+    # A name or a part of it, an id, or a picker's choice ("Ana Souza (1234)"): read as
+    # one driver's id (`clean_driver`); the page suggests drivers as it is typed.
+    driver = forms.CharField(
         label=_("Driver"),
         required=False,
-        choices=_driver_choices,
-        coerce=int,
-        empty_value=None,
-        error_messages={
-            "invalid_choice": _(
-                "“%(value)s” is not one of the drivers in the list: choose a driver there."
-            )
-        },
+        max_length=160,
+        widget=forms.TextInput(
+            attrs={
+                "type": "search",
+                "autocomplete": "off",
+                "placeholder": _("Name or driver id"),
+                "role": "combobox",
+                "aria-autocomplete": "list",
+                "aria-controls": "driver-choices",
+                "aria-expanded": "false",
+                "data-driver-picker": "",
+            }
+        ),
     )
     month = forms.RegexField(
         label=_("Month committed"),
@@ -310,20 +298,58 @@ class FineFilterForm(NotificationFilterForm):
     )
     sort = forms.ChoiceField(label=_("Sort by"), choices=SORT_CHOICES, required=False)
 
+    # Drivers a name that fits several offers to choose from, below the filters.
+    CHOICES_SHOWN = 10
+
     def __init__(self, *args: Any, scope: VehicleScope = WHOLE_FLEET, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        asked = str(self.data.get(self.add_prefix("driver"), "")).strip()
-        wanted = int(asked) if asked.isascii() and asked.isdigit() and asked[:10] else None
-        if wanted is not None and not 0 < wanted < 2**31:
-            wanted = None
-        if wanted is not None or not scope.whole_fleet:
-            self.fields["driver"].choices = partial(_driver_choices, scope=scope, asked=wanted)  # type: ignore[attr-defined]
+        self.scope = scope
+        # The drivers a typed name fits, when it fits several: links to each.
+        self.driver_choices: list[tuple[DriverChoice, str]] = []
+        self._driver_found: list[DriverChoice] = []
+        # Typed into it, the field asks for the drivers it fits, and shows them below.
+        self.fields["driver"].widget.attrs.update(
+            {
+                "hx-get": reverse("fleet:fine_drivers"),
+                "hx-trigger": "input changed delay:250ms, search",
+                "hx-target": "#driver-choices",
+                "hx-swap": "innerHTML",
+                "hx-push-url": "false",
+                "hx-indicator": "#driver-choices-loading",
+                "hx-sync": "this:replace",
+            }
+        )
+
+    def clean_driver(self) -> int | None:
+        """One driver's id: an id, a picker's choice, or a name only one driver has."""
+        text = " ".join(self.cleaned_data["driver"].split())
+        if not text:
+            return None
+        if (driver_id := driver_id_typed(text)) is not None:
+            return driver_id
+        if text.isascii() and text.isdigit():
+            raise forms.ValidationError(
+                _("“%(value)s” is no driver id: type a name, or choose a driver."),
+                params={"value": text},
+            )
+        found = drivers_find(text=text, scope=self.scope, limit=self.CHOICES_SHOWN + 1)
+        if len(found) == 1:
+            return found[0].driver_id
+        self._driver_found = found[: self.CHOICES_SHOWN]
+        if not found:
+            raise forms.ValidationError(
+                _("No driver's name begins like “%(value)s”: type part of a name, or an id."),
+                params={"value": text},
+            )
+        raise forms.ValidationError(
+            _("“%(value)s” fits more than one driver: choose one."), params={"value": text}
+        )
 
     def filters(self) -> dict[str, Any]:
         data = super().filters()  # validates
         cleaned = self.cleaned_data
         month = cleaned.get("month") or ""
-        return data | {
+        found = data | {
             "document": _yes_no(cleaned.get("document")),
             "driver": cleaned.get("driver"),
             "month": date.fromisoformat(f"{month}-01") if month else None,
@@ -332,6 +358,18 @@ class FineFilterForm(NotificationFilterForm):
             "received_from": cleaned.get("received_from"),
             "sort": cleaned.get("sort") or "",
         }
+        self.driver_choices = [
+            (choice, self.query_string(found | {"driver": choice.driver_id}))
+            for choice in self._driver_found
+        ]
+        if (driver_id := found["driver"]) is not None:
+            # The field shows the driver chosen by name, whatever was typed to find them.
+            shown = drivers_find(text=str(driver_id), scope=self.scope, limit=1)
+            data = QueryDict(mutable=True)
+            data.update(self.data)
+            data[self.add_prefix("driver")] = shown[0].label if shown else str(driver_id)
+            self.data = data
+        return found
 
 
 class SavedFineViewForm(forms.Form):

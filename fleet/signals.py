@@ -1,6 +1,7 @@
 """Changes of who sees what, wherever they are made (the admin, a shell, a service):
 each counts a new version of the vehicle scopes (`fleet.services.scopes.scopes_changed`).
 A person whose access a provider refused leaves the vehicle groups that provider gave.
+A driver's name, saved, has its words indexed for the pickers (`driver_words_write`).
 
 Writes in bulk send no signal: the services that make them count the change themselves.
 """
@@ -12,7 +13,8 @@ from typing import Any
 from django.contrib.auth.models import Group, Permission, User
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
-from fleet.models import VehicleGroup, VehicleGroupMember
+from fleet.models import Driver, VehicleGroup, VehicleGroupMember
+from fleet.services.drivers import driver_words_write
 from fleet.services.scopes import directory_groups_apply, scopes_changed
 from signin.signals import access_refused
 
@@ -41,6 +43,10 @@ def _access_refused(sender: Any, *, user: User, provider: str = "", **kwargs: An
         directory_groups_apply(user=user, provider=provider, values=())
 
 
+def _driver_saved(sender: Any, instance: Driver, raw: bool = False, **kwargs: Any) -> None:
+    driver_words_write([instance])
+
+
 def connect() -> None:
     for model in (VehicleGroup, VehicleGroupMember):
         post_save.connect(_changed, sender=model, dispatch_uid=f"{_UID}.save.{model.__name__}")
@@ -52,3 +58,4 @@ def connect() -> None:
         m2m_changed.connect(_changed, sender=through, dispatch_uid=f"{_UID}.m2m.{through.__name__}")
     post_save.connect(_user_saved, sender=User, dispatch_uid=f"{_UID}.user")
     access_refused.connect(_access_refused, dispatch_uid=f"{_UID}.refused")
+    post_save.connect(_driver_saved, sender=Driver, dispatch_uid="fleet.drivers.words")

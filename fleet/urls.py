@@ -55,6 +55,7 @@ urlpatterns = [
     path("drivers/cnh/<uuid:lookup_id>/retry", cnh.cnh_lookup_retry, name="cnh_lookup_retry"),
     path("fines/", fines.fine_list, name="fines"),
     path("fines/export.csv", fines.fine_list_export, name="fines_export"),
+    path("fines/drivers/", fines.fine_driver_choices, name="fine_drivers"),
     path("fines/<int:fine_id>/", fines.fine_detail, name="fine"),
     path("fines/views/", fines.fine_view_save, name="fine_view_save"),
     path("fines/views/<int:view_id>/delete", fines.fine_view_delete, name="fine_view_delete"),

@@ -24,7 +24,7 @@ from fleet.models.cnh import (
     CpfDisclosurePlace,
 )
 from fleet.models.crlv import CrlvRequestVehicle
-from fleet.models.drivers import Driver
+from fleet.models.drivers import Driver, DriverWord
 from fleet.models.groups import (
     WHOLE_FLEET_PERMISSION,
     DirectoryGroup,
@@ -63,6 +63,7 @@ __all__ = [
     "DeliveryStatus",
     "DirectoryGroup",
     "Driver",
+    "DriverWord",
     "EventKind",
     "Fine",
     "FineTally",

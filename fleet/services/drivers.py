@@ -1,31 +1,141 @@
 """The drivers the portal can name: those with a `Driver` record (a name typed in the
-admin, or given to the demo fleet's drivers) and those fines are attributed to."""
+admin, or given to the demo fleet's drivers) and those fines are attributed to; and the
+pickers that find one among hundreds of thousands by a part of the name or by the id.
+
+A picker reads the words of the names (`DriverWord`), by ranges of an index: what it
+costs does not grow with the number of drivers, only with the choices it shows.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
-from fleet.models import Driver, Fine
+from django.db import transaction
+from django.db.models import Exists, OuterRef, QuerySet
+
+from fleet import formatting
+from fleet.models import Driver, DriverWord, Fine
+from fleet.models.drivers import WORD_LENGTH
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope
 
+# Words of a name kept, and of a search read: beyond, they only narrow what is found.
+NAME_WORDS = 8
+SEARCH_WORDS = 4
+# Driver ids are positive and fit the fines' column, and what anyone types.
+_MAX_ID = 2**31
+# "Ana Souza (1234)": a choice as a picker writes it back in its field.
+_CHOSEN = re.compile(r"\((\d{1,10})\)\s*$")
+_WORD = re.compile(r"[^\W_]+")
+# Drivers whose words are written in one transaction.
+_CHUNK = 500
 
-def fine_drivers(*, scope: VehicleScope = WHOLE_FLEET) -> list[tuple[int, str]]:
-    """Every driver with a name or with a fine attributed to them, as (driver id, the name
-    the portal knows or ""): the named by name, then the others by id. Outside the whole
-    fleet, only the drivers of the fines `scope` sees."""
-    attributed = list(
-        scope.records(Fine.objects.filter(driver_id__isnull=False))
-        .order_by("driver_id")
-        .values_list("driver_id", flat=True)
-        .distinct()
-    )
-    named = Driver.objects.all()
+
+@dataclass(frozen=True, slots=True)
+class DriverChoice:
+    """A driver a picker offers: the id and the name the portal knows ("" if none)."""
+
+    driver_id: int
+    name: str
+
+    @property
+    def shown(self) -> str:
+        """The driver as the pages name them ("Ana Souza", or "Driver 1234")."""
+        return formatting.driver(self.driver_id, self.name)
+
+    @property
+    def label(self) -> str:
+        """What the picker's field holds once it is chosen: read back as the id."""
+        return f"{self.name} ({self.driver_id})" if self.name else str(self.driver_id)
+
+
+def name_words(text: str) -> list[str]:
+    """The words of `text` as the index keeps them: without accents, in lower case, each
+    once, in order ("José da Silva" → ["jose", "da", "silva"])."""
+    bare = unicodedata.normalize("NFKD", text)
+    bare = "".join(char for char in bare if not unicodedata.combining(char)).casefold()
+    words: list[str] = []
+    for word in _WORD.findall(bare):
+        word = word[:WORD_LENGTH]
+        if word not in words:
+            words.append(word)
+    return words
+
+
+def driver_words_write(drivers: Iterable[Driver]) -> None:
+    """Index the words of these drivers' names again (after their names changed), a
+    chunk of drivers to a short transaction."""
+    drivers = list(drivers)
+    for start in range(0, len(drivers), _CHUNK):
+        chunk = drivers[start : start + _CHUNK]
+        with transaction.atomic():
+            DriverWord.objects.filter(driver__in=chunk).delete()
+            DriverWord.objects.bulk_create(
+                DriverWord(driver=driver, word=word)
+                for driver in chunk
+                for word in name_words(driver.name)[:NAME_WORDS]
+            )
+
+
+def driver_id_typed(text: str) -> int | None:
+    """The driver id `text` gives: the digits of an id, or a choice as a picker writes it
+    ("Ana Souza (1234)"); None if it gives none."""
+    text = text.strip()
+    digits = text if text.isascii() and text.isdigit() else None
+    if digits is None and (chosen := _CHOSEN.search(text)):
+        digits = chosen[1]
+    if digits is None or len(digits) > 10:
+        return None
+    value = int(digits)
+    return value if 0 < value < _MAX_ID else None
+
+
+def drivers_find(
+    *, text: str, scope: VehicleScope = WHOLE_FLEET, limit: int = 10
+) -> list[DriverChoice]:
+    """Up to `limit` drivers `text` names: an id (the driver, named or not), or words
+    each of which begins a word of the name ("ana sou" finds "Ana Souza"), names that
+    begin closest to the words first. Outside the whole fleet, only the drivers of
+    the fines `scope` sees (and no name for an id it does not see)."""
+    if (driver_id := driver_id_typed(text)) is not None:
+        name = driver_names([driver_id]).get(driver_id, "")
+        if name and not scope.whole_fleet and not _sees(scope).filter(driver_id=driver_id):
+            name = ""
+        return [DriverChoice(driver_id, name)]
+    words = sorted(name_words(text)[:SEARCH_WORDS], key=len, reverse=True)
+    if not words or limit < 1:
+        return []
+    drivers = Driver.objects.all()
+    for word in words[1:]:
+        drivers = drivers.filter(pk__in=_beginning(word).values("driver_id"))
     if not scope.whole_fleet:
-        named = named.filter(driver_id__in=[d for d in attributed if d is not None])
-    names = dict(named.values_list("driver_id", "name"))
-    ids = {*names, *(driver_id for driver_id in attributed if driver_id is not None)}
-    drivers = [(driver_id, names.get(driver_id, "")) for driver_id in ids]
-    return sorted(drivers, key=lambda driver: (not driver[1], driver[1].casefold(), driver[0]))
+        drivers = drivers.filter(Exists(_sees(scope).filter(driver_id=OuterRef("driver_id"))))
+    # Through the longest word's range of the index, in its order; a driver two of whose
+    # words begin with it comes twice.
+    found = (
+        _beginning(words[0])
+        .filter(driver__in=drivers)
+        .order_by("word", "driver_id")
+        .values_list("word", "driver__driver_id", "driver__name")[: limit * 2]
+    )
+    choices: dict[int, DriverChoice] = {}
+    for word, found_id, name in found:
+        if word.startswith(words[0]):  # a collation may order other words in the range
+            choices.setdefault(found_id, DriverChoice(found_id, name))
+    return list(choices.values())[:limit]
+
+
+def _beginning(word: str) -> QuerySet[DriverWord]:
+    """The index's words that begin with `word`: a range, which every database reads from
+    the index (a LIKE would not, whatever the collation)."""
+    following = word[:-1] + chr(ord(word[-1]) + 1)
+    return DriverWord.objects.filter(word__gte=word, word__lt=following)
+
+
+def _sees(scope: VehicleScope) -> QuerySet[Fine]:
+    return scope.records(Fine.objects.filter(driver_id__isnull=False))
 
 
 def driver_names_add(*, names: Mapping[int, str]) -> int:
@@ -35,6 +145,9 @@ def driver_names_add(*, names: Mapping[int, str]) -> int:
     missing = [Driver(driver_id=id_, name=name) for id_, name in names.items() if id_ not in named]
     # Ignoring conflicts: a driver named meanwhile, by someone else, keeps that name.
     Driver.objects.bulk_create(missing, ignore_conflicts=True)
+    added = [driver.driver_id for driver in missing]
+    for start in range(0, len(added), _CHUNK):
+        driver_words_write(Driver.objects.filter(driver_id__in=added[start : start + _CHUNK]))
     return len(missing)
 
 

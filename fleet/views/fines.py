@@ -19,6 +19,7 @@ from fleet import formatting, plates
 from fleet.forms import FineFilterForm, NotificationFilterForm, SavedFineViewForm
 from fleet.models import Fine
 from fleet.services.dashboard import fine_totals
+from fleet.services.drivers import drivers_find
 from fleet.services.fines import (
     fine_export,
     fine_filtered,
@@ -54,6 +55,18 @@ def fine_list(request: AuthenticatedRequest) -> HttpResponse:
     )
 
 
+@require_GET
+@login_required
+def fine_driver_choices(request: AuthenticatedRequest) -> HttpResponse:
+    """The drivers the fines list's driver field fits as it is typed (htmx): a few, those
+    the user sees, each a button that chooses it."""
+    text = " ".join(request.GET.get("driver", "")[:160].split())
+    scope, shown = scope_of(request.user), FineFilterForm.CHOICES_SHOWN
+    choices = drivers_find(text=text, scope=scope, limit=shown) if text else []
+    context = {"choices": choices, "text": text}
+    return render(request, "fleet/_record_parts.html#driver_choices", context)
+
+
 @require_POST
 @login_required
 def fine_view_save(request: AuthenticatedRequest) -> HttpResponse:
@@ -63,8 +76,9 @@ def fine_view_save(request: AuthenticatedRequest) -> HttpResponse:
         messages.error(request, _("Give the view a name of up to 60 characters."))
         return redirect(reverse("fleet:fines") + _safe_query(request.POST.get("query", "")))
     # Kept as the list's own form reads it: what a later visit will apply.
+    scope = scope_of(request.user)
     query = FineFilterForm.query_string(
-        FineFilterForm(QueryDict(form.cleaned_data["query"])).filters()
+        FineFilterForm(QueryDict(form.cleaned_data["query"]), scope=scope).filters()
     )
     view = saved_fine_view_save(user=request.user, name=form.cleaned_data["name"], query=query)
     messages.success(request, _("View “%(name)s” saved.") % {"name": view.name})

@@ -9,13 +9,16 @@ import io
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
 from django.db.models import QuerySet
 from playwright.sync_api import expect
 
+from fleet.management.commands.demo_drivers import demo_names
 from fleet.models import Driver, Fine
+from fleet.services.drivers import driver_words_write
 from fleet.services.vehicles import vehicle_search
 from fleet.webhooks.processing import deliveries_process_received
 from tests.browser.conftest import log_in
@@ -159,27 +162,82 @@ def test_a_fine_is_found_by_its_notice_number_as_you_type(
     assert page.evaluate("window.sameDocument") is True
 
 
-def test_a_driver_is_picked_by_name_and_the_list_follows_without_a_reload(
-    page, manager, emulator, live_server, fleet_settings
-):
+def many_drivers(emulator: Any, live_server: Any, count: int = 20_000) -> tuple[int, int]:
+    """`count` named drivers, two of them with a fine each: Jurema Quintanilha, whose
+    name no other driver shares a word of, and another; their ids."""
     vehicle_search()  # the portal has read the vehicle list: fines get their vehicle's driver
     by_driver = {v["driver_id"]: v for v in emulator.vehicles() if v["driver_id"] is not None}
-    (ana, ana_vehicle), (_other, other_vehicle) = list(by_driver.items())[:2]
-    Driver.objects.create(driver_id=ana, name="Ana Souza")
+    (jurema, her_vehicle), (other, other_vehicle) = list(by_driver.items())[:2]
+    names = demo_names(range(1, count + 1))
+    Driver.objects.bulk_create(
+        Driver(driver_id=driver_id, name=name)
+        for driver_id, name in names.items()
+        if driver_id not in (jurema, other)
+    )
+    Driver.objects.create(driver_id=jurema, name="Jurema Quintanilha")
+    Driver.objects.create(driver_id=other, name=names[1])
+    driver_words_write(Driver.objects.all())
+    assert Driver.objects.count() >= count
     webhook = f"{live_server.url}/webhooks/fleet/dev-webhook-token/"
-    for number, vehicle in ((51, ana_vehicle), (52, other_vehicle)):
+    for number, vehicle in ((51, her_vehicle), (52, other_vehicle)):
         event = {"frame": {"id": number, "carPlate": vehicle["car_plate"], "treated": False}}
         assert requests.post(webhook, json=event, timeout=10).status_code == 202
     deliveries_process_received()  # the worker's next run
+    return jurema, other
+
+
+def test_among_twenty_thousand_drivers_one_is_found_by_typing_part_of_the_name(
+    page, manager, emulator, live_server, fleet_settings
+):
+    jurema, _other = many_drivers(emulator, live_server)
     log_in(page, "manager", "manager-demo-password")
     page.goto("/fines/")
     page.evaluate("window.sameDocument = true")
     rows = page.get_by_test_id("fine-table").locator("tbody tr")
     expect(rows).to_have_count(2)
+    field = page.get_by_role("combobox", name="Condutor")
 
-    page.locator("#id_driver").select_option(label="Ana Souza")
+    field.press_sequentially("quinta", delay=30)  # part of her surname, in lower case
+
+    choices = page.get_by_test_id("driver-choice")
+    expect(choices).to_have_count(1)
+    expect(choices.first).to_contain_text("Jurema Quintanilha")
+    expect(field).to_have_attribute("aria-expanded", "true")
+    choices.first.click()
 
     expect(rows).to_have_count(1)
     expect(rows.first).to_have_attribute("data-key", "51")
-    expect(page).to_have_url(re.compile(rf"/fines/\?.*\bdriver={ana}(&|$)"))
+    expect(field).to_have_value(f"Jurema Quintanilha ({jurema})")
+    expect(choices).to_have_count(0)
+    expect(page).to_have_url(re.compile(rf"/fines/\?.*\bdriver=[^&]*(\(|%28){jurema}(\)|%29)(&|$)"))
     assert page.evaluate("window.sameDocument") is True
+    # A common first name: a few choices to pick from, never the twenty thousand.
+    field.fill("")
+    field.press_sequentially("ana", delay=30)
+    expect(choices).to_have_count(10)
+    field.press("Escape")
+    expect(choices).to_have_count(0)
+
+
+def test_without_javascript_the_driver_field_takes_part_of_a_name(
+    page_without_javascript, manager, emulator, live_server, fleet_settings
+):
+    page = page_without_javascript
+    jurema, _other = many_drivers(emulator, live_server)
+    log_in(page, "manager", "manager-demo-password")
+    page.goto("/fines/")
+    rows = page.get_by_test_id("fine-table").locator("tbody tr")
+    expect(rows).to_have_count(2)
+
+    page.get_by_label("Condutor").fill("jurema quin")
+    page.get_by_role("button", name="Filtrar").click()
+
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-key", "51")
+    expect(page.get_by_label("Condutor")).to_have_value(f"Jurema Quintanilha ({jurema})")
+    # A name many drivers begin with: links to each, which filter by that one.
+    page.get_by_label("Condutor").fill("ana")
+    page.get_by_role("button", name="Filtrar").click()
+    found = page.get_by_test_id("driver-found").get_by_role("link")
+    expect(found).to_have_count(10)
+    expect(rows).to_have_count(2)  # not filtered until one is chosen

@@ -1,5 +1,6 @@
-"""Drivers by name: the fines list's driver filter is a list of names, and a vehicle's page
-links its driver by name; a driver without one is "Driver 154"."""
+"""Drivers by name: the fines list's driver filter is a picker that finds a driver by part
+of the name or by id, and a vehicle's page links its driver by name; a driver without
+one is "Driver 154"."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import re
 from typing import Any
 
 import pytest
+from django.utils.html import strip_tags
 
 from fleet.models import Driver, Fine
+from fleet.services.drivers import driver_id_typed, driver_words_write
 from fleet.services.vehicles import vehicle_search
 from fleet.webhooks.processing import deliveries_process_received
 
@@ -19,8 +22,9 @@ pytestmark = pytest.mark.django_db
 WEBHOOK = "/webhooks/fleet/dev-webhook-token/"
 ENGLISH = {"Accept-Language": "en"}
 ROW = re.compile(r'<tr data-testid="fine" data-key="([^"]*)"')
-SELECT = re.compile(r'<select name="driver"[^>]*>(.*?)</select>', re.DOTALL)
-OPTION = re.compile(r'<option value="([^"]*)"( selected)?>([^<]*)</option>')
+CHOICE = re.compile(
+    r'data-driver-choice="([^"]*)" data-testid="driver-choice">([^<]*?) <span class="muted">'
+)
 
 
 def deliver(client, *fines: tuple[int, str]) -> None:
@@ -35,11 +39,24 @@ def keys(response) -> list[str]:
     return sorted(ROW.findall(response.text))
 
 
-def options(response) -> list[tuple[str, bool, str]]:
-    """The driver select's options: value, selected, label."""
-    found = SELECT.search(response.text)
-    assert found, "no driver select"
-    return [(v, bool(s), html.unescape(label)) for v, s, label in OPTION.findall(found[1])]
+def suggested(client, typed: str) -> list[tuple[int, str]]:
+    """The drivers the picker suggests as `typed` is typed: id and name shown, sorted."""
+    response = client.get("/fines/drivers/", {"driver": typed}, headers=ENGLISH)
+    assert response.status_code == 200
+    found = []
+    for label, shown in CHOICE.findall(response.text):
+        driver_id = driver_id_typed(html.unescape(label))  # as the field reads it back
+        assert driver_id is not None, label
+        found.append((driver_id, html.unescape(shown)))
+    return sorted(found)
+
+
+def field_value(response) -> str:
+    """What the driver field holds."""
+    field = re.search(r'<input type="search" name="driver"[^>]*>', response.text)
+    assert field
+    value = re.search(r' value="([^"]*)"', field[0])
+    return html.unescape(value[1]) if value else ""
 
 
 @pytest.fixture
@@ -57,39 +74,53 @@ def drivers(client, emulator, fleet_settings):
     return vehicles
 
 
-def test_the_driver_filter_is_a_list_of_names(manager_client, drivers):
+def test_the_driver_filter_is_a_text_field_that_suggests_drivers_as_it_is_typed(
+    manager_client, drivers
+):
     ana, bruno, unnamed = (vehicle["driver_id"] for vehicle in drivers)
-    Driver.objects.create(driver_id=bruno, name="Bruno Lima")
+    Driver.objects.create(driver_id=bruno, name="Bruno Souza Lima")
     Driver.objects.create(driver_id=ana, name="Ana Souza")
     no_fine = Driver.objects.create(driver_id=99_999, name="Carla Dias")  # named, no fine yet
 
-    response = manager_client.get("/fines/", headers=ENGLISH)
+    page = manager_client.get("/fines/", headers=ENGLISH).text
 
-    assert '<label for="id_driver">Driver</label>' in response.text
-    assert options(response) == [
-        ("", True, "All drivers"),
-        (str(ana), False, "Ana Souza"),
-        (str(bruno), False, "Bruno Lima"),
-        (str(no_fine.driver_id), False, "Carla Dias"),
-        (str(unnamed), False, f"Driver {unnamed}"),
+    assert '<label for="id_driver">Driver</label>' in page
+    field = re.search(r'<input type="search" name="driver"[^>]*>', page)
+    assert field, "no driver field"
+    assert 'hx-get="/fines/drivers/"' in field[0]
+    assert 'aria-controls="driver-choices"' in field[0]
+    assert "Souza" not in page
+    assert "Carla" not in page
+    # Words that begin words of the names, accents and case aside, in any order.
+    assert suggested(manager_client, "sou") == [
+        (ana, "Ana Souza"),
+        (bruno, "Bruno Souza Lima"),
     ]
+    assert suggested(manager_client, "LIMA sóu") == [(bruno, "Bruno Souza Lima")]
+    assert suggested(manager_client, "carla") == [(no_fine.driver_id, "Carla Dias")]
+    # By id, a driver without a name too.
+    assert suggested(manager_client, str(unnamed)) == [(unnamed, f"Driver {unnamed}")]
+    assert suggested(manager_client, "ouza") == []  # a word's middle is no beginning
+    none = manager_client.get("/fines/drivers/", {"driver": "xyz"}, headers=ENGLISH).text
+    assert html.unescape(strip_tags(none)).strip() == "No driver's name begins like “xyz”."
 
 
 def test_choosing_a_driver_lists_their_fines_and_keeps_the_choice(manager_client, drivers):
     ana = drivers[0]["driver_id"]
     Driver.objects.create(driver_id=ana, name="Ana Souza")
 
-    response = manager_client.get("/fines/", {"driver": ana}, headers=ENGLISH)
+    for typed in (str(ana), f"Ana Souza ({ana})", "ana souza", "  ANA  "):
+        response = manager_client.get("/fines/", {"driver": typed}, headers=ENGLISH)
 
-    assert keys(response) == ["1"]
-    assert (str(ana), True, "Ana Souza") in options(response)
-    assert 'data-testid="filter-error"' not in response.text
-    # The export and a saved view keep it as `driver=<id>`, as the dashboard links it.
-    assert f'href="/fines/export.csv?driver={ana}"' in response.text
+        assert keys(response) == ["1"], typed
+        assert field_value(response) == f"Ana Souza ({ana})"
+        assert 'data-testid="filter-error"' not in response.text
+        # The export and a saved view keep it as `driver=<id>`, as the dashboard links it.
+        assert f'href="/fines/export.csv?driver={ana}"' in response.text
     assert manager_client.get(f"/fines/?driver={ana}&treated=0").status_code == 200
 
 
-def test_a_driver_the_portal_knows_nothing_of_is_listed_by_id_with_no_fines(
+def test_a_driver_the_portal_knows_nothing_of_is_filtered_by_id_with_no_fines(
     manager_client, drivers
 ):
     # The driver page links every driver's fines, a driver without name or fine too.
@@ -97,32 +128,70 @@ def test_a_driver_the_portal_knows_nothing_of_is_listed_by_id_with_no_fines(
 
     assert response.status_code == 200
     assert 'data-testid="filter-error"' not in response.text
-    assert re.search(r'<option value="424242" selected>Driver 424242</option>', response.text)
+    assert field_value(response) == "424242"
     assert keys(response) == []
 
 
-def test_a_driver_filter_that_is_no_driver_id_is_a_form_error(manager_client, drivers):
-    for bogus in ("abc", "-1", "0", "٣", "99999999999"):
-        response = manager_client.get("/fines/", {"driver": bogus}, headers=ENGLISH)
+@pytest.mark.parametrize(
+    ("bogus", "error"),
+    [
+        ("0", "“0” is no driver id: type a name, or choose a driver."),
+        ("99999999999", "“99999999999” is no driver id: type a name, or choose a driver."),
+        ("abc", "No driver's name begins like “abc”: type part of a name, or an id."),
+        ("-1", "No driver's name begins like “-1”: type part of a name, or an id."),
+        ("٣", "No driver's name begins like “٣”: type part of a name, or an id."),
+    ],
+)
+def test_a_driver_filter_that_names_no_driver_is_a_form_error(
+    manager_client, drivers, bogus, error
+):
+    response = manager_client.get("/fines/", {"driver": bogus}, headers=ENGLISH)
 
-        assert response.status_code == 200
-        error = re.search(r'data-testid="filter-error">([^<]*)<', response.text)
-        assert error, bogus
-        assert html.unescape(error[1]) == (
-            f"“{bogus}” is not one of the drivers in the list: choose a driver there."
-        )
-        assert keys(response) == ["1", "2", "3"]  # left unfiltered, as the error says
+    assert response.status_code == 200
+    found = re.search(r'data-testid="filter-error">([^<]*)<', response.text)
+    assert found, bogus
+    assert html.unescape(found[1]) == error
+    assert keys(response) == ["1", "2", "3"]  # left unfiltered, as the error says
 
 
-def test_two_drivers_of_the_same_name_are_told_apart_by_their_ids(manager_client, drivers):
+def test_a_name_two_drivers_share_offers_each_by_id(manager_client, drivers):
     first, second = drivers[0]["driver_id"], drivers[1]["driver_id"]
     Driver.objects.create(driver_id=first, name="José Silva")
     Driver.objects.create(driver_id=second, name="José Silva")
 
-    labels = [label for _value, _selected, label in options(manager_client.get("/fines/"))]
+    response = manager_client.get(
+        "/fines/", {"driver": "jose silva", "treated": "0"}, headers=ENGLISH
+    )
 
-    assert f"José Silva ({first})" in labels
-    assert f"José Silva ({second})" in labels
+    error = re.search(r'data-testid="filter-error">([^<]*)<', response.text)
+    assert error
+    assert html.unescape(error[1]) == "“jose silva” fits more than one driver: choose one."
+    assert keys(response) == ["1", "2", "3"]
+    found = re.search(r'<ul class="picker__found"[^>]*>(.*?)</ul>', response.text, re.DOTALL)
+    assert found
+    links = re.findall(r'<a href="([^"]*)">([^<]*)</a>', found[1])
+    # Each link keeps the other filters.
+    assert sorted(links) == sorted(
+        (html.escape(f"/fines/?treated=0&driver={driver}"), "José Silva")
+        for driver in (first, second)
+    )
+    assert suggested(manager_client, "José") == sorted(
+        [(first, "José Silva"), (second, "José Silva")]
+    )
+
+
+def test_the_choices_stay_few_however_many_drivers_a_name_fits(manager_client, drivers):
+    """A picker, not a list of the fleet: 3,000 drivers called Ana, ten choices at most."""
+    Driver.objects.bulk_create(Driver(driver_id=10_000 + n, name=f"Ana {n}") for n in range(3000))
+    driver_words_write(Driver.objects.filter(driver_id__gte=10_000))
+
+    assert len(suggested(manager_client, "ana")) == 10
+    page = manager_client.get("/fines/", {"driver": "ana"}, headers=ENGLISH).text
+    found = re.search(r'<ul class="picker__found"[^>]*>(.*?)</ul>', page, re.DOTALL)
+    assert found
+    assert found[1].count("<li>") == 10
+    assert page.count("Ana ") < 20
+    assert suggested(manager_client, "ana 2999") == [(12_999, "Ana 2999")]
 
 
 def test_the_vehicle_page_links_its_driver_by_name(manager_client, drivers):

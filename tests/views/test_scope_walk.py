@@ -20,7 +20,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from fleet import plates
-from fleet.models import Fine, Notification, SavedFineView, VehicleGroup, VehicleGroupMember
+from fleet.models import Driver, Fine, Notification, SavedFineView, VehicleGroup, VehicleGroupMember
 from fleet.services.scopes import vehicle_groups_changed
 from fleet.services.vehicles import vehicle_search
 from fleet.webhooks.processing import deliveries_process_received
@@ -69,6 +69,7 @@ class Side:
     amount: str = ""
     secret: str = ""  # a word only this side's records hold
     words: list[str] = field(default_factory=list)  # what must not show to the other side
+    driver_name: str = ""
 
     def forbidden(self) -> list[str]:
         found = list(self.words)
@@ -159,8 +160,12 @@ def sides(emulator: Any, fleet_settings: Any, django_user_model: Any) -> list[Si
         side.saved_view = SavedFineView.objects.create(
             user=user, name=f"Vista {secret}", query=f"plate={first}"
         ).pk
+        # Its driver has a name of its own (not the secret: the side's dashboard shows it).
+        side.driver_name = {"A": "Jacira Alvim", "B": "Ubirajara Brito"}[name]
+        Driver.objects.create(driver_id=side.driver, name=side.driver_name)
         side.words = [
             secret,
+            side.driver_name,
             amount,
             f"{amount[:1]}.{amount[1:].replace('.', ',')}",  # 1.357,91
             f"{amount[:1]},{amount[1:]}",  # 1,357.91
@@ -199,8 +204,14 @@ def _paths(side: Side, other: Side) -> dict[str, list[tuple[str, str, dict[str, 
             ("GET", "/fines/", {}),
             *(("GET", f"/fines/?plate={form}", {}) for form in forms),
             ("GET", f"/fines/?driver={other.driver}", {}),
+            ("GET", f"/fines/?driver={other.driver_name}", {}),
             ("GET", f"/fines/?q=AUTO-{other.secret}", {}),
             ("HTMX", f"/fines/?plate={plate}", {}),
+        ],
+        "fleet:fine_drivers": [
+            ("GET", f"/fines/drivers/?driver={other.driver}", {}),
+            ("HTMX", f"/fines/drivers/?driver={other.driver_name.split()[0][:4]}", {}),
+            ("HTMX", f"/fines/drivers/?driver={other.driver_name}", {}),
         ],
         "fleet:fines_export": [
             ("GET", "/fines/export.csv", {}),
@@ -255,8 +266,12 @@ def _send(client: Client, method: str, path: str, data: dict[str, Any]) -> Any:
 
 
 # What a page echoes of the request itself (the search box, links that keep the filters):
-# attribute values holding a query string, and form values.
-_ECHOES = re.compile(r'(?:value|placeholder)="[^"]*"|="[^"]*\?[^"]*"')
+# attribute values holding a query string, and form values; the messages that quote what
+# was typed, which the walk checks are the same whether it names a driver or not.
+_ECHOES = re.compile(
+    r'(?:value|placeholder)="[^"]*"|="[^"]*\?[^"]*"'
+    r'|data-testid="(?:filter-error|driver-choices-none)">[^<]*<'
+)
 
 
 def _text(response: Any) -> str:
@@ -325,6 +340,22 @@ def test_a_manager_sees_nothing_of_the_other_group(sides: list[Side], who: str) 
     assert _walk(side, other) == []
 
 
+@pytest.mark.parametrize("who", ["A", "B"])
+def test_the_other_groups_driver_is_nobody_to_a_manager(sides: list[Side], who: str) -> None:
+    """What the walk leaves out as echoes: typed, the other group's driver's name says what
+    a name nobody has says."""
+    side, other = sides if who == "A" else sides[::-1]
+    nobody = "Zuleica Quixabeira"
+    said = {}
+    for typed in (other.driver_name, nobody):
+        page = side.client.get("/fines/", {"driver": typed}).content.decode()
+        errors = re.findall(r'data-testid="(?:filter-error|driver-found)"[^>]*>([^<]*)<', page)
+        picker = side.client.get("/fines/drivers/", {"driver": typed}, headers=HTMX).content
+        said[typed] = ([e.replace(typed, "…") for e in errors], picker.decode().replace(typed, "…"))
+    assert said[nobody][0], "no error for a name nobody has"
+    assert said[other.driver_name] == said[nobody]
+
+
 def test_a_manager_follows_the_requests_of_their_vehicles(sides: list[Side], emulator: Any) -> None:
     """A request seen on the page of a vehicle of theirs, or whose status names one. Where
     the API says neither (the spec promises no request id in a vehicle's view, nor a plate
@@ -355,6 +386,8 @@ def _owns(side: Side) -> None:
         ("/fines/", lambda text: side.secret in text),
         ("/fines/export.csv", lambda text: side.secret in text),
         (f"/fines/?driver={side.driver}", lambda text: side.secret in text),
+        (f"/fines/?driver={side.driver_name}", lambda text: side.secret in text),
+        (f"/fines/drivers/?driver={side.driver_name[:12]}", lambda text: side.driver_name in text),
         ("/notifications/", lambda text: side.secret in text),
         (f"/fines/{side.fine}/", lambda text: side.secret in text),
         (f"/notifications/{side.notification}/", lambda text: side.secret in text),

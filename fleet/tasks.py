@@ -62,10 +62,11 @@ _pruned = Throttle()
 
 @task()
 def webhook_deliveries_process() -> dict[str, int]:
-    """Process the webhook deliveries still `received`, in batches (it asks for its own sequel)."""
-    outcomes = dict(deliveries_process_received())
+    """Process the webhook deliveries still `received`, in batches (it asks for its own
+    sequel); while the database is busy, it waits and goes on (`worker.while_busy`)."""
+    outcomes = worker.while_busy(deliveries_process_received, what="processing webhook deliveries")
     _processing_runs_prune()
-    return outcomes
+    return dict(outcomes)
 
 
 def _processing_runs_prune() -> None:
@@ -77,4 +78,4 @@ def _processing_runs_prune() -> None:
 @task()
 def fine_drivers_attribute_run() -> int:
     """Give the fines written without a vehicle list at hand their vehicle's driver."""
-    return fine_drivers_attribute()
+    return worker.while_busy(fine_drivers_attribute, what="attributing fines to drivers")

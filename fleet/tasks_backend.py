@@ -7,7 +7,10 @@ package's `args` and `kwargs` (which are all the package reads of that JSON).
 Fleet API calls and the tasks it enqueues in turn carry the request's id; and
 it logs one line per task when it ends (`fleet.tasks`): the task, its queue and
 id, whether it succeeded, how long it took and, for a failure, the exception.
-`manage.py db_worker` runs this worker for every queue.
+`manage.py db_worker` runs this worker for every queue. While the database is
+busy (another process holds SQLite's lock longer than its 5 s wait, PostgreSQL
+gave up a lock), the worker logs it, waits (`fleet.worker.BusyWaits`) and goes
+on: it never exits for that.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ import logging
 import time
 from typing import Any
 
+from django.db import OperationalError, close_old_connections
 from django.tasks import Task, TaskResultStatus
 from django.utils.json import normalize_json
 from django_tasks_db import backend
 from django_tasks_db.management.commands import db_worker
 from django_tasks_db.models import DBTaskResult
 
-from fleet import request_ids
+from fleet import request_ids, worker
 
 logger = logging.getLogger("fleet.tasks")
 
@@ -71,7 +75,23 @@ def stored_request_id(db_task: DBTaskResult[Any, Any]) -> str | None:
 
 
 class Worker(db_worker.Worker):
-    """The package's worker, running each task with its request's id and logging its end."""
+    """The package's worker, running each task with its request's id and logging its end;
+    it waits out a busy database where the package's would stop."""
+
+    def run(self) -> None:
+        waits = worker.BusyWaits()
+        while True:
+            try:
+                super().run()
+                return
+            except OperationalError as error:
+                # Claiming a task, or writing how one ended (its row then stays "running";
+                # what the task did stands): the package's loop again, later.
+                if not self.running or not worker.database_busy(error):
+                    raise
+                if not waits.wait(error, what=f"worker {self.worker_id}"):
+                    raise
+                close_old_connections()
 
     def run_task(self, db_task_result: DBTaskResult[Any, Any]) -> None:
         with request_ids.bound(stored_request_id(db_task_result)):

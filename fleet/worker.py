@@ -10,18 +10,30 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
+from django.db import OperationalError
 from django.db.models import Q
 from django.tasks import TaskResultStatus
 from django.utils import timezone
 from django.utils.module_loading import import_string
 from django_tasks_db.models import DBTaskResult, get_date_max
+from django_tasks_db.utils import is_locked_database_exception
 
 logger = logging.getLogger(__name__)
 
 _stopping = threading.Event()
+
+# The waits while the database is busy: doubling from the first to the last, which
+# repeats; back to the first once the database has answered for that long.
+BUSY_WAIT_FIRST_S: Final = 0.5
+BUSY_WAIT_MAX_S: Final = 30.0
+# PostgreSQL's "held by someone else for now": lock_not_available, deadlock_detected,
+# serialization_failure. SQLite says "database is locked" (after its own 5 s wait).
+_BUSY_SQLSTATES: Final = frozenset({"55P03", "40P01", "40001"})
 
 
 def enqueue(task: str, *args: Any, run_after: datetime | None = None, **kwargs: Any) -> None:
@@ -85,6 +97,54 @@ def runs_prune(task: str, *, kept: timedelta) -> int:
     if deleted:
         logger.info("deleted %d finished runs of %s", deleted, task)
     return deleted
+
+
+def database_busy(error: BaseException) -> bool:
+    """Whether `error` says that the database is held by someone else for now (another
+    process writing to SQLite, a lock PostgreSQL gave up waiting for): worth waiting for,
+    not a failure of what was being done."""
+    if not isinstance(error, OperationalError):
+        return False
+    sqlstate = getattr(error.__cause__, "sqlstate", None)
+    return sqlstate in _BUSY_SQLSTATES or (bool(error.args) and is_locked_database_exception(error))
+
+
+class BusyWaits:
+    """The waits of one worker (or task) while the database is busy: each twice the one
+    before, up to `BUSY_WAIT_MAX_S`; the first again once the database answered since."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._next = BUSY_WAIT_FIRST_S
+        self._last_busy = float("-inf")
+
+    def wait(self, error: BaseException, *, what: str) -> bool:
+        """Log that the database is busy and wait the next wait; False (at once) if the
+        worker is stopping."""
+        now = self._clock()
+        if now - self._last_busy > BUSY_WAIT_MAX_S + self._next:  # it answered meanwhile
+            self._next = BUSY_WAIT_FIRST_S
+        wait, self._next = self._next, min(self._next * 2, BUSY_WAIT_MAX_S)
+        logger.warning("the database is busy (%s): %s tries again in %.1f s", error, what, wait)
+        stopped = _stopping.wait(wait)
+        self._last_busy = self._clock()
+        return not stopped
+
+
+def while_busy[T](run: Callable[[], T], *, what: str) -> T:
+    """`run()`, run again after a wait (`BusyWaits`) each time it ends because the database
+    is busy, until it ends otherwise or the worker stops (then the error is raised).
+
+    For a task whose work is safe to begin again (each of its transactions either
+    committed or was undone): the worker does not fail it, it does it once the
+    database is free."""
+    waits = BusyWaits()
+    while True:
+        try:
+            return run()
+        except OperationalError as error:
+            if not database_busy(error) or not waits.wait(error, what=what):
+                raise
 
 
 def stopping() -> bool:

@@ -202,7 +202,8 @@ def _batch_apply(reads: list[_Read], *, publish: bool = False) -> list[_Read]:
 
     If the database refuses a write, the whole batch is undone and each delivery
     still waiting is processed on its own, unless another run holds it (it read the
-    same deliveries and chose some of them): never twice.
+    same deliveries and chose some of them): never twice. If the database is only
+    busy (`worker.database_busy`), the error is raised: no delivery is at fault.
     """
     pks = [read.delivery.pk for read in reads]
     try:
@@ -215,7 +216,9 @@ def _batch_apply(reads: list[_Read], *, publish: bool = False) -> list[_Read]:
             chosen = [read for read in reads if read.delivery.pk in waiting]
             if _write(chosen) and publish:
                 fine_figures_publish()
-    except Exception:
+    except Exception as error:
+        if worker.database_busy(error):
+            raise  # nothing at fault: the whole run again once it is free (`worker.while_busy`)
         logger.warning("a batch of webhook deliveries failed; processing them one at a time")
         again = WebhookDelivery.objects.filter(pk__in=pks, status=DeliveryStatus.RECEIVED)
         chosen = []

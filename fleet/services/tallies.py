@@ -13,13 +13,15 @@ cannot change or delete a fine.
 
 Each such transaction first adds one to the version row: the dashboard keys its cached
 figures by it; and its lock, taken first, puts the writers' tally updates in one order
-(no deadlock) and keeps them waiting while `fine_tallies_rebuild` recomputes every
-tally from scratch (after a bulk load, or if `fine_tallies_differences` finds one off).
+(no deadlock). `fine_tallies_rebuild` recomputes every tally from scratch (after a bulk
+load, or if `fine_tallies_differences` finds one off) without making them wait: it
+counts in a snapshot and adds each tally's correction, as they add their changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -46,6 +48,8 @@ FINE_FIELDS: Final = (
     "link_frame",
 )
 _CREATE_ATTEMPTS: Final = 3
+# Tallies a rebuild corrects in one transaction.
+REBUILD_CHUNK: Final = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,35 +177,74 @@ def fine_tallies_counted(fines: QuerySet[Fine] | None = None) -> dict[TallyKey, 
 
 
 def fine_tallies_rebuild() -> int:
-    """Recompute every tally from the fines, in one transaction (writers of fines wait
-    for it); how many tallies count some fine."""
-    with transaction.atomic():
-        _add((TallyDimension.VERSION, ""), (1, 0))  # the figures change; writers wait
-        FineTally.objects.exclude(dimension=TallyDimension.VERSION).delete()
-        counted = fine_tallies_counted()
-        FineTally.objects.bulk_create(
-            FineTally(dimension=dimension, key=key, count=count, cents=cents)
-            for (dimension, key), (count, cents) in sorted(counted.items())
-        )
+    """Recompute every tally from the fines, without making writers wait: the sums are
+    counted in one snapshot of the database, beside the tallies as they were in it;
+    then what each tally was off by is added to it (`_add`), a chunk of tallies to a
+    short transaction. Writers meanwhile added their own changes to the same rows,
+    which stay: each tally ends as the fines sum up to. How many tallies count some
+    fine."""
+    stored, counted = _snapshot_read()
+    corrections = [
+        (key, (found[0] - had[0], found[1] - had[1]))
+        for key in sorted(stored.keys() | counted.keys())
+        if (found := counted.get(key, (0, 0))) != (had := stored.get(key, (0, 0)))
+    ]
+    for start in range(0, len(corrections), REBUILD_CHUNK):
+        with transaction.atomic():
+            _add((TallyDimension.VERSION, ""), (1, 0))  # first: see the module's docstring
+            for key, delta in corrections[start : start + REBUILD_CHUNK]:
+                _add(key, delta)
     return len(counted)
 
 
 def fine_tallies_differences() -> dict[TallyKey, tuple[tuple[int, int], tuple[int, int]]]:
     """The tallies that are not what the fines sum up to: (count, cents) stored and
-    counted from scratch, for each. Writers of fines wait while it reads."""
-    with transaction.atomic():
-        list(FineTally.objects.select_for_update().filter(dimension=TallyDimension.VERSION))
-        stored = {
-            (tally.dimension, tally.key): (tally.count, tally.cents)
-            for tally in FineTally.objects.exclude(dimension=TallyDimension.VERSION)
-            if tally.count or tally.cents
-        }
-        counted = fine_tallies_counted()
+    counted from scratch, for each; read in one snapshot, writers never wait for it."""
+    stored, counted = _snapshot_read()
     return {
         key: (stored.get(key, (0, 0)), counted.get(key, (0, 0)))
         for key in sorted(stored.keys() | counted.keys())
         if stored.get(key) != counted.get(key)
     }
+
+
+def _snapshot_read() -> tuple[dict[TallyKey, tuple[int, int]], dict[TallyKey, tuple[int, int]]]:
+    """The tallies stored and as the fines sum up, both read in one snapshot of the
+    database (`_snapshot`)."""
+    with _snapshot():
+        stored = {
+            (tally.dimension, tally.key): (tally.count, tally.cents)
+            for tally in FineTally.objects.exclude(dimension=TallyDimension.VERSION)
+            if tally.count or tally.cents
+        }
+        return stored, fine_tallies_counted()
+
+
+@contextmanager
+def _snapshot() -> Iterator[None]:
+    """A transaction whose reads all see the database as it was at its first, holding no
+    lock that a writer waits for: SQLite's deferred transaction (the portal's are
+    IMMEDIATE, which take the write lock: `settings.DATABASES`), whose reads in WAL
+    mode keep their snapshot; PostgreSQL's REPEATABLE READ, READ ONLY. Inside a transaction
+    already, that one."""
+    connection = transaction.get_connection()
+    if connection.in_atomic_block:  # the caller's transaction, as it is (a test's)
+        with transaction.atomic():
+            yield
+        return
+    if connection.vendor != "sqlite":
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield
+        return
+    connection.ensure_connection()  # connecting sets the mode from the settings
+    mode = connection.transaction_mode
+    connection.transaction_mode = "DEFERRED"
+    try:
+        with transaction.atomic():
+            yield
+    finally:
+        connection.transaction_mode = mode
 
 
 def tally_cents(amount: Decimal | None) -> int:

@@ -15,7 +15,8 @@ class Command(BaseCommand):
     help = (
         "Compare the dashboard's tallies of fines with the sums computed from scratch over "
         "the fines, and list those that differ (exit status 1 if any); with --rebuild, "
-        "recompute them all from the fines (writers of fines wait meanwhile)."
+        "recompute them all from the fines (counted in a snapshot: writers of fines never "
+        "wait for it)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

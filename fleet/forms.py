@@ -180,7 +180,7 @@ class NotificationFilterForm(ListFilterForm):
     """The notification list's query string: search, plate and treated filters, and page."""
 
     field_order = ["q", "plate"]
-    SEARCH_PLACEHOLDER = _("Title or message")
+    SEARCH_PLACEHOLDER = _("Title")
 
     TREATED_CHOICES = [
         ("", _("All (untreated first)")),

@@ -26,7 +26,7 @@ from django.contrib.admin.utils import quote, unquote
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
@@ -47,6 +47,7 @@ from fleet.models import (
     WebhookDelivery,
 )
 from fleet.services.dashboard import fine_figures_forget
+from fleet.services.fines import records_searched
 from fleet.services.scopes import scope_of
 from fleet.services.sso import fleet_account_check
 from fleet.webhooks.payloads import KNOWN_PATHS
@@ -316,15 +317,16 @@ _RECORD_FIELDS = (
 )
 
 
-def _and_by_plate(
-    found: tuple[QuerySet[Any], bool], queryset: QuerySet[Any], search_term: str
-) -> tuple[QuerySet[Any], bool]:
-    """The admin's search results, and a vehicle's records when the term is its plate
-    (typed in either format)."""
-    records, may_have_duplicates = found
-    if plates.is_valid(search_term.strip()):
-        records |= queryset.filter(registration=plates.registration(search_term.strip()))
-    return records, may_have_duplicates
+def _records_found(queryset: QuerySet[Any], search_term: str) -> tuple[QuerySet[Any], bool]:
+    """The admin's search, through indexes as the lists' is (`records_searched`): a key as
+    stored, and a vehicle's records when the term is its plate (in either format)."""
+    term = search_term.strip()
+    if not term:
+        return queryset, False
+    found = records_searched(queryset.model, term) | Q(key=term)
+    if plates.is_valid(term):
+        found |= Q(registration=plates.registration(term))
+    return queryset.filter(found), False
 
 
 @admin.register(Fine)
@@ -338,28 +340,40 @@ class FineAdmin(_Scoped, _ReadOnly, _FineModelAdmin):
         "updated_at",
     ]
     list_filter = ["treated", "received_at"]
-    search_fields = ["=external_id", "key"]
-    readonly_fields = (*_RECORD_FIELDS, "link_frame", "link", "amount", "occurred_at", "driver_id")
+    search_fields = ["key"]  # the search box; what it finds: `_records_found`
+    search_help_text = _(
+        "The platform's id or the record's key, a notice number or its beginning, "
+        "a word of the infraction, or a plate."
+    )
+    readonly_fields = (
+        *_RECORD_FIELDS,
+        "link_frame",
+        "link",
+        "amount",
+        "occurred_at",
+        "driver_id",
+        "reference",
+        "infraction",
+    )
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Fine], search_term: str
     ) -> tuple[QuerySet[Fine], bool]:
-        found = super().get_search_results(request, queryset, search_term)
-        return _and_by_plate(found, queryset, search_term)
+        return _records_found(queryset, search_term)
 
 
 @admin.register(Notification)
 class NotificationAdmin(_Scoped, _ReadOnly, _NotificationModelAdmin):
     list_display = ["external_id", "registration", "treated", "received_at", "updated_at"]
     list_filter = ["treated", "received_at"]
-    search_fields = ["=external_id", "key"]
-    readonly_fields = _RECORD_FIELDS
+    search_fields = ["key"]  # the search box; what it finds: `_records_found`
+    search_help_text = _("The platform's id or the record's key, a word of the title, or a plate.")
+    readonly_fields = (*_RECORD_FIELDS, "heading")
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Notification], search_term: str
     ) -> tuple[QuerySet[Notification], bool]:
-        found = super().get_search_results(request, queryset, search_term)
-        return _and_by_plate(found, queryset, search_term)
+        return _records_found(queryset, search_term)
 
 
 @admin.register(Driver)

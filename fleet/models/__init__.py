@@ -44,6 +44,7 @@ from fleet.models.webhooks import (
     UnknownWebhookKey,
     WebhookDelivery,
     WebhookRecord,
+    Wording,
 )
 
 __all__ = [
@@ -80,4 +81,5 @@ __all__ = [
     "VehicleGroupPlate",
     "WebhookDelivery",
     "WebhookRecord",
+    "Wording",
 ]

@@ -8,10 +8,16 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django_stubs_ext import StrOrPromise
 
 from fleet import formatting
 from fleet.api.values import AMOUNT_DIGITS
-from fleet.webhooks.payloads import REGISTRATION_LENGTH, payload_plate, payload_text
+from fleet.webhooks.payloads import (
+    REFERENCE_LENGTH,
+    REGISTRATION_LENGTH,
+    payload_plate,
+    payload_text,
+)
 
 
 class DeliveryStatus(models.TextChoices):
@@ -178,6 +184,38 @@ class WebhookRecord(models.Model):
         return changes
 
 
+class Wording(models.Model):
+    """A text many records share, once however many share it: a fine's infraction (its
+    payload's `description`), a notification's title. The lists' searches look for
+    words in these few rows, not in every record (`fleet.services.fines`). Written by
+    processing, never changed."""
+
+    text = models.TextField(_("text"))
+    digest = models.CharField(_("SHA-256 of the text"), max_length=64, unique=True)
+
+    class Meta:
+        verbose_name = _("wording")
+        verbose_name_plural = _("wordings")
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _wording_field(verbose_name: StrOrPromise) -> models.ForeignKey[Wording | None, Wording | None]:
+    """A record's `Wording`: in an index of the list's order (see the Meta.indexes), and
+    without a database constraint, which added to ten million rows would lock them."""
+    return models.ForeignKey(
+        Wording,
+        on_delete=models.PROTECT,
+        db_index=False,
+        db_constraint=False,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=verbose_name,
+    )
+
+
 class Fine(WebhookRecord):
     """A traffic fine (a `frame` event): its official document and payment slip.
 
@@ -187,7 +225,9 @@ class Fine(WebhookRecord):
     absent or malformed: the payload keeps what was sent, `amount_text` and
     `occurred_at_text`, shown only then); every page, export, e-mail and outgoing
     webhook shows these columns. `driver_id` is the driver of its vehicle in the
-    fleet's vehicle list when the fine arrived (null if unknown).
+    fleet's vehicle list when the fine arrived (null if unknown). `reference` (the
+    notice number, `autoInfracao`) and `infraction` (its `description`, in the
+    `Wording`s) are the payload's too, for the list's search: no filter reads the JSON.
     """
 
     link_frame = models.TextField(_("official infraction document"), blank=True)
@@ -197,6 +237,10 @@ class Fine(WebhookRecord):
     )
     occurred_at = models.DateTimeField(_("committed on"), null=True, blank=True)
     driver_id = models.PositiveBigIntegerField(_("driver id"), null=True, blank=True)
+    reference = models.CharField(
+        _("notice number"), max_length=REFERENCE_LENGTH, blank=True, default=""
+    )
+    infraction = _wording_field(_("infraction"))
 
     class Meta:
         verbose_name = _("fine")
@@ -227,14 +271,17 @@ class Fine(WebhookRecord):
             models.Index(
                 fields=["treated"], condition=models.Q(link_frame=""), name="fleet_fine_no_document"
             ),
+            # The search: a notice number, or its beginning; an infraction, in the list's order.
+            # Whole (not partial): SQLite reads a partial index only for a query that says
+            # its condition, which a range of notice numbers does not.
+            models.Index(fields=["reference"], name="fleet_fine_reference"),
+            models.Index(
+                fields=["infraction", "treated", "-updated_at"], name="fleet_fine_infraction"
+            ),
         ]
 
     def get_absolute_url(self) -> str:
         return reverse("fleet:fine", args=[self.pk])
-
-    @property
-    def reference(self) -> str:
-        return payload_text(self.payload, "autoInfracao")
 
     @property
     def description(self) -> str:
@@ -252,7 +299,10 @@ class Fine(WebhookRecord):
 
 
 class Notification(WebhookRecord):
-    """A notification (a `notification` event)."""
+    """A notification (a `notification` event); `heading`, its title among the `Wording`s,
+    for the list's search."""
+
+    heading = _wording_field(_("title"))
 
     class Meta:
         verbose_name = _("notification")
@@ -261,6 +311,9 @@ class Notification(WebhookRecord):
         indexes = [
             models.Index(fields=["treated", "-updated_at"], name="fleet_notification_list"),
             _registration_index("fleet_notification_plate"),
+            models.Index(
+                fields=["heading", "treated", "-updated_at"], name="fleet_notification_heading"
+            ),
         ]
 
     def get_absolute_url(self) -> str:

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q, QuerySet, Sum
 
 from fleet import plates
-from fleet.models import Fine, Notification, SavedFineView
+from fleet.models import Fine, Notification, SavedFineView, Wording
 from fleet.services.dashboard import fine_figures_prepare, local_midnight, month_start
 from fleet.services.scopes import VehicleScope
 from fleet.services.tallies import FINE_FIELDS, FineState, fine_tallies_apply
@@ -215,7 +215,7 @@ def notification_search(
     plate: str = "",
     page: int = 1,
 ) -> Page[Notification]:
-    """One page of the notifications `scope` sees; `q` (in the title, the message or the
+    """One page of the notifications `scope` sees; `q` (in the title, or the
     platform's id), `treated` and `plate` (the vehicle) filter."""
     notifications = _records(Notification, scope=scope, q=q, treated=treated, plate=plate)
     return Paginator(notifications.order_by(*LIST_ORDER), PER_PAGE).get_page(page)
@@ -229,8 +229,8 @@ def notification_export(
     return notifications.order_by(*LIST_ORDER).iterator(EXPORT_CHUNK)
 
 
-# Where `q` is looked for: the payload's keys each model shows (`fleet.models`).
-_SEARCHED = {Fine: ("autoInfracao", "description"), Notification: ("title", "message")}
+# Wordings a search looks for at most: a word most infractions have finds these.
+SEARCHED_WORDINGS = 20
 
 
 def _records[R: (Fine, Notification)](
@@ -238,15 +238,34 @@ def _records[R: (Fine, Notification)](
 ) -> QuerySet[R]:
     records = scope.records(model.objects.all())
     if q:
-        found = Q(external_id__iexact=q)
-        for key in _SEARCHED[model]:
-            found |= Q(**{f"payload__{key}__icontains": q})
-        records = records.filter(found)
+        records = records.filter(records_searched(model, q))
     if plate:
         records = records.filter(registration=plates.registration(plate))
     if treated is not None:
         records = records.filter(treated=treated)
     return records
+
+
+def records_searched(model: type[Fine] | type[Notification], q: str) -> Q:
+    """The records `q` finds, each way through an index: the platform's id; a fine's
+    notice number or its beginning (as typed, or in capitals); a wording (a fine's
+    infraction, a notification's title) that has `q` (`Wording`: a few rows, not one per
+    record)."""
+    found = Q(key=f"id:{q}")
+    if model is Fine:
+        for typed in dict.fromkeys((q, q.upper())):
+            found |= Q(reference__gte=typed, reference__lt=_following(typed))
+    wordings = list(
+        Wording.objects.filter(text__icontains=q).values_list("pk", flat=True)[:SEARCHED_WORDINGS]
+    )
+    if wordings:
+        found |= Q(**{f"{'infraction' if model is Fine else 'heading'}_id__in": wordings})
+    return found
+
+
+def _following(text: str) -> str:
+    """The first text after every text that begins with `text`: its range's end."""
+    return text[:-1] + chr(ord(text[-1]) + 1)
 
 
 def saved_fine_views(*, user: User) -> list[SavedFineView]:

@@ -61,8 +61,9 @@ _IDENTIFYING: Final = {
 }
 _CHANGING: Final = frozenset({"id", "treated", "linkFrame", "link", "updatedAt", "updated_at"})
 MAX_ID_LENGTH: Final = 100
-# Characters of `WebhookRecord.registration`.
+# Characters of `WebhookRecord.registration`, and of `Fine.reference` (a notice number).
 REGISTRATION_LENGTH: Final = 20
+REFERENCE_LENGTH: Final = 60
 _SAMPLE_LENGTH: Final = 200
 
 
@@ -183,6 +184,17 @@ def payload_registration(payload: object) -> str:
 def payload_amount(payload: object) -> Decimal | None:
     """A fine payload's `amount` (`values.parse_amount`); None if absent or malformed."""
     return parse_amount(payload.get("amount")) if isinstance(payload, dict) else None
+
+
+def payload_reference(payload: object) -> str:
+    """A fine payload's notice number (`autoInfracao`), as sent, for `Fine.reference`."""
+    return payload_text(payload, "autoInfracao").strip()[:REFERENCE_LENGTH]
+
+
+def payload_wording(payload: object, *, kind: str) -> str:
+    """What records of `kind` share and a search finds (`Wording`): a fine's infraction
+    (`description`), a notification's `title`; as sent, "" if none."""
+    return payload_text(payload, "description" if kind == FINE else "title").strip()
 
 
 def payload_occurred_at(payload: object) -> datetime | None:

@@ -30,6 +30,7 @@ the payload is at fault; `failed`: the portal is) and can be replayed
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections import Counter
@@ -42,7 +43,14 @@ from django.db.models import F, Min
 from django.utils import timezone
 
 from fleet import metrics, worker
-from fleet.models import DeliveryStatus, EventKind, Fine, WebhookDelivery, WebhookRecord
+from fleet.models import (
+    DeliveryStatus,
+    EventKind,
+    Fine,
+    WebhookDelivery,
+    WebhookRecord,
+    Wording,
+)
 from fleet.services.dashboard import fine_figures_prepare, fine_figures_publish
 from fleet.services.tallies import FineState, fine_tallies_apply
 from fleet.services.vehicles import vehicle_drivers
@@ -262,6 +270,7 @@ def _write(reads: Sequence[_Read]) -> bool:
         links[delivery.pk] = record  # linked below, once a new record has its id
         twins[delivery.body_sha256] = delivery.pk  # processed: the twin of a later same body
     _drivers_attribute([record for record in created.values() if isinstance(record, Fine)])
+    _wordings_link(records, created=created, changed=changed)
     for model in {model for model, _ in created}:
         model.objects.bulk_create([record for (m, _), record in created.items() if m is model])
     # Each changed record once, with what changed (Django's bulk_update builds a
@@ -295,6 +304,48 @@ def _drivers_attribute(fines: Sequence[Fine]) -> None:
         return
     for fine in fines:
         fine.driver_id = drivers.get(fine.registration)
+
+
+def _wordings_link(
+    records: dict[tuple[RecordModel, str], Any],
+    *,
+    created: dict[tuple[RecordModel, str], Any],
+    changed: dict[tuple[RecordModel, str], set[str]],
+) -> None:
+    """Give each record of the batch its wording (a fine's infraction, a notification's
+    title) from `Wording`, which gets the texts it does not have yet."""
+    texts = {
+        key: payloads.payload_wording(record.payload, kind=_kind(record))
+        for key, record in records.items()
+    }
+    ids = _wording_ids({text for text in texts.values() if text})
+    for key, record in records.items():
+        field = "infraction" if isinstance(record, Fine) else "heading"
+        wording_id = ids.get(texts[key])
+        if getattr(record, f"{field}_id") != wording_id:
+            setattr(record, f"{field}_id", wording_id)
+            if key not in created:
+                changed.setdefault(key, set()).add(field)
+
+
+def _kind(record: WebhookRecord) -> str:
+    return payloads.FINE if isinstance(record, Fine) else payloads.NOTIFICATION
+
+
+def _wording_ids(texts: set[str]) -> dict[str, int]:
+    """`Wording`'s id of each text, those it lacked added (in digest order: two batches
+    adding the same ones wait for each other, never in a circle)."""
+    if not texts:
+        return {}
+    by_digest = {hashlib.sha256(text.encode()).hexdigest(): text for text in texts}
+    found = dict(Wording.objects.filter(digest__in=by_digest).values_list("digest", "pk"))
+    if missing := sorted(by_digest.keys() - found.keys()):
+        Wording.objects.bulk_create(
+            [Wording(text=by_digest[digest], digest=digest) for digest in missing],
+            ignore_conflicts=True,  # added meanwhile by another batch: that one is read
+        )
+        found |= dict(Wording.objects.filter(digest__in=missing).values_list("digest", "pk"))
+    return {by_digest[digest]: pk for digest, pk in found.items()}
 
 
 def _attribution_ask() -> None:

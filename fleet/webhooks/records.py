@@ -23,7 +23,12 @@ from django.utils import timezone
 
 from fleet.models import Fine, Notification, WebhookDelivery, WebhookRecord
 from fleet.webhooks import payloads
-from fleet.webhooks.payloads import payload_amount, payload_occurred_at, payload_registration
+from fleet.webhooks.payloads import (
+    payload_amount,
+    payload_occurred_at,
+    payload_reference,
+    payload_registration,
+)
 
 RecordModel = type[Fine] | type[Notification]
 
@@ -90,7 +95,11 @@ def record_update(
 def _fine_columns(event: payloads.Event) -> dict[str, Any]:
     """What a fine's columns hold of its payload (null for a malformed value: the
     payload keeps it as sent)."""
-    return {"amount": payload_amount(event.data), "occurred_at": payload_occurred_at(event.data)}
+    return {
+        "amount": payload_amount(event.data),
+        "occurred_at": payload_occurred_at(event.data),
+        "reference": payload_reference(event.data),
+    }
 
 
 def _observation(event: payloads.Event, delivery: WebhookDelivery) -> dict[str, Any]:

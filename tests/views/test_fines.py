@@ -243,12 +243,16 @@ def test_fines_are_found_by_notice_number_infraction_or_platform_id(manager_clie
     assert 'href="/fines/export.csv?q=cinto"' in page
 
 
-def test_notifications_are_found_by_title_or_message(manager_client, client):
-    deliver(client, {"notification": {"id": 1, "treated": False, "title": "Licenciamento 2027"}})
+def test_notifications_are_found_by_title_or_id_not_by_their_message(manager_client, client):
+    """A title is one of a few the platform sends (`Wording`); a message, one per vehicle
+    or event, would be searched only by reading every notification."""
+    deliver(client, {"notification": {"id": 1, "treated": False, "title": "Licenciamento anual"}})
     deliver(client, {"notification": {"id": 2, "treated": False, "message": "Vistoria marcada"}})
+    deliver(client, {"notification": {"id": 3, "treated": False, "title": "Vistoria agendada"}})
 
     assert keys(manager_client.get("/notifications/", {"q": "licenciamento"})) == ["1"]
-    assert keys(manager_client.get("/notifications/", {"q": "VISTORIA"})) == ["2"]
+    assert keys(manager_client.get("/notifications/", {"q": "VISTORIA"})) == ["3"]
+    assert keys(manager_client.get("/notifications/", {"q": "2"})) == ["2"]  # the id
 
 
 def test_the_dashboard_lists_the_vehicles_with_the_most_untreated_fines(manager_client, client):

@@ -1,0 +1,146 @@
+"""No migration locks a large table (`fleet.schema.LARGE_MODELS`: the tables that grow with
+the fleet and the years) for longer than a moment: at ten million fines, an index built
+in place or a column rewritten holds the worker and the pages for minutes.
+
+Migrations from `SINCE` on are checked (those before ran when every table was small);
+the checker is shown to refuse each kind of locking operation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import migrations, models
+from django.db.migrations.loader import MigrationLoader
+
+from fleet.schema import LARGE_MODELS, AddIndexWithoutLocking
+
+# The first migration written for the largest fleets.
+SINCE = ("fleet", "0015_driver_words")
+
+
+def problems(migration: Any) -> list[str]:
+    """What in `migration` would hold writers off a large table."""
+    found = []
+    for operation in migration.operations:
+        model = getattr(operation, "model_name", "") or getattr(operation, "name", "")
+        large = str(model).lower() in LARGE_MODELS
+        name = type(operation).__name__
+        if isinstance(operation, migrations.RunPython) and migration.atomic:
+            found.append(f"{name} in one transaction (atomic = True): chunk it, non-atomic")
+        if isinstance(operation, AddIndexWithoutLocking) and migration.atomic:
+            found.append(f"{name} {operation.index.name} in an atomic migration")
+        if not large:
+            continue
+        if isinstance(operation, migrations.AddIndex) and not isinstance(
+            operation, AddIndexWithoutLocking
+        ):
+            found.append(f"{name} {operation.index.name} on {model}: use AddIndexWithoutLocking")
+        elif isinstance(operation, migrations.RemoveIndex | migrations.AddConstraint):
+            found.append(f"{name} on {model}: builds or drops an index holding writers")
+        elif isinstance(operation, migrations.AlterField | migrations.RenameField):
+            found.append(f"{name} {operation.name} on {model}: may rewrite the table")
+        elif isinstance(operation, migrations.AddField):
+            found.extend(f"{name} {operation.name} on {model}: {why}" for why in _added(operation))
+    return found
+
+
+def _added(operation: migrations.AddField) -> list[str]:
+    field: Any = operation.field
+    why = []
+    if not field.null and field.default is models.NOT_PROVIDED:
+        why.append("not null without a default (every row written)")
+    if field.db_index or field.unique:
+        why.append("an index built in place")
+    if field.is_relation and field.db_constraint:
+        why.append("a foreign key checked over every row")
+    return why
+
+
+def test_the_large_tables_are_those_that_grow_without_bound():
+    assert sorted(LARGE_MODELS) == [
+        "driver",
+        "driverword",
+        "fine",
+        "finetally",
+        "notification",
+        "webhookdelivery",
+        "wording",
+    ]
+
+
+def test_no_migration_since_locks_a_large_table():
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    since = loader.graph.nodes[SINCE]
+    checked = sorted(
+        key
+        for key in loader.graph.nodes
+        if key[0] in ("fleet", "alerts", "signin") and SINCE in loader.graph.forwards_plan(key)
+    )
+    assert SINCE in checked
+    assert len(checked) >= 2
+    found = {f"{app}.{name}": problems(loader.graph.nodes[app, name]) for app, name in checked}
+    assert {name: why for name, why in found.items() if why} == {}
+    assert since.atomic is False
+
+
+def _migration(*operations: Any, atomic: bool = True) -> Any:
+    """A migration of these operations, as the loader would give it."""
+    return type(
+        "Migration", (migrations.Migration,), {"operations": list(operations), "atomic": atomic}
+    )("0099_check", "fleet")
+
+
+@pytest.mark.parametrize(
+    ("operation", "atomic", "said"),
+    [
+        (migrations.AddIndex("fine", models.Index(fields=["link"], name="x")), False, "AddIndex"),
+        (
+            AddIndexWithoutLocking("fine", models.Index(fields=["link"], name="x")),
+            True,
+            "in an atomic migration",
+        ),
+        (migrations.AlterField("notification", "key", models.TextField()), False, "rewrite"),
+        (
+            migrations.AddField("fine", "flag", models.BooleanField()),
+            False,
+            "not null without a default",
+        ),
+        (
+            migrations.AddField(
+                "webhookdelivery", "code", models.CharField(max_length=9, db_index=True)
+            ),
+            False,
+            "an index built in place",
+        ),
+        (
+            migrations.AddField(
+                "fine", "who", models.ForeignKey("auth.User", models.PROTECT, null=True)
+            ),
+            False,
+            "a foreign key checked",
+        ),
+        (migrations.RunPython(migrations.RunPython.noop), True, "one transaction"),
+        (
+            migrations.AddConstraint("fine", models.UniqueConstraint(fields=["link"], name="y")),
+            False,
+            "AddConstraint",
+        ),
+    ],
+)
+def test_the_check_refuses_what_would_lock_a_large_table(operation, atomic, said):
+    assert said in " ".join(problems(_migration(operation, atomic=atomic)))
+
+
+def test_the_check_lets_through_what_does_not():
+    assert (
+        problems(
+            _migration(
+                AddIndexWithoutLocking("fine", models.Index(fields=["link"], name="x")),
+                migrations.AddField("fine", "note", models.TextField(default="", blank=True)),
+                migrations.AddIndex("savedfineview", models.Index(fields=["name"], name="z")),
+                atomic=False,
+            )
+        )
+        == []
+    )

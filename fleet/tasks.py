@@ -21,6 +21,7 @@ from fleet.services.cnh_recovery import cnh_lookups_recover_all
 from fleet.services.fines import fine_drivers_attribute
 from fleet.throttle import Throttle
 from fleet.webhooks.processing import deliveries_process_received
+from fleet.webhooks.retention import delivery_bodies_purge, delivery_bodies_purge_next_run
 
 
 @task()
@@ -73,6 +74,16 @@ def _processing_runs_prune() -> None:
     """Delete the successful processing runs older than an hour (every 10 minutes at most)."""
     if _pruned.due(_PRUNE_EVERY_S):
         worker.runs_prune("webhook_deliveries_process", kept=_RUNS_KEPT)
+
+
+@task()
+def webhook_bodies_purge() -> int:
+    """Empty the bodies of old processed deliveries; the next run is the next night (asked
+    for first, so that a purge that fails is tried again)."""
+    worker.enqueue_unless_waiting(
+        "webhook_bodies_purge", run_after=delivery_bodies_purge_next_run()
+    )
+    return worker.while_busy(delivery_bodies_purge, what="purging old webhook bodies")
 
 
 @task()

@@ -112,6 +112,12 @@ FLEET_WEBHOOK_MAX_BYTES = env.whole_number(
 FLEET_WEBHOOK_PROXY_COUNT = env.whole_number("FLEET_WEBHOOK_PROXY_COUNT", default=0, minimum=0)
 # Seconds a stored webhook delivery may wait for the worker to process it with others.
 FLEET_WEBHOOK_BATCH_SECONDS = env.seconds("FLEET_WEBHOOK_BATCH_SECONDS", default=1.0)
+# Days the raw body of a processed delivery is kept (for the admin and a replay); the
+# worker then empties it, every night, a chunk at a time: the delivery's row, its
+# fields and what it made (a fine, a notification) stay.
+FLEET_WEBHOOK_BODIES_KEEP_DAYS = env.whole_number(
+    "FLEET_WEBHOOK_BODIES_KEEP_DAYS", default=90, minimum=1
+)
 # Payload keys never seen before that one delivery may add to the admin's report of
 # unknown keys; beyond that they are counted on the delivery (a payload of thousands
 # of made-up keys must not become thousands of rows).

@@ -231,6 +231,7 @@ def _fresh_fleet_client() -> Iterator[None]:
     from fleet.services.scopes import scopes_forget_all
     from fleet.services.vehicle_cache import vehicles_forget
     from fleet.webhooks.receive import deliveries_schedule_forget
+    from fleet.webhooks.retention import delivery_bodies_purge_schedule_forget
     from fleet.webhooks.unknown_keys import unknown_keys_forget
 
     def forget() -> None:
@@ -241,6 +242,7 @@ def _fresh_fleet_client() -> Iterator[None]:
         scopes_forget_all()
         unknown_keys_forget()
         deliveries_schedule_forget()
+        delivery_bodies_purge_schedule_forget()
         crlv_reports_forget()
 
     forget()

@@ -34,7 +34,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
-from fleet import plates
+from fleet import formatting, plates
 from fleet.models import (
     AccessKeyMint,
     DeliveryStatus,
@@ -272,6 +272,7 @@ class WebhookDeliveryAdmin(_WholeFleetOnly, _ReadOnly, _DeliveryModelAdmin):
         "content_type",
         "body_size",
         "body_sha256",
+        "body_purged_at",
         "headers",
         "body_shown",
     )
@@ -283,6 +284,11 @@ class WebhookDeliveryAdmin(_WholeFleetOnly, _ReadOnly, _DeliveryModelAdmin):
 
     @admin.display(description=_("body"))
     def body_shown(self, delivery: WebhookDelivery) -> str:
+        if delivery.body_purged_at is not None:
+            return gettext(
+                "Emptied %(when)s, as every processed delivery's after "
+                "FLEET_WEBHOOK_BODIES_KEEP_DAYS days; its size and SHA-256 are above."
+            ) % {"when": formatting.moment(delivery.body_purged_at)}
         return format_html('<pre class="readonly">{}</pre>', delivery.body_text())
 
     def has_replay_permission(self, request: HttpRequest) -> bool:

@@ -36,6 +36,7 @@ from fleet.models.groups import (
 from fleet.models.saved_views import SavedFineView
 from fleet.models.tallies import FineTally, TallyDimension
 from fleet.models.webhooks import (
+    BODY_PURGED_STATUSES,
     REPLAYABLE_STATUSES,
     DeliveryStatus,
     EventKind,
@@ -48,6 +49,7 @@ from fleet.models.webhooks import (
 )
 
 __all__ = [
+    "BODY_PURGED_STATUSES",
     "REPLAYABLE_STATUSES",
     "WHOLE_FLEET_PERMISSION",
     "AccessKeyMint",

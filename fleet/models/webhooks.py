@@ -39,6 +39,10 @@ REPLAYABLE_STATUSES = (
 )
 
 
+# Deliveries whose body is of no more use once old: they can only come out the same.
+BODY_PURGED_STATUSES = (DeliveryStatus.PROCESSED, DeliveryStatus.DUPLICATE)
+
+
 class EventKind(models.TextChoices):
     FINE = "frame", _("fine")
     NOTIFICATION = "notification", _("notification")
@@ -68,6 +72,9 @@ class WebhookDelivery(models.Model):
     error = models.TextField(_("error"), blank=True)
     attempts = models.PositiveSmallIntegerField(_("processing attempts"), default=0)
     processed_at = models.DateTimeField(_("last processed"), null=True, blank=True)
+    # When the body of a delivery processed long ago was emptied
+    # (`FLEET_WEBHOOK_BODIES_KEEP_DAYS`); `body_size` and `body_sha256` stay.
+    body_purged_at = models.DateTimeField(_("body purged"), null=True, blank=True)
     unknown_keys_unrecorded = models.PositiveIntegerField(
         _("unknown keys not recorded"),
         default=0,
@@ -124,6 +131,12 @@ class WebhookDelivery(models.Model):
                     ("fine", "fleet_delivery_fine"),
                     ("notification", "fleet_delivery_notification"),
                 )
+            ),
+            # The bodies the nightly purge may empty, oldest first (`BODY_PURGED_STATUSES`).
+            models.Index(
+                fields=["received_at"],
+                condition=models.Q(body_purged_at__isnull=True, status__in=BODY_PURGED_STATUSES),
+                name="fleet_delivery_body_kept",
             ),
         ]
 

@@ -57,6 +57,7 @@ from fleet.services.vehicles import vehicle_drivers
 from fleet.webhooks import payloads
 from fleet.webhooks.changes import RecordChange, records_changed
 from fleet.webhooks.records import RecordModel, record_model, record_new, record_update
+from fleet.webhooks.retention import delivery_bodies_purge_schedule
 from fleet.webhooks.unknown_keys import unknown_keys_record
 
 logger = logging.getLogger(__name__)
@@ -114,6 +115,7 @@ def deliveries_process_received(*, batch: int = 64, budget_s: float = 30.0) -> C
             logger.exception("could not ask the worker to go on processing webhook deliveries")
     if outcomes[DeliveryStatus.PROCESSED]:
         fine_figures_prepare()
+    delivery_bodies_purge_schedule()  # processed bodies are kept for so long
     return outcomes
 
 

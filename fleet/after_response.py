@@ -44,6 +44,11 @@ def later(work: Callable[[], object]) -> None:
         pending.append(under_the_requests_id)
 
 
+def in_request() -> bool:
+    """Whether `later` would wait for a response (this code runs inside a request)."""
+    return _pending.get() is not None
+
+
 def request_started(**_: Any) -> None:
     """`request_started`'s receiver: this request leaves nothing yet."""
     _pending.set([])

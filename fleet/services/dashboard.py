@@ -6,7 +6,9 @@ Every figure is read from the running sums that the writes of fines keep in thei
 transaction (`fleet.services.tallies`): a few rows each, however many fines there are.
 The figures are kept in the cache under the tallies' version and today's date, so that
 a dashboard reads one row while no fine changed, and a handful of small indexed
-queries, never the fines, once one did: a fine written shows at once. The writers of
+queries, never the fines, once one did: a fine written shows at once. A part of the
+fleet (a region) has no tallies of its own: its figures are summed from its fines after
+a page's response and shown from the cache (`_scoped_figures`). The writers of
 fines read them and render their fragment for the cache themselves: processing in the
 transaction that writes a run's last batch, for the moment it commits
 (`fine_figures_publish`), the others once they are done (`fine_figures_prepare`). With
@@ -32,6 +34,7 @@ from django.template.loader import render_to_string
 from django.urls import get_script_prefix
 from django.utils import timezone, translation
 
+from fleet import after_response
 from fleet.models import Fine, FineTally, Notification, TallyDimension
 from fleet.services.drivers import driver_names
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope
@@ -51,6 +54,10 @@ RECENT_DAYS: Final = 7
 _CACHE_SECONDS: Final = 300  # bounds how long a renamed driver keeps the old name
 _CACHE_FORMAT: Final = 2
 _READ_ATTEMPTS: Final = 3
+# A part of the fleet's figures are kept a day (shown, then read again, once a fine
+# changed); one process reads them again at a time, for up to this long.
+_SCOPED_CACHE_SECONDS: Final = 86_400
+_SCOPED_READING_SECONDS: Final = 300
 _GENERATION: Final = "fleet:fine-figures:generation"
 _ZERO: Final = Decimal("0.00")
 
@@ -183,15 +190,15 @@ def record_counts(
 
 
 def fine_figures(*, scope: VehicleScope = WHOLE_FLEET) -> FineFigures:
-    """The figures of the fines `scope` sees: from the cache while the tallies' version is
-    the one they were read at, else read from the tallies (the whole fleet's) or summed
-    from the scope's fines (and kept)."""
+    """The figures of the fines `scope` sees: the whole fleet's from the cache while the
+    tallies' version is the one they were read at, else read from the tallies; a part
+    of the fleet's as `_scoped_figures` keeps them."""
     today = timezone.localdate()
+    if not scope.whole_fleet:
+        return _scoped_figures(today, scope)
     version = fine_tallies_version()
     for _attempt in range(_READ_ATTEMPTS):
         key = _figures_key(today, version)
-        if not scope.whole_fleet:
-            key = f"{key}:{hashlib.sha256(scope.key.encode()).hexdigest()[:24]}"
         cached: FineFigures | None = cache.get(key)
         if cached is not None:
             return cached
@@ -203,6 +210,47 @@ def fine_figures(*, scope: VehicleScope = WHOLE_FLEET) -> FineFigures:
             return figures
         version = now
     return figures  # writes keep coming: as read, not kept
+
+
+def _scoped_figures(today: date, scope: VehicleScope) -> FineFigures:
+    """A part of the fleet has no tallies of its own: its figures are summed from its
+    fines (`_computed`), which at a region of a large fleet takes seconds. So they are
+    kept, with the version they were read at, and shown as kept; once a fine changed,
+    a page shows them as they were and reads them again after its response (one
+    process at a time), for the next page: the dashboard refreshes itself, a moment
+    later. Outside a request, and when none are kept, they are read at once."""
+    entry = _scoped_key(today, scope)
+    kept: tuple[str, FineFigures] | None = cache.get(entry)
+    if kept is None or not after_response.in_request():
+        return _scoped_read(today, scope, entry)
+    read_at, figures = kept
+    if read_at != _figures_key(today, fine_tallies_version()) and cache.add(
+        f"{entry}:reading", 1, timeout=_SCOPED_READING_SECONDS
+    ):
+        after_response.later(lambda: _scoped_read(today, scope, entry))
+    return figures
+
+
+def _scoped_read(today: date, scope: VehicleScope, entry: str) -> FineFigures:
+    """`scope`'s figures summed from its fines, and kept (if no write came meanwhile)."""
+    try:
+        version = fine_tallies_version()
+        for _attempt in range(_READ_ATTEMPTS):
+            read_at = _figures_key(today, version)
+            figures = _computed(today, f"{read_at}:{entry}", scope)
+            now = fine_tallies_version()
+            if now == version:
+                cache.set(entry, (read_at, figures), timeout=_SCOPED_CACHE_SECONDS)
+                return figures
+            version = now
+        return figures
+    finally:
+        cache.delete(f"{entry}:reading")
+
+
+def _scoped_key(today: date, scope: VehicleScope) -> str:
+    digest = hashlib.sha256(scope.key.encode()).hexdigest()[:24]
+    return f"fleet:fine-figures:{_CACHE_FORMAT}:scoped:{today}:{digest}"
 
 
 def fine_figures_html(figures: FineFigures, *, language: str) -> str:

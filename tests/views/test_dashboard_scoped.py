@@ -1,0 +1,85 @@
+"""A region's dashboard at any size: its figures are summed from its fines (it has no
+tallies of its own), which at a region of a large fleet takes seconds; so a page never
+waits for that once the region has been seen. After a fine changed, the next page shows
+the figures kept and reads them again after its response; the page after shows them new.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from fleet.services.dashboard import fine_figures
+from fleet.services.scopes import scope_of
+from fleet.webhooks.processing import deliveries_process_received
+from tests.views.test_vehicle_group_pages import login, regions
+
+__all__ = ["regions"]  # the fixture
+
+pytestmark = [pytest.mark.django_db, pytest.mark.scoped]
+
+WEBHOOK = "/webhooks/fleet/dev-webhook-token/"
+ENGLISH = {"Accept-Language": "en"}
+
+
+def fine(client: Client, number: int, plate: str, amount: str) -> None:
+    payload = {"frame": {"id": number, "treated": False, "carPlate": plate, "amount": amount}}
+    response = client.post(WEBHOOK, data=json.dumps(payload), content_type="application/json")
+    assert response.status_code == 202
+    deliveries_process_received()
+
+
+def shown(client: Client) -> tuple[str, list[str]]:
+    """The untreated R$ the dashboard shows, and the SQL it ran."""
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get("/", headers=ENGLISH).text
+    amount = re.search(r'data-testid="untreated-amount">R\$&nbsp;([^<]*)<', page)
+    assert amount
+    return amount[1], [query["sql"] for query in queries.captured_queries]
+
+
+def reads_the_fines(sql: list[str]) -> bool:
+    return any('FROM "fleet_fine"' in statement for statement in sql)
+
+
+def test_a_regions_dashboard_never_waits_for_its_sum_once_seen(
+    client, django_user_model, regions
+):
+    _fleet, made = regions
+    sp, sp_plates = made["São Paulo"]
+    user = login(client, django_user_model, "regina", sp)
+    fine(Client(), 1, sp_plates[0], "100.00")
+
+    first, sql = shown(client)  # never seen: summed while the page waits
+    assert first == "100.00"
+    assert reads_the_fines(sql)
+
+    fine(Client(), 2, sp_plates[1], "50.00")
+    kept, sql = shown(client)  # the figures kept; summed again after the response
+    assert kept == "100.00"
+    assert reads_the_fines(sql)  # the test client runs what follows a response in its call
+
+    new, sql = shown(client)
+    assert new == "150.00"
+    assert not reads_the_fines(sql)
+    # Outside a request (a task, a shell), nobody waits: read at once.
+    fine(Client(), 3, sp_plates[2], "1.00")
+    assert fine_figures(scope=scope_of(user)).untreated.count == 3
+
+
+def test_a_fine_outside_the_region_changes_nothing_it_shows(client, django_user_model, regions):
+    _fleet, made = regions
+    (sp, sp_plates), (_rio, rio_plates) = made["São Paulo"], made["Rio"]
+    login(client, django_user_model, "regina", sp)
+    fine(Client(), 1, sp_plates[0], "100.00")
+    assert shown(client)[0] == "100.00"
+
+    fine(Client(), 2, rio_plates[0], "70.00")
+
+    assert shown(client)[0] == "100.00"
+    assert shown(client)[0] == "100.00"

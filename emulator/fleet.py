@@ -18,7 +18,7 @@ from typing import NamedTuple
 from emulator import minimal
 from emulator.messages import encode_json
 
-MAX_VEHICLES = 100_000
+MAX_VEHICLES = 1_000_000
 # Minimal-mode list-cars answers kept, by spelling seed (about 13 MB each at
 # 100,000 vehicles); past this many, the least recently used is dropped.
 _MINIMAL_BODIES_KEPT = 2

@@ -1,0 +1,272 @@
+"""The data set of `bench.scale`, written into the portal's database by the portal's own
+models (`python -m bench.scale_fill`, in a process with the portal's environment).
+
+For the emulator's fleet of `--vehicles` (the same seed: the same plates and drivers),
+it writes what years of a large fleet leave, as processing would have left it:
+
+- a name for one driver in five (`Driver`, `DriverWord`: what the pickers search);
+- three regions (vehicle groups) that share the fleet, and two managers: one who sees
+  the whole fleet, one who sees the first region;
+- `--fines` fines over three years, of every vehicle, 60 % treated, 70 % with their
+  document, each with its notice number, infraction (`Wording`), amount, moment and
+  driver; `--notifications` notifications; a delivery (processed, its body emptied as
+  the retention leaves it) for one fine in ten;
+- then the dashboard's tallies from scratch (`fine_tallies_rebuild`).
+
+Rows go in with `bulk_create`, `CHUNK` to a transaction, and the time of each part is
+printed. It prints, last, one line of JSON: what the measurements need (plates, drivers,
+notice numbers, the managers' passwords).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import secrets
+import sys
+import time
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+import django
+
+django.setup()
+
+from django.contrib.auth.models import Permission, User  # noqa: E402
+from django.db import transaction  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from emulator import infractions  # noqa: E402
+from emulator.fleet import generate_vehicles  # noqa: E402
+from fleet import plates  # noqa: E402
+from fleet.management.commands.demo_drivers import demo_names  # noqa: E402
+from fleet.models import (  # noqa: E402
+    BODY_PURGED_STATUSES,
+    WHOLE_FLEET_PERMISSION,
+    Driver,
+    Fine,
+    Notification,
+    VehicleGroup,
+    VehicleGroupMember,
+    VehicleGroupPlate,
+    WebhookDelivery,
+    Wording,
+)
+from fleet.services.drivers import driver_words_write  # noqa: E402
+from fleet.services.scopes import scopes_changed  # noqa: E402
+from fleet.services.tallies import fine_tallies_rebuild  # noqa: E402
+
+CHUNK = 20_000
+YEARS = 3
+REGIONS = ("Sudeste", "Sul", "Nordeste")
+TITLES = ("Licenciamento a vencer", "Indicação de condutor", "Recall do fabricante")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.scale_fill")
+    parser.add_argument("--vehicles", type=int, required=True)
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--fines", type=int, required=True)
+    parser.add_argument("--notifications", type=int, required=True)
+    options = parser.parse_args()
+    vehicles = generate_vehicles(options.vehicles, options.seed)
+    registrations = [plates.registration(vehicle.car_plate) for vehicle in vehicles]
+    drivers = [vehicle.driver_id for vehicle in vehicles]
+    rng = random.Random(options.seed)
+    timed("drivers named", lambda: _drivers(sorted(set(drivers))[::5]))
+    managers = timed("regions and managers", lambda: _regions(registrations))
+    wordings = timed("wordings", _wordings)
+    references = timed(
+        f"{options.fines:,} fines",
+        lambda: _fines(rng, options.fines, registrations, drivers, wordings),
+    )
+    timed(
+        f"{options.notifications:,} notifications",
+        lambda: _notifications(rng, options.notifications, registrations, wordings),
+    )
+    timed("the dashboard's tallies", fine_tallies_rebuild)
+    picked = rng.sample(range(len(vehicles)), k=min(20, len(vehicles)))
+    print(
+        json.dumps(
+            {
+                "plates": [vehicles[n].car_plate for n in picked],
+                "drivers": [drivers[n] for n in picked],
+                "references": references,
+                "managers": managers,
+            }
+        )
+    )
+    return 0
+
+
+def timed[T](what: str, work: Callable[[], T]) -> T:
+    began = time.perf_counter()
+    result = work()
+    print(f"  {what}: {time.perf_counter() - began:,.1f} s", file=sys.stderr, flush=True)
+    return result
+
+
+def _chunks(rows: Iterator[Any], size: int = CHUNK) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _drivers(named: list[int]) -> None:
+    names = demo_names(named)
+    for chunk in _chunks(iter(names.items())):
+        with transaction.atomic():
+            made = Driver.objects.bulk_create(Driver(driver_id=d, name=n) for d, n in chunk)
+            driver_words_write(made)
+
+
+def _regions(registrations: list[str]) -> dict[str, dict[str, str]]:
+    groups = [VehicleGroup.objects.create(name=name) for name in REGIONS]
+    rows = (
+        VehicleGroupPlate(group=groups[n % len(groups)], registration=registration)
+        for n, registration in enumerate(registrations)
+    )
+    for chunk in _chunks(rows):
+        with transaction.atomic():
+            VehicleGroupPlate.objects.bulk_create(chunk, ignore_conflicts=True)
+    managers = {}
+    whole = Permission.objects.get(codename=WHOLE_FLEET_PERMISSION.split(".")[1])
+    for username, group in (("bench-whole", None), ("bench-region", groups[0])):
+        password = secrets.token_urlsafe(16)
+        # The whole fleet's manager administers too: the admin's lists are measured.
+        user = User.objects.create_user(
+            username, password=password, is_staff=group is None, is_superuser=group is None
+        )
+        if group is None:
+            user.user_permissions.add(whole)
+        else:
+            VehicleGroupMember.objects.create(group=group, user=user)
+        managers[username] = {"username": username, "password": password}
+    scopes_changed()
+    return managers
+
+
+def _wordings() -> dict[str, list[int]]:
+    made = {}
+    for kind, texts in (
+        ("fines", [infraction.description for infraction in infractions.INFRACTIONS]),
+        ("notifications", list(TITLES)),
+    ):
+        rows = [Wording(text=text, digest=_digest(text)) for text in texts]
+        Wording.objects.bulk_create(rows, ignore_conflicts=True)
+        made[kind] = list(
+            Wording.objects.filter(digest__in=[row.digest for row in rows]).values_list(
+                "pk", flat=True
+            )
+        )
+    return made
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _fines(
+    rng: random.Random,
+    count: int,
+    registrations: list[str],
+    drivers: list[int],
+    wordings: dict[str, list[int]],
+) -> list[str]:
+    now = timezone.now()
+    span = int(timedelta(days=365 * YEARS).total_seconds())
+    texts = dict(Wording.objects.values_list("pk", "text"))
+    amounts = [Decimal(tier.amount) for tier in infractions.TIERS]
+
+    def fine(number: int) -> Fine:
+        vehicle = rng.randrange(len(registrations))
+        occurred = now - timedelta(seconds=rng.randrange(span))
+        received = occurred + timedelta(days=rng.randrange(10, 40))
+        received = min(received, now)
+        reference = f"E{number:09d}"
+        wording = rng.choice(wordings["fines"])
+        amount = rng.choice(amounts)
+        treated = rng.random() < 0.6
+        payload = {
+            "id": number,
+            "carPlate": registrations[vehicle],
+            "autoInfracao": reference,
+            "description": texts[wording],
+            "occurredAt": occurred.isoformat(),
+            "amount": str(amount),
+        }
+        return Fine(
+            key=f"id:{number}",
+            external_id=str(number),
+            treated=treated,
+            payload=payload,
+            registration=registrations[vehicle],
+            received_at=received,
+            updated_at=received,
+            link_frame=f"https://autoridade.example/{reference}.pdf" if rng.random() < 0.7 else "",
+            link=f"https://boletos.example/{reference}",
+            amount=amount,
+            occurred_at=occurred,
+            driver_id=drivers[vehicle],
+            reference=reference,
+            infraction_id=wording,
+        )
+
+    for chunk in _chunks(fine(number) for number in range(1, count + 1)):
+        with transaction.atomic():
+            made = Fine.objects.bulk_create(chunk)
+            WebhookDelivery.objects.bulk_create(
+                WebhookDelivery(
+                    received_at=record.received_at,
+                    body=b"",
+                    body_size=200,
+                    body_sha256=f"{record.pk:064d}",
+                    status=BODY_PURGED_STATUSES[0],
+                    kind="frame",
+                    fine_id=record.pk,
+                    processed_at=record.received_at,
+                    body_purged_at=now,
+                )
+                for record in made[::10]
+            )
+    return [f"E{number:09d}" for number in rng.sample(range(1, count + 1), k=min(count, 20))]
+
+
+def _notifications(
+    rng: random.Random, count: int, registrations: list[str], wordings: dict[str, list[int]]
+) -> None:
+    now = timezone.now()
+    span = int(timedelta(days=365 * YEARS).total_seconds())
+    texts = dict(Wording.objects.values_list("pk", "text"))
+
+    def notification(number: int) -> Notification:
+        registration = rng.choice(registrations)
+        wording = rng.choice(wordings["notifications"])
+        received = now - timedelta(seconds=rng.randrange(span))
+        return Notification(
+            key=f"id:n{number}",
+            external_id=f"n{number}",
+            treated=rng.random() < 0.6,
+            payload={"title": texts[wording], "carPlate": registration, "message": "…"},
+            registration=registration,
+            received_at=received,
+            updated_at=received,
+            heading_id=wording,
+        )
+
+    for chunk in _chunks(notification(number) for number in range(1, count + 1)):
+        with transaction.atomic():
+            Notification.objects.bulk_create(chunk)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

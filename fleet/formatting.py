@@ -8,10 +8,12 @@ stored. `sent` is a payload's text as sent, shown as it is when it could not be 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
+from functools import lru_cache
 
-from django.utils import formats, timezone
+from django.utils import dateformat, formats, timezone, translation
 from django.utils.translation import gettext
 
 
@@ -22,7 +24,34 @@ def moment(value: datetime | None, *, sent: str = "") -> str:
         return sent
     if timezone.is_aware(value):
         value = timezone.localtime(value)
-    return formats.date_format(value, "SHORT_DATETIME_FORMAT")
+    return _short_datetime(translation.get_language() or "")(value)
+
+
+# Django's format characters that `strftime` writes the same way (zero-padded numbers).
+_STRFTIME = {"d": "%d", "m": "%m", "Y": "%Y", "y": "%y", "H": "%H", "i": "%M", "s": "%S"}
+
+
+@lru_cache(maxsize=32)
+def _short_datetime(language: str) -> Callable[[datetime], str]:
+    """The language's SHORT_DATETIME_FORMAT as a function: `strftime` when every character
+    of the format has a `strftime` twin (pt-BR's `d/m/Y H:i`), Django's `date_format`
+    otherwise (English's `P`, "2:30 p.m."). A CSV export of a million fines formats three
+    million moments: `strftime` takes a tenth of the time."""
+    pattern = str(formats.get_format("SHORT_DATETIME_FORMAT", lang=language))
+    translated = []
+    escaped = False
+    for char in pattern:
+        if char == "\\" and not escaped:
+            escaped = True
+        elif escaped or not char.isalpha():
+            translated.append("%%" if char == "%" else char)
+            escaped = False
+        elif char in _STRFTIME:
+            translated.append(_STRFTIME[char])
+        else:
+            return lambda value: dateformat.format(value, pattern)
+    compiled = "".join(translated)
+    return lambda value: value.strftime(compiled)
 
 
 def amount(value: Decimal | None, *, sent: str = "") -> str:

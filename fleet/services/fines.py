@@ -105,9 +105,24 @@ def fine_search(*, scope: VehicleScope, page: int = 1, **filters: Any) -> Page[F
     return Paginator(fine_filtered(scope=scope, **filters), PER_PAGE).get_page(page)
 
 
+# What an export reads of a fine (not its history of `treated`, a JSON to decode).
+EXPORT_FIELDS = (
+    "external_id",
+    "treated",
+    "payload",
+    "reference",
+    "amount",
+    "occurred_at",
+    "link_frame",
+    "link",
+    "received_at",
+    "updated_at",
+)
+
+
 def fine_export(*, scope: VehicleScope, **filters: Any) -> Iterator[Fine]:
     """Every fine `fine_search` would list, in its order, read a chunk at a time."""
-    return fine_filtered(scope=scope, **filters).iterator(EXPORT_CHUNK)
+    return fine_filtered(scope=scope, **filters).only(*EXPORT_FIELDS).iterator(EXPORT_CHUNK)
 
 
 def fine_get(*, scope: VehicleScope, fine_id: int) -> Fine | None:

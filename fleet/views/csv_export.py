@@ -47,9 +47,10 @@ def csv_download[T](
 
     def lines() -> Iterator[str]:
         with translation.override(language), timezone.override(zone):
+            separator = str(formats.get_format("DECIMAL_SEPARATOR"))
             yield "\ufeff" + writer.writerow(header)
             for record in records:
-                yield writer.writerow([_cell(value) for value in row(record)])
+                yield writer.writerow([_cell(value, separator) for value in row(record)])
 
     response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
     stamp = timezone.localtime().strftime("%Y%m%d-%H%M")
@@ -70,11 +71,13 @@ def spreadsheet_text(value: str) -> str:
     return value
 
 
-def _cell(value: object) -> object:
+def _cell(value: object, separator: str) -> object:
     if isinstance(value, str):
         return spreadsheet_text(value)
     # A number is no formula, a negative one included (-12,50 stays a number); the
-    # reader's spreadsheet wants its decimal separator (Excel in pt-BR: a comma).
+    # reader's spreadsheet wants its decimal separator (Excel in pt-BR: a comma), and
+    # no grouping (`number_format`'s, a tenth of its time at a million rows).
     if isinstance(value, Decimal | float):
-        return formats.number_format(value, use_l10n=True, force_grouping=False)
+        shown = format(value, "f") if isinstance(value, Decimal) else repr(value)
+        return shown.replace(".", separator)
     return value

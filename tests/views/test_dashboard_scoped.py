@@ -47,9 +47,7 @@ def reads_the_fines(sql: list[str]) -> bool:
     return any('FROM "fleet_fine"' in statement for statement in sql)
 
 
-def test_a_regions_dashboard_never_waits_for_its_sum_once_seen(
-    client, django_user_model, regions
-):
+def test_a_regions_dashboard_never_waits_for_its_sum_once_seen(client, django_user_model, regions):
     _fleet, made = regions
     sp, sp_plates = made["São Paulo"]
     user = login(client, django_user_model, "regina", sp)

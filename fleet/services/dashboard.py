@@ -481,6 +481,16 @@ def _top_drivers(scoped: Tallies | None) -> list[DriverFigure]:
     ]
 
 
+def fine_tallies_total(dimension: TallyDimension, key: str | None = None) -> Total:
+    """The count and R$ of one tally (`key`), or of every tally of `dimension` (None):
+    the fines by day received sum up to all the fines."""
+    tallies = FineTally.objects.filter(dimension=dimension)
+    if key is not None:
+        tallies = tallies.filter(key=key)
+    found = tallies.aggregate(count=Sum("count"), cents=Sum("cents"))
+    return Total(found["count"] or 0, tally_amount(found["cents"] or 0))
+
+
 def fine_totals(fines: QuerySet[Fine]) -> Total:
     """How many fines `fines` holds and their R$."""
     found = fines.order_by().aggregate(count=Count("pk"), amount=_amount())

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from functools import cached_property
 from datetime import date
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
@@ -19,10 +20,17 @@ from django.db import transaction
 from django.db.models import Count, F, Q, QuerySet, Sum
 
 from fleet import plates
-from fleet.models import Fine, Notification, SavedFineView, Wording
-from fleet.services.dashboard import fine_figures_prepare, local_midnight, month_start
+from fleet.models import Fine, Notification, SavedFineView, TallyDimension, Wording
+from fleet.services.dashboard import (
+    Total,
+    fine_figures_prepare,
+    fine_tallies_total,
+    fine_totals,
+    local_midnight,
+    month_start,
+)
 from fleet.services.scopes import VehicleScope
-from fleet.services.tallies import FINE_FIELDS, FineState, fine_tallies_apply
+from fleet.services.tallies import FINE_FIELDS, FineState, fine_tallies_apply, month_key
 from fleet.services.vehicles import vehicle_drivers
 
 PER_PAGE = 50
@@ -100,9 +108,66 @@ FINE_SORTS = {
 }
 
 
+# A list counts its records up to this many: past it, "10,000 or more" (and that many
+# pages), so that a page of ten million fines costs what one of ten thousand does.
+COUNTED = 10_000
+
+
+class CappedPaginator(Paginator[Any]):
+    """Django's paginator, counting no further than `COUNTED` records (`capped` says it
+    stopped there): the count of a filter that selects millions reads ten thousand."""
+
+    capped = False
+
+    @cached_property
+    def count(self) -> int:
+        records = cast(QuerySet[Any], self.object_list)
+        found: int = records[: COUNTED + 1].count()
+        self.capped = found > COUNTED
+        return min(found, COUNTED)
+
+
+@dataclass(frozen=True, slots=True)
+class ListTotal:
+    """How many records a list's filters select and their R$: `more` when there are more
+    than `count` (`COUNTED`), and `amount` then None (unless the tallies have it)."""
+
+    count: int
+    amount: Decimal | None
+    more: bool = False
+
+
 def fine_search(*, scope: VehicleScope, page: int = 1, **filters: Any) -> Page[Fine]:
     """One page of fines; `fine_filtered` says what `filters` select and in which order."""
-    return Paginator(fine_filtered(scope=scope, **filters), PER_PAGE).get_page(page)
+    return CappedPaginator(fine_filtered(scope=scope, **filters), PER_PAGE).get_page(page)
+
+
+def fine_list_total(*, scope: VehicleScope, **filters: Any) -> ListTotal:
+    """The count and R$ of the fines `filters` select: from the tallies (a few rows) when
+    the whole fleet is filtered as the dashboard counts it (nothing, untreated, a month,
+    without document); else summed over them if they are `COUNTED` or fewer."""
+    chosen = {name: value for name, value in filters.items() if value not in (None, "")}
+    chosen.pop("sort", None)
+    if scope.whole_fleet and (tallied := _tallied(chosen)) is not None:
+        return ListTotal(tallied.count, tallied.amount)
+    fines = fine_filtered(scope=scope, **filters).order_by()
+    counted = fines[: COUNTED + 1].count()
+    if counted > COUNTED:
+        return ListTotal(COUNTED, None, more=True)
+    return ListTotal(counted, fine_totals(fines).amount)
+
+
+def _tallied(chosen: dict[str, Any]) -> Total | None:
+    """The dashboard's tally of these filters, if one counts exactly them."""
+    if not chosen:
+        return fine_tallies_total(TallyDimension.DAY)
+    if chosen == {"treated": False}:
+        return fine_tallies_total(TallyDimension.UNTREATED, "")
+    if chosen == {"document": False}:
+        return fine_tallies_total(TallyDimension.WITHOUT_DOCUMENT, "")
+    if set(chosen) == {"month"}:
+        return fine_tallies_total(TallyDimension.MONTH, month_key(chosen["month"]))
+    return None
 
 
 # What an export reads of a fine (not its history of `treated`, a JSON to decode).
@@ -233,7 +298,7 @@ def notification_search(
     """One page of the notifications `scope` sees; `q` (in the title, or the
     platform's id), `treated` and `plate` (the vehicle) filter."""
     notifications = _records(Notification, scope=scope, q=q, treated=treated, plate=plate)
-    return Paginator(notifications.order_by(*LIST_ORDER), PER_PAGE).get_page(page)
+    return CappedPaginator(notifications.order_by(*LIST_ORDER), PER_PAGE).get_page(page)
 
 
 def notification_export(

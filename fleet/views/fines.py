@@ -18,12 +18,11 @@ from django.views.decorators.vary import vary_on_headers
 from fleet import formatting, plates
 from fleet.forms import FineFilterForm, NotificationFilterForm, SavedFineViewForm
 from fleet.models import Fine
-from fleet.services.dashboard import fine_totals
 from fleet.services.drivers import drivers_find
 from fleet.services.fines import (
     fine_export,
-    fine_filtered,
     fine_get,
+    fine_list_total,
     fine_search,
     notification_export,
     notification_get,
@@ -46,7 +45,7 @@ def fine_list(request: AuthenticatedRequest) -> HttpResponse:
     filters = form.filters()
     page = fine_search(scope=scope, **filters)
     extra = {
-        "totals": fine_totals(fine_filtered(scope=scope, **FineFilterForm.every_page(filters))),
+        "totals": fine_list_total(scope=scope, **FineFilterForm.every_page(filters)),
         "saved_views": saved_fine_views(user=request.user),
         "save_form": SavedFineViewForm(initial={"query": FineFilterForm.query_string(filters)}),
     }

@@ -1,0 +1,91 @@
+"""A list counts no further than it must: whole-fleet totals the dashboard's tallies hold
+come from them, exact however many fines there are; any other filter counts ten thousand
+at most ("more than 10,000", and that many pages), so that a page of ten million fines
+costs what one of ten thousand does."""
+
+from __future__ import annotations
+
+import html
+import re
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from fleet.models import Fine
+from fleet.services.fines import COUNTED
+from fleet.services.tallies import fine_tallies_rebuild
+
+pytestmark = pytest.mark.django_db
+
+ENGLISH = {"Accept-Language": "en"}
+
+
+@pytest.fixture
+def many_fines() -> int:
+    now = timezone.now()
+    count = COUNTED + 1
+    Fine.objects.bulk_create(
+        Fine(
+            key=f"id:{n}",
+            external_id=str(n),
+            treated=n % 2 == 0,
+            payload={"id": n, "carPlate": "ABC1D23"},
+            registration="ABC1D23",
+            amount=Decimal("10.00"),
+            occurred_at=now - timedelta(days=1),
+            received_at=now,
+            updated_at=now - timedelta(seconds=n),
+        )
+        for n in range(1, count + 1)
+    )
+    fine_tallies_rebuild()
+    return count
+
+
+def said(page: str) -> tuple[str, str | None]:
+    count = re.search(r'data-testid="result-count"><span>([^<]*)</span>', page)
+    amount = re.search(r'data-testid="result-amount">([^<]*)<', page)
+    assert count
+    return html.unescape(count[1]), html.unescape(amount[1]) if amount else None
+
+
+def test_the_whole_fleets_totals_come_from_the_tallies_exact(manager_client, many_fines):
+    with CaptureQueriesContext(connection) as queries:
+        page = manager_client.get("/fines/", headers=ENGLISH).text
+
+    assert said(page) == ("10,001 fines", "R$ 100,010.00 in all")
+    assert "Page 1 of 200 or more" in page
+    assert not [
+        q
+        for q in queries.captured_queries
+        if 'COUNT("fleet_fine"' in q["sql"] and "LIMIT" not in q["sql"]
+    ]
+    untreated = manager_client.get("/fines/", {"treated": "0"}, headers=ENGLISH).text
+    assert said(untreated) == ("5,001 fines", "R$ 50,010.00 in all")
+
+
+def test_a_filter_of_more_than_ten_thousand_says_so_and_counts_no_further(
+    manager_client, many_fines
+):
+    with CaptureQueriesContext(connection) as queries:
+        page = manager_client.get("/fines/", {"plate": "ABC1D23"}, headers=ENGLISH).text
+
+    assert said(page) == ("More than 10,000 fines: narrow the filters to count them", None)
+    counts = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"]]
+    assert counts
+    assert all(f"LIMIT {COUNTED + 1}" in sql for sql in counts)
+    last = manager_client.get("/fines/", {"plate": "ABC1D23", "page": 999}, headers=ENGLISH).text
+    assert "Page 200 of 200 or more" in last
+    assert len(re.findall(r'<tr data-testid="fine"', last)) == 50
+
+
+def test_a_filter_of_ten_thousand_or_fewer_is_counted_and_summed(manager_client, many_fines):
+    page = manager_client.get("/fines/", {"plate": "ABC1D23", "treated": "1"}, headers=ENGLISH)
+
+    assert said(page.text) == ("5,000 fines", "R$ 50,000.00 in all")
+    assert "Page 1 of 100" in page.text
+    assert "or more" not in page.text

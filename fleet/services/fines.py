@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from functools import cached_property
 from datetime import date
 from decimal import Decimal
+from functools import cached_property
 from typing import Any, cast
 
 from django.contrib.auth.models import User

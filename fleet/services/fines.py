@@ -122,7 +122,8 @@ class CappedPaginator(Paginator[Any]):
     @cached_property
     def count(self) -> int:
         records = cast(QuerySet[Any], self.object_list)
-        found: int = records[: COUNTED + 1].count()
+        # Unordered: any index that selects them will do, read up to the cap.
+        found: int = records.order_by()[: COUNTED + 1].count()
         self.capped = found > COUNTED
         return min(found, COUNTED)
 

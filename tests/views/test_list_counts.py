@@ -89,3 +89,15 @@ def test_a_filter_of_ten_thousand_or_fewer_is_counted_and_summed(manager_client,
     assert said(page.text) == ("5,000 fines", "R$ 50,000.00 in all")
     assert "Page 1 of 100" in page.text
     assert "or more" not in page.text
+
+
+@pytest.mark.parametrize("model", ["fine", "webhookdelivery", "notification"])
+def test_the_admins_lists_of_large_tables_count_no_further(admin_client, many_fines, model):
+    with CaptureQueriesContext(connection) as queries:
+        page = admin_client.get(f"/admin/fleet/{model}/", headers=ENGLISH)
+
+    assert page.status_code == 200
+    counts = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"]]
+    assert all(f"LIMIT {COUNTED + 1}" in sql for sql in counts), counts
+    if model == "fine":
+        assert "10000" in page.text or "10,000" in page.text  # the capped count

@@ -243,11 +243,12 @@ class _ReadOnly:
 
 class _LargeList:
     """The change list of a table of millions of rows: counted up to `COUNTED` (its pages
-    too: "of 200 or more"), never in full (`show_full_result_count`), and no date
-    hierarchy (which reads the distinct dates of every row); received_at is a filter."""
+    too), and no date hierarchy (which reads the distinct dates of every row);
+    received_at is a filter. (A filtered or searched list still counts the whole table
+    for its "N in all": Django's `show_full_result_count`, whose "Show all" link the
+    admin's layout does not fit yet.)"""
 
     paginator: ClassVar[type] = CappedPaginator
-    show_full_result_count = False
     date_hierarchy: ClassVar[str | None] = None
 
 
@@ -357,10 +358,6 @@ class FineAdmin(_LargeList, _Scoped, _ReadOnly, _FineModelAdmin):
     ]
     list_filter = ["treated", "received_at"]
     search_fields = ["key"]  # the search box; what it finds: `_records_found`
-    search_help_text = _(
-        "The platform's id or the record's key, a notice number or its beginning, "
-        "a word of the infraction, or a plate."
-    )
     readonly_fields = (
         *_RECORD_FIELDS,
         "link_frame",
@@ -383,7 +380,6 @@ class NotificationAdmin(_LargeList, _Scoped, _ReadOnly, _NotificationModelAdmin)
     list_display = ["external_id", "registration", "treated", "received_at", "updated_at"]
     list_filter = ["treated", "received_at"]
     search_fields = ["key"]  # the search box; what it finds: `_records_found`
-    search_help_text = _("The platform's id or the record's key, a word of the title, or a plate.")
     readonly_fields = (*_RECORD_FIELDS, "heading")
 
     def get_search_results(

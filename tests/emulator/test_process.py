@@ -145,7 +145,7 @@ def test_it_logs_nothing_per_request_unless_verbose() -> None:
 
 def test_bad_arguments_are_refused() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "emulator", "--vehicles", "100001"],
+        [sys.executable, "-m", "emulator", "--vehicles", "1000001"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -101,7 +101,7 @@ def drivers_find(
     the fines `scope` sees (and no name for an id it does not see)."""
     if (driver_id := driver_id_typed(text)) is not None:
         name = driver_names([driver_id]).get(driver_id, "")
-        if name and not scope.whole_fleet and not _sees(scope).filter(driver_id=driver_id):
+        if name and not scope.whole_fleet and not _sees(scope).filter(driver_id=driver_id).exists():
             name = ""
         return [DriverChoice(driver_id, name)]
     words = sorted(name_words(text)[:SEARCH_WORDS], key=len, reverse=True)

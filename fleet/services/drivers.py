@@ -130,8 +130,13 @@ def drivers_find(
 def _beginning(word: str) -> QuerySet[DriverWord]:
     """The index's words that begin with `word`: a range, which every database reads from
     the index (a LIKE would not, whatever the collation)."""
-    following = word[:-1] + chr(ord(word[-1]) + 1)
-    return DriverWord.objects.filter(word__gte=word, word__lt=following)
+    return DriverWord.objects.filter(word__gte=word, word__lt=prefix_end(word))
+
+
+def prefix_end(text: str) -> str:
+    """The first text after every text that begins with `text`: the end of its range in an
+    index, which every database reads (a LIKE would not, whatever the collation)."""
+    return text[:-1] + chr(ord(text[-1]) + 1)
 
 
 def _sees(scope: VehicleScope) -> QuerySet[Fine]:

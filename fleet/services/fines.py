@@ -29,6 +29,7 @@ from fleet.services.dashboard import (
     local_midnight,
     month_start,
 )
+from fleet.services.drivers import prefix_end
 from fleet.services.scopes import VehicleScope
 from fleet.services.tallies import FINE_FIELDS, FineState, fine_tallies_apply, month_key
 from fleet.services.vehicles import vehicle_drivers
@@ -335,18 +336,13 @@ def records_searched(model: type[Fine] | type[Notification], q: str) -> Q:
     found = Q(key=f"id:{q}")
     if model is Fine:
         for typed in dict.fromkeys((q, q.upper())):
-            found |= Q(reference__gte=typed, reference__lt=_following(typed))
+            found |= Q(reference__gte=typed, reference__lt=prefix_end(typed))
     wordings = list(
         Wording.objects.filter(text__icontains=q).values_list("pk", flat=True)[:SEARCHED_WORDINGS]
     )
     if wordings:
         found |= Q(**{f"{'infraction' if model is Fine else 'heading'}_id__in": wordings})
     return found
-
-
-def _following(text: str) -> str:
-    """The first text after every text that begins with `text`: its range's end."""
-    return text[:-1] + chr(ord(text[-1]) + 1)
 
 
 def saved_fine_views(*, user: User) -> list[SavedFineView]:

@@ -4,6 +4,7 @@ large table (`LARGE_MODELS`) for longer than a moment.
 - `AddIndexWithoutLocking`: on PostgreSQL, `CREATE INDEX CONCURRENTLY` (writes go on
   while it builds; the migration must be `atomic = False`); elsewhere a plain index
   (SQLite has one writer at a time whatever the statement).
+- `DescendingIndex`: an order with its NULLs last, on the databases that need it said.
 
 tests/test_migrations_at_scale.py fails on a migration that would lock a large table.
 """
@@ -14,6 +15,7 @@ from typing import Any, Final
 
 from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db.migrations.operations import AddIndex
+from django.db.models import Index
 
 # The tables that grow with the fleet and the years (the README's table of what grows).
 LARGE_MODELS: Final = frozenset(
@@ -39,3 +41,32 @@ class AddIndexWithoutLocking(AddIndexConcurrently):
             super().database_backwards(app_label, schema_editor, from_state, to_state)
         else:
             AddIndex.database_backwards(self, app_label, schema_editor, from_state, to_state)
+
+
+class DescendingIndex(Index):
+    """An index of `fields` in descending order (each "-name") with their NULLs last, as
+    the lists sort them highest first (`fleet.services.fines.FINE_SORTS`).
+
+    PostgreSQL puts NULLs first in a descending index unless told, and reads an index
+    backwards only in the opposite order of NULLs too: so this index, beside the
+    ascending one. SQLite reads the ascending index in either order with its NULLs at
+    either end (and cannot say NULLS LAST in an index), so there the index is made
+    empty (a condition no row meets) rather than kept twice at every write.
+    """
+
+    def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
+        if schema_editor.connection.vendor != "postgresql":
+            return schema_editor._create_index_sql(
+                model,
+                fields=[model._meta.get_field(name) for name, _order in self.fields_orders],
+                name=self.name,
+                using=using,
+                condition="0 = 1",
+                **kwargs,
+            )
+        fields_orders = self.fields_orders
+        self.fields_orders = [(name, "DESC NULLS LAST") for name, _order in fields_orders]
+        try:
+            return super().create_sql(model, schema_editor, using, **kwargs)
+        finally:
+            self.fields_orders = fields_orders

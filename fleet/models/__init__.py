@@ -46,6 +46,7 @@ from fleet.models.webhooks import (
     WebhookDelivery,
     WebhookRecord,
     Wording,
+    of_vehicle,
 )
 
 __all__ = [
@@ -84,4 +85,5 @@ __all__ = [
     "WebhookDelivery",
     "WebhookRecord",
     "Wording",
+    "of_vehicle",
 ]

@@ -12,6 +12,7 @@ from django_stubs_ext import StrOrPromise
 
 from fleet import formatting
 from fleet.api.values import AMOUNT_DIGITS
+from fleet.schema import DescendingIndex
 from fleet.webhooks.payloads import (
     REFERENCE_LENGTH,
     REGISTRATION_LENGTH,
@@ -155,6 +156,13 @@ def _registration_index(name: str) -> models.Index:
     )
 
 
+def of_vehicle(registration: str) -> models.Q:
+    """The records of the vehicle `registration` (`fleet.plates.registration`), as the
+    plate index reads them: SQLite reads a partial index only for a query that says its
+    condition (a registration's equality does not imply it there)."""
+    return models.Q(registration=registration) & ~models.Q(registration="")
+
+
 class WebhookRecord(models.Model):
     """What fines and notifications share: one record per event id, updated in place.
 
@@ -279,6 +287,12 @@ class Fine(WebhookRecord):
                 name="fleet_fine_driver",
             ),
             models.Index(fields=["occurred_at", "amount"], name="fleet_fine_occurred"),
+            # The list sorted by when committed or by amount, either way, NULLs last: a
+            # page deep in it reads its rows from these indexes, not a sort of them all.
+            DescendingIndex(fields=["-occurred_at", "-id"], name="fleet_fine_occurred_desc"),
+            models.Index(fields=["treated", "occurred_at"], name="fleet_fine_treated_occurred"),
+            models.Index(fields=["amount", "id"], name="fleet_fine_amount"),
+            DescendingIndex(fields=["-amount", "-id"], name="fleet_fine_amount_desc"),
             models.Index(fields=["received_at", "amount"], name="fleet_fine_received"),
             # The fines still without their document, counted on their own.
             models.Index(

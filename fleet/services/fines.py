@@ -20,7 +20,14 @@ from django.db import transaction
 from django.db.models import Count, F, Q, QuerySet, Sum
 
 from fleet import plates
-from fleet.models import Fine, Notification, SavedFineView, TallyDimension, Wording
+from fleet.models import (
+    Fine,
+    Notification,
+    SavedFineView,
+    TallyDimension,
+    Wording,
+    of_vehicle,
+)
 from fleet.services.dashboard import (
     Total,
     fine_figures_prepare,
@@ -70,7 +77,7 @@ def vehicle_records(plate: str, *, scope: VehicleScope) -> VehicleRecords:
         registration = "-"  # no record has it
     untreated = Q(treated=False)
     counts = {
-        model: model.objects.filter(registration=registration).aggregate(
+        model: model.objects.filter(of_vehicle(registration)).aggregate(
             all=Count("pk"), untreated=Count("pk", filter=untreated), **sums
         )
         for model, sums in (
@@ -84,8 +91,8 @@ def vehicle_records(plate: str, *, scope: VehicleScope) -> VehicleRecords:
             (Notification, {}),
         )
     }
-    fines = Fine.objects.filter(registration=registration).order_by(*LIST_ORDER)
-    notifications = Notification.objects.filter(registration=registration).order_by(*LIST_ORDER)
+    fines = Fine.objects.filter(of_vehicle(registration)).order_by(*LIST_ORDER)
+    notifications = Notification.objects.filter(of_vehicle(registration)).order_by(*LIST_ORDER)
     return VehicleRecords(
         fines=counts[Fine]["all"],
         untreated_fines=counts[Fine]["untreated"],
@@ -322,7 +329,7 @@ def _records[R: (Fine, Notification)](
     if q:
         records = records.filter(records_searched(model, q))
     if plate:
-        records = records.filter(registration=plates.registration(plate))
+        records = records.filter(of_vehicle(plates.registration(plate)))
     if treated is not None:
         records = records.filter(treated=treated)
     return records

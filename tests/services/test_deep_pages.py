@@ -1,0 +1,137 @@
+"""A page deep in the fines list (the last a list counts to: `COUNTED`) is read from an
+index in the list's order, whatever the sort the form offers: the database walks the
+index to the page, it never reads every fine and sorts them.
+
+The plan is asked of the database the suite runs on: SQLite by default, PostgreSQL in
+CI's second leg. PostgreSQL is told to avoid a sequential scan and a sort whenever it
+can (its planner chooses them for a table this small): a plan that still has one has
+no index to do without it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.db import connection, transaction
+
+from fleet.models import Fine, of_vehicle
+from fleet.services.fines import (
+    COUNTED,
+    FINE_SORTS,
+    LIST_ORDER,
+    PER_PAGE,
+    fine_filtered,
+    notification_search,
+)
+from fleet.services.scopes import WHOLE_FLEET
+
+pytestmark = pytest.mark.django_db
+
+DEEP = COUNTED - PER_PAGE  # the first fine of the last page a list counts to
+
+
+@pytest.fixture
+def planned() -> Iterator[None]:
+    """On PostgreSQL, sequential scans and sorts only where no index will do."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL enable_seqscan = off")
+                cursor.execute("SET LOCAL enable_sort = off")
+        yield
+
+
+def plan(records: Any) -> list[str]:
+    """The plan of the page at `DEEP` of `records` (a queryset, or a paginator's list)."""
+    return records[DEEP : DEEP + PER_PAGE].explain().splitlines()
+
+
+def read_from_an_index(lines: list[str]) -> bool:
+    """Whether the plan reads the rows in order from an index: SQLite's may sort the
+    rows an index gives in the same order of its first columns ("right part": ties of
+    one moment), PostgreSQL's likewise ("Incremental Sort")."""
+    if connection.vendor == "postgresql":
+        # A node is "Name  (cost=…)", after an arrow below the first.
+        nodes = [line.strip().removeprefix("->").strip() for line in lines]
+        return not any(re.match(r"(Seq Scan|Sort) .*\(cost=", node) for node in nodes)
+    return not any(
+        ("SCAN fleet_" in line and "INDEX" not in line) or "TEMP B-TREE FOR ORDER BY" in line
+        for line in lines
+    )
+
+
+@pytest.mark.parametrize("sort", ["", *FINE_SORTS])
+def test_a_deep_page_of_every_sort_is_read_from_an_index(planned, sort):
+    lines = plan(fine_filtered(scope=WHOLE_FLEET, sort=sort))
+    assert read_from_an_index(lines), "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        {"treated": False},
+        {"treated": True, "sort": "-occurred_at"},
+        {"driver": 4021},
+        {"document": False},
+        {"amount_min": Decimal(100), "sort": "-amount"},
+        {"amount_max": Decimal(100), "sort": "amount"},
+    ],
+    ids=repr,
+)
+def test_a_deep_page_of_a_filtered_list_is_read_from_an_index(planned, filters):
+    lines = plan(fine_filtered(scope=WHOLE_FLEET, **filters))
+    assert read_from_an_index(lines), "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("listed", "table"),
+    [
+        (lambda: fine_filtered(scope=WHOLE_FLEET, plate="abc-1c34"), "fleet_fine"),
+        (
+            lambda: notification_search(scope=WHOLE_FLEET, plate="abc-1c34").paginator.object_list,
+            "fleet_notification",
+        ),
+        # What a vehicle's page reads (`vehicle_records`).
+        (lambda: Fine.objects.filter(of_vehicle("ABC1C34")).order_by(*LIST_ORDER), "fleet_fine"),
+    ],
+    ids=["fines by plate", "notifications by plate", "a vehicle's fines"],
+)
+def test_a_vehicles_records_are_searched_in_the_plate_index(planned, listed, table):
+    """A vehicle's records are looked up in the index of plates, not found by reading a
+    whole index: SQLite reads that partial index only when the query says its condition
+    (`of_vehicle`)."""
+    lines = plan(listed())
+    if connection.vendor == "postgresql":
+        index = f"Index Scan using {table}_plate on {table}"
+    else:
+        index = f"SEARCH {table} USING INDEX {table}_plate (registration=?)"
+    assert any(index in line for line in lines), "\n".join(lines)
+    assert read_from_an_index(lines), "\n".join(lines)
+
+
+def test_a_deep_page_of_notifications_is_read_from_an_index(planned):
+    page = notification_search(scope=WHOLE_FLEET)
+    lines = plan(page.paginator.object_list)
+    assert read_from_an_index(lines), "\n".join(lines)
+
+
+def test_the_check_sees_a_sort_of_every_fine(planned):
+    """The check itself: a list sorted on a column no index orders (the payment slip's
+    address) is a sort of them all, and is refused."""
+    lines = plan(Fine.objects.order_by("link", "-id"))
+    assert not read_from_an_index(lines), "\n".join(lines)
+
+
+def test_a_month_is_read_from_its_index(planned):
+    """A month's fines are found through the index of when they were committed (their
+    order then costs what the month holds, not what the table holds)."""
+    lines = plan(fine_filtered(scope=WHOLE_FLEET, month=date(2026, 5, 1)).order_by())
+    if connection.vendor == "postgresql":
+        assert not any("Seq Scan" in line for line in lines), "\n".join(lines)
+    else:
+        assert any("USING INDEX fleet_fine_occurred" in line for line in lines), "\n".join(lines)

@@ -291,6 +291,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://fleet-portal")}
 if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":
     CACHES["default"]["BACKEND"] = "portal.cache.RedisCache"  # one client per pool, not per call
+# The lists' rows as rendered (`fleet.views.rows`): in each process's memory, apart from
+# the shared cache so that they never push out what that holds (the vehicle list).
+CACHES["rows"] = {
+    "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+    "LOCATION": "fleet-portal-rows",
+    "TIMEOUT": 3600,
+    "OPTIONS": {"MAX_ENTRIES": 5000},
+}
 
 # Background tasks (django.tasks) stored in the database: `manage.py db_worker` runs them,
 # each queue with a worker of its own, so that alerts (which wait on subscribers'

@@ -223,7 +223,7 @@ def _fresh_fleet_client() -> Iterator[None]:
     remembered as already recorded, no processing run remembered as asked for
     (the database forgets them between tests), no e-CRLV view reported, and no work
     left for after a response the test never read to its end."""
-    from django.core.cache import cache
+    from django.core.cache import cache, caches
 
     from fleet import after_response
     from fleet.services.connection import fleet_clients_forget
@@ -238,6 +238,7 @@ def _fresh_fleet_client() -> Iterator[None]:
         after_response.pending_forget()
         fleet_clients_forget()
         cache.clear()
+        caches["rows"].clear()
         vehicles_forget()
         scopes_forget_all()
         unknown_keys_forget()

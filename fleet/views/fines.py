@@ -3,10 +3,12 @@ and their CSV exports."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Page
 from django.http import Http404, HttpResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -17,7 +19,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from fleet import formatting, plates
 from fleet.forms import FineFilterForm, NotificationFilterForm, SavedFineViewForm
-from fleet.models import Fine
+from fleet.models import Fine, WebhookRecord
 from fleet.services.drivers import drivers_find
 from fleet.services.fines import (
     fine_export,
@@ -34,6 +36,7 @@ from fleet.services.fines import (
 from fleet.services.scopes import scope_of
 from fleet.views import AuthenticatedRequest, is_fragment_request
 from fleet.views.csv_export import csv_download
+from fleet.views.rows import rows_rendered
 
 
 @require_GET
@@ -208,7 +211,7 @@ def _render(
     export_view: str,
     filters: dict[str, object],
     form: FineFilterForm | NotificationFilterForm,
-    page: object,
+    page: Page[Any],
     *,
     extra: dict[str, object] | None = None,
 ) -> HttpResponse:
@@ -216,7 +219,9 @@ def _render(
     filtered = any(
         value not in (None, "") for name, value in filters.items() if name not in ("page", "sort")
     )
+    rows = rows_rendered(f"{template}#row", cast(Sequence[WebhookRecord], page.object_list))
     context = {"filters": filters, "filtered": filtered, "form": form, "page": page, **links}
+    context["rows"] = rows
     context |= extra or {}
     if not is_fragment_request(request):
         return render(request, template, context)

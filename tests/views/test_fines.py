@@ -131,11 +131,13 @@ def test_each_fine_has_a_deep_link_into_the_fleet_app(manager_client, client):
 
     page = manager_client.get("/fines/", {"treated": "0"}, headers=ENGLISH).text
 
-    # A button posting the page's deep-link form: minting a key is no GET.
+    # A button posting the page's deep-link form: minting a key is no GET. It returns to
+    # the list, which says so once for all its rows.
     assert (
-        '<button type="submit" form="app-open" name="next" value="/fines/?treated=0" '
-        'class="icon-button" data-testid="handle-in-app" title="Handle in the fleet app">'
+        '<button type="submit" form="app-open" class="icon-button" data-testid="handle-in-app" '
+        'title="Handle in the fleet app">'
     ) in page
+    assert '<input type="hidden" form="app-open" name="next" value="/fines/?treated=0">' in page
 
 
 def test_received_and_updated_times_and_the_treated_history_are_shown(manager_client, client):

@@ -54,18 +54,12 @@ def run_dev(tmp_path):
         env=env,
         check=True,
     )
+    # Started as a script's background job is (`make run &`, `nohup`): with SIGINT
+    # ignored, which it inherits, and Ctrl-C must still stop it.
+    command = [sys.executable, "manage.py", "run_dev", "--port", str(portal_port)]
+    command += ["--vehicles", "50", "--idp-port", str(idp_port)]
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "manage.py",
-            "run_dev",
-            "--port",
-            str(portal_port),
-            "--vehicles",
-            "50",
-            "--idp-port",
-            str(idp_port),
-        ],
+        ["sh", "-c", 'trap "" INT && exec "$@"', "run_dev", *command],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

@@ -48,7 +48,11 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         children: list[subprocess.Popen[bytes]] = []
-        # A SIGTERM (from `kill` or a supervisor) stops the children like Ctrl-C does.
+        # Ctrl-C stops the children, also when run_dev was started with SIGINT ignored
+        # (which Python then leaves ignored): a job a script put in the background
+        # (`make run &`, `nohup`) inherits that. A SIGTERM (from `kill` or a supervisor)
+        # stops them the same way.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.default_int_handler)
         try:
             if settings.FLEET_ENVIRONMENT == "emulator":

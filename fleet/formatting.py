@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
+from typing import Protocol
 
 from django.utils import dateformat, formats, timezone, translation
 from django.utils.translation import gettext
@@ -25,6 +26,24 @@ def moment(value: datetime | None, *, sent: str = "") -> str:
     if timezone.is_aware(value):
         value = timezone.localtime(value)
     return _short_datetime(translation.get_language() or "")(value)
+
+
+class Moments(Protocol):
+    def __call__(self, value: datetime | None, sent: str = "") -> str: ...
+
+
+def moments() -> Moments:
+    """`moment` for many values, in the language and time zone active now, which it reads
+    once (an export's three million moments)."""
+    shown = _short_datetime(translation.get_language() or "")
+    zone = timezone.get_current_timezone()
+
+    def moment(value: datetime | None, sent: str = "") -> str:
+        if value is None:
+            return sent
+        return shown(value.astimezone(zone) if value.tzinfo is not None else value)
+
+    return moment
 
 
 # Django's format characters that `strftime` writes the same way (zero-padded numbers).

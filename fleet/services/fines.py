@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from functools import cached_property
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
@@ -40,6 +40,7 @@ from fleet.services.drivers import prefix_end
 from fleet.services.scopes import VehicleScope
 from fleet.services.tallies import FINE_FIELDS, FineState, fine_tallies_apply, month_key
 from fleet.services.vehicles import vehicle_drivers
+from fleet.webhooks.payloads import payload_plate, payload_text
 
 PER_PAGE = 50
 # Untreated first, then the latest changed.
@@ -179,24 +180,58 @@ def _tallied(chosen: dict[str, Any]) -> Total | None:
     return None
 
 
-# What an export reads of a fine (not its history of `treated`, a JSON to decode).
-EXPORT_FIELDS = (
-    "external_id",
-    "treated",
+# What an export reads of a fine: its columns, and of its payload (decoded once) what
+# only the payload has; no model instances (a million fines in seconds, not minutes).
+EXPORT_COLUMNS = (
     "payload",
     "reference",
     "amount",
     "occurred_at",
+    "treated",
     "link_frame",
     "link",
     "received_at",
     "updated_at",
+    "external_id",
 )
 
 
-def fine_export(*, scope: VehicleScope, **filters: Any) -> Iterator[Fine]:
+class ExportedFine(NamedTuple):
+    """A fine as an export writes it: its columns, and what its payload says that no
+    column holds (the plate and infraction as sent; the amount and moment as sent, for
+    when they could not be read)."""
+
+    plate: str
+    description: str
+    reference: str
+    amount: Decimal | None
+    amount_text: str
+    occurred_at: datetime | None
+    occurred_at_text: str
+    treated: bool
+    link_frame: str
+    link: str
+    received_at: datetime
+    updated_at: datetime
+    external_id: str
+
+
+def fine_export(*, scope: VehicleScope, **filters: Any) -> Iterator[ExportedFine]:
     """Every fine `fine_search` would list, in its order, read a chunk at a time."""
-    return fine_filtered(scope=scope, **filters).only(*EXPORT_FIELDS).iterator(EXPORT_CHUNK)
+    rows = fine_filtered(scope=scope, **filters).values_list(*EXPORT_COLUMNS)
+    for payload, reference, amount, occurred_at, *rest in rows.iterator(EXPORT_CHUNK):
+        amount_text = "" if amount is not None else payload_text(payload, "amount")
+        occurred_at_text = "" if occurred_at is not None else payload_text(payload, "occurredAt")
+        yield ExportedFine(
+            payload_plate(payload),
+            payload_text(payload, "description"),
+            reference,
+            amount,
+            amount_text,
+            occurred_at,
+            occurred_at_text,
+            *rest,
+        )
 
 
 def fine_get(*, scope: VehicleScope, fine_id: int) -> Fine | None:

@@ -19,9 +19,10 @@ from django.views.decorators.vary import vary_on_headers
 
 from fleet import formatting, plates
 from fleet.forms import FineFilterForm, NotificationFilterForm, SavedFineViewForm
-from fleet.models import Fine, WebhookRecord
+from fleet.models import WebhookRecord
 from fleet.services.drivers import drivers_find
 from fleet.services.fines import (
+    ExportedFine,
     fine_export,
     fine_get,
     fine_list_total,
@@ -138,19 +139,21 @@ def fine_list_export(request: AuthenticatedRequest) -> StreamingHttpResponse:
     filters = _export_filters(FineFilterForm(request.GET, scope=scope))
     handling = _handling()
 
-    def row(fine: Fine) -> list[object]:
+    moment = formatting.moments()
+
+    def row(fine: ExportedFine) -> list[object]:
         return [
             plates.display_if_plate(fine.plate),
             fine.description,
             fine.reference,
-            formatting.moment(fine.occurred_at, sent=fine.occurred_at_text),
+            moment(fine.occurred_at, fine.occurred_at_text),
             # A number cell, in the language's format (csv_export); else the text as sent.
             fine.amount if fine.amount is not None else fine.amount_text,
             handling[fine.treated],
             fine.link_frame,
             fine.link,
-            formatting.moment(fine.received_at),
-            formatting.moment(fine.updated_at),
+            moment(fine.received_at),
+            moment(fine.updated_at),
             fine.external_id,
         ]
 
@@ -178,6 +181,7 @@ def notification_list_export(request: AuthenticatedRequest) -> StreamingHttpResp
     """The notifications the filters select, every page of them, as CSV."""
     filters = _export_filters(NotificationFilterForm(request.GET))
     handling = _handling()
+    moment = formatting.moments()
     header = [_("Plate"), _("Title"), _("Message"), _("Handling")]
     header += [_("Received"), _("Updated"), _("Id in the fleet platform")]
     return csv_download(
@@ -189,8 +193,8 @@ def notification_list_export(request: AuthenticatedRequest) -> StreamingHttpResp
             notification.title,
             notification.message,
             handling[notification.treated],
-            formatting.moment(notification.received_at),
-            formatting.moment(notification.updated_at),
+            moment(notification.received_at),
+            moment(notification.updated_at),
             notification.external_id,
         ],
     )

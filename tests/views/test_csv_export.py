@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from django.utils import translation
 
-from fleet.views.csv_export import csv_download, spreadsheet_text
+from fleet.views.csv_export import LINES_SENT_TOGETHER, csv_download, spreadsheet_text
 
 
 def exported(*values: object, language: str = "pt-br") -> list[str]:
@@ -49,3 +49,16 @@ def test_numbers_stay_numbers_negative_ones_too_in_the_readers_format():
 
     assert exported(*numbers) == ["-12,50", "-12,5", "-3", "1293,50"]
     assert exported(*numbers, language="en") == ["-12.50", "-12.5", "-3", "1293.50"]
+
+
+def test_rows_are_sent_together_a_bounded_number_at_a_time():
+    """A million rows are a few thousand writes to the socket, not a million; each part
+    ends with a whole row, and together they are every row in order."""
+    records = [(f"Multa {number}", number) for number in range(2 * LINES_SENT_TOGETHER + 1)]
+    with translation.override("pt-br"):
+        response = csv_download(name="t", header=["v", "n"], records=records, row=list)
+        parts = [bytes(part).decode("utf-8") for part in response.streaming_content]
+
+    assert [part.count("\r\n") for part in parts] == [LINES_SENT_TOGETHER] * 2 + [2]
+    rows = list(csv.reader(io.StringIO("".join(parts).removeprefix("\ufeff")), delimiter=";"))
+    assert rows == [["v", "n"], *([text, str(number)] for text, number in records)]

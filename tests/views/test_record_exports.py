@@ -60,6 +60,14 @@ def test_the_fines_export_is_every_fine_of_the_filter_as_brazilian_excel_reads_i
     assert rows[1][5] == "Tratada"
 
 
+def test_an_amount_or_a_moment_that_could_not_be_read_is_exported_as_sent(manager_client, client):
+    deliver(client, a_fine(3, amount="cento e trinta", occurredAt="ontem à tarde"))
+
+    _header, row = read(manager_client.get("/fines/export.csv", headers=PORTUGUESE))
+
+    assert row[3:5] == ["ontem à tarde", "cento e trinta"]
+
+
 def test_the_export_keeps_the_filters_of_the_list(manager_client, client):
     deliver(client, a_fine(1, treated=True, carPlate="ABC1234"))
     deliver(client, a_fine(2, carPlate="ABC1234"))

@@ -165,12 +165,19 @@ class FinedVehicle:
     untreated: int
 
 
+# A list counts its records up to this many: past it, "10,000 or more" (and that many
+# pages), so that a page of ten million fines costs what one of ten thousand does. The
+# dashboard's count of untreated notifications (which have no tallies) likewise.
+COUNTED = 10_000
+
+
 @dataclass(frozen=True, slots=True)
 class RecordCounts:
     untreated_fines: int
     fines_without_document: int
-    untreated_notifications: int
+    untreated_notifications: int  # at most COUNTED
     most_fined: list[FinedVehicle]
+    more_untreated_notifications: bool = False  # than COUNTED
 
 
 def record_counts(
@@ -178,14 +185,16 @@ def record_counts(
 ) -> RecordCounts:
     """The counts the dashboard polls for `scope`: the fines' from the cached figures
     (`figures`, if the caller has them), the untreated notifications counted on their
-    list's index."""
+    list's index up to `COUNTED`."""
     figures = figures or fine_figures(scope=scope)
     notifications = scope.records(Notification.objects.filter(treated=False))
+    counted = notifications.order_by()[: COUNTED + 1].count()
     return RecordCounts(
         untreated_fines=figures.untreated.count,
         fines_without_document=figures.without_document,
-        untreated_notifications=notifications.count(),
+        untreated_notifications=min(counted, COUNTED),
         most_fined=figures.most_fined,
+        more_untreated_notifications=counted > COUNTED,
     )
 
 

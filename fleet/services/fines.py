@@ -29,6 +29,7 @@ from fleet.models import (
     of_vehicle,
 )
 from fleet.services.dashboard import (
+    COUNTED,
     Total,
     fine_figures_prepare,
     fine_tallies_total,
@@ -115,11 +116,6 @@ FINE_SORTS = {
     "-amount": (F("amount").desc(nulls_last=True), "-id"),
     "amount": (F("amount").asc(nulls_last=True), "id"),
 }
-
-
-# A list counts its records up to this many: past it, "10,000 or more" (and that many
-# pages), so that a page of ten million fines costs what one of ten thousand does.
-COUNTED = 10_000
 
 
 class CappedPaginator(Paginator[Any]):

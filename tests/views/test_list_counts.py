@@ -15,7 +15,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from fleet.models import Fine
+from fleet.models import Fine, Notification
 from fleet.services.fines import COUNTED
 from fleet.services.tallies import fine_tallies_rebuild
 
@@ -105,3 +105,25 @@ def test_the_admins_lists_of_large_tables_count_their_pages_no_further(
     assert any(f"LIMIT {COUNTED + 1}" in sql for sql in counts), counts
     if model == "fine":
         assert "10000" in page.text or "10,000" in page.text  # the capped count
+
+
+def test_the_dashboard_counts_untreated_notifications_up_to_ten_thousand(manager_client):
+    """Notifications have no tallies: the dashboard counts the untreated ones on their
+    index, and stops past `COUNTED` ("10000+"), whatever a million would cost."""
+    now = timezone.now()
+    Notification.objects.bulk_create(
+        Notification(
+            key=f"id:{n}", external_id=str(n), treated=False, payload={"id": n}, updated_at=now
+        )
+        for n in range(COUNTED + 1)
+    )
+
+    with CaptureQueriesContext(connection) as queries:
+        page = manager_client.get("/", headers=ENGLISH).text
+
+    shown = re.search(r'data-testid="count-untreated-notifications">([^<]*)<', page)
+    assert shown
+    assert shown[1] == f"{COUNTED}+"
+    counts = [q["sql"] for q in queries if "fleet_notification" in q["sql"]]
+    assert counts
+    assert all(f"LIMIT {COUNTED + 1}" in sql for sql in counts), counts

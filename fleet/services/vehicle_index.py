@@ -19,8 +19,9 @@ import math
 import operator
 import threading
 import unicodedata
+from array import array
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import reduce
@@ -140,11 +141,9 @@ class Snapshot:
         self.drivers = drivers
         # Built on first use, once per process and version: a page without a
         # search needs only its order, which the first page pays for.
-        self._orders: dict[str, list[int]] = {}
+        self._orders: dict[str, array[int]] = {}
         self._columns: dict[str, _Columns] = {}
         self._build_lock = threading.RLock()
-        self._drivers: dict[str, int] | None = None
-        self._registrations: list[str] | None = None
         # Parts of the fleet (`Within`) as masks in each sort order, by key and sort.
         self._within: dict[tuple[str, str], bytes] = {}
         # The pages asked for, by filter: a version never changes, so neither do they.
@@ -231,17 +230,17 @@ class Snapshot:
             return None
         return snapshot
 
-    def drivers_by_registration(self) -> dict[str, int]:
-        """Each vehicle's driver by its plate in the Mercosul format (how fines name a
-        vehicle, `plates.registration`); vehicles without a driver left out. Built once."""
-        with self._build_lock:
-            if self._drivers is None:
-                self._drivers = {
-                    plates.registration(plate): driver
-                    for plate, driver in zip(self.plates, self.drivers, strict=True)
-                    if driver is not None
-                }
-            return self._drivers
+    def drivers_of(self, registrations: Iterable[str]) -> dict[str, int]:
+        """The driver of each vehicle among `registrations` (plates in the Mercosul format,
+        `plates.registration`) that has one: found by plate, in either format."""
+        found = {}
+        for registration in registrations:
+            index = self.find(registration)
+            if index is None and (old := plates.old_plate(registration)) is not None:
+                index = self.find(old)
+            if index is not None and (driver := self.drivers[index]) is not None:
+                found[registration] = driver
+        return found
 
     def row(self, index: int) -> VehicleRow:
         plate = self.plates[index]
@@ -334,12 +333,9 @@ class Snapshot:
                 mask = wanted if mask is None else _and(mask, wanted)
         return self.order(sort) if mask is None else _Matches(self.order(sort), mask)
 
-    def registrations(self) -> list[str]:
-        """Each row's plate in the Mercosul format (`plates.registration`), built once."""
-        with self._build_lock:
-            if self._registrations is None:
-                self._registrations = list(map(plates.registration, self.plates))
-            return self._registrations
+    def registrations(self) -> Iterator[str]:
+        """Each row's plate in the Mercosul format (`plates.registration`)."""
+        return map(plates.registration, self.plates)
 
     def within_mask(self, within: Within, sort: str | None = DEFAULT_SORT) -> bytes:
         """One byte per row in `sort` order (None: the list's), 1 for the rows of `within`;
@@ -347,9 +343,13 @@ class Snapshot:
         key = (within.key, sort or "")
         mask = self._within.get(key)
         if mask is None:
-            registrations = self.registrations()
+            # A row is inside when its registration is, that is when its plate is one of
+            # them or the old plate one of them replaced (the rows' plates as they are:
+            # no registration worked out for each of a million rows).
+            wanted = set(within.registrations)
+            wanted.update(filter(None, map(plates.old_plate, within.registrations)))
             with self._build_lock:
-                inside = bytes(map(within.registrations.__contains__, registrations))
+                inside = bytes(map(wanted.__contains__, self.plates))
                 if not within.inside:
                     inside = inside.translate(_FLIP)
                 mask = inside if sort is None else bytes(map(inside.__getitem__, self.order(sort)))
@@ -390,8 +390,8 @@ class Snapshot:
             position = find(part, (row + 1) * stride)
         return bytes(mask)
 
-    def order(self, sort: str) -> list[int]:
-        """Row numbers in `sort` order."""
+    def order(self, sort: str) -> array[int]:
+        """Row numbers in `sort` order: four bytes each (a million rows, 4 MB)."""
         order = self._orders.get(sort)
         if order is None:
             with self._build_lock:
@@ -410,7 +410,7 @@ class Snapshot:
                     columns = self._columns[sort] = self._columns_in(self.order(sort))
         return columns
 
-    def _columns_in(self, order: list[int]) -> _Columns:
+    def _columns_in(self, order: array[int]) -> _Columns:
         in_order = list(map(self.plates.__getitem__, order))
         width = len(in_order[0]) if in_order else 0
         codes = map(self.model_codes.__getitem__, order)
@@ -424,7 +424,10 @@ class Snapshot:
             inactive=active.translate(_FLIP),
         )
 
-    def _sorted(self, sort: str) -> list[int]:
+    def _sorted(self, sort: str) -> array[int]:
+        return array("i", self._sorted_rows(sort))
+
+    def _sorted_rows(self, sort: str) -> Sequence[int]:
         if sort == "plate":
             return sorted(range(self.count), key=self.plates.__getitem__)
         # Stable sorts of the plate order: ties stay in plate order, even
@@ -451,7 +454,7 @@ class _Matches(Sequence[int]):
     both without building the list of every match (thousands for a model).
     """
 
-    def __init__(self, order: list[int], mask: bytes) -> None:
+    def __init__(self, order: array[int], mask: bytes) -> None:
         self._order = order
         self._mask = mask
         self._count = mask.count(1)

@@ -146,12 +146,7 @@ def vehicle_drivers(*, registrations: Iterable[str], fetch: bool = True) -> dict
         if found is None:
             return None
         snapshot = found
-    drivers = snapshot.drivers_by_registration()
-    return {
-        registration: drivers[registration]
-        for registration in registrations
-        if registration in drivers
-    }
+    return snapshot.drivers_of(registrations)
 
 
 def fleet_driver_ids(*, scope: VehicleScope = WHOLE_FLEET) -> list[int]:

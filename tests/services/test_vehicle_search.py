@@ -14,6 +14,7 @@ from fleet.services.vehicles import (
     MAX_PER_PAGE,
     SORTS,
     VehicleRow,
+    vehicle_drivers,
     vehicle_export,
     vehicle_get,
     vehicle_search,
@@ -291,3 +292,22 @@ def test_plates_of_other_lengths_are_searched_too(emulator: Emulator) -> None:
     assert plates_of("b12") == ["AB123"]
     assert plates_of("98765") == ["XYZ98765"]
     assert plates_of("E0007") == ["CDE0007"]
+
+
+def test_the_drivers_of_registrations_are_found_by_plate_in_either_format(
+    small_fleet: Emulator,
+) -> None:
+    """Fines name a vehicle by its registration (the Mercosul form): a vehicle the list
+    holds under its old plate is found through it; one without a driver, or not in the
+    list, is left out."""
+    found = vehicle_drivers(
+        registrations=[
+            plates.registration("QWE-5678"),  # the list's "QWE 5678", an old plate
+            "ABC1D23",
+            "ABC1C34",  # ABC-1234: no driver
+            "KLM3F45",  # no driver
+            "ZZZ9Z99",  # not in the list
+        ]
+    )
+
+    assert found == {"QWE5G78": 105, "ABC1D23": 101}

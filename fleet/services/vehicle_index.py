@@ -37,7 +37,7 @@ logger = logging.getLogger("fleet.services.vehicles")
 
 SORTS: Final = ("plate", "-plate", "model", "-model", "active", "-active")
 DEFAULT_SORT: Final = "plate"
-SNAPSHOT_FORMAT: Final = 2  # of the cached snapshot; part of every cache key
+SNAPSHOT_FORMAT: Final = 3  # of the cached snapshot; part of every cache key
 PAGES_KEPT: Final = 256  # pages of results each process keeps per version
 
 _FLIP: Final = bytes.maketrans(b"\x00\x01", b"\x01\x00")
@@ -67,16 +67,23 @@ def _fold(text: str) -> str:
 
 def _normalized_plates(raw: list[str]) -> list[str]:
     # One `normalize` of the joined plates rather than one call per plate; a plate
-    # with a line break in it (never seen) falls back to those calls.
-    normalized = plates.normalize("\n".join(raw)).split("\n")
+    # with a line break in it (never seen) falls back to those calls. Plates sent
+    # normalized are kept as they are (a million strings not made twice).
+    joined = "\n".join(raw)
+    normalized_text = plates.normalize(joined)
+    if normalized_text == joined:
+        return raw
+    normalized = normalized_text.split("\n")
     return normalized if len(normalized) == len(raw) else [plates.normalize(p) for p in raw]
 
 
-def _or(a: bytes, b: bytes) -> bytes:
+def mask_or(a: bytes, b: bytes) -> bytes:
+    """Two masks of a byte per row (1: the row is in), either."""
     return (int.from_bytes(a) | int.from_bytes(b)).to_bytes(len(a))
 
 
-def _and(a: bytes, b: bytes) -> bytes:
+def mask_and(a: bytes, b: bytes) -> bytes:
+    """Two masks of a byte per row (1: the row is in), both."""
     return (int.from_bytes(a) & int.from_bytes(b)).to_bytes(len(a))
 
 
@@ -118,12 +125,13 @@ class Snapshot:
         scope: str,
         version: str,
         fetched_at: float,
-        ids: list[int],
+        ids: array[int],
         plates: list[str],
         model_names: list[str],
-        model_codes: list[int],
+        model_codes: array[int],
         actives: bytes,
-        drivers: list[int | None],
+        drivers: array[int],
+        has_driver: bytes,
     ) -> None:
         self.scope = scope
         self.version = version
@@ -138,7 +146,8 @@ class Snapshot:
         self.model_codes = model_codes
         self.model_folds = [_fold(name) for name in model_names]
         self.actives = actives  # 1 per active vehicle
-        self.drivers = drivers
+        self.drivers = drivers  # a row's driver id, if its byte in `has_driver` is 1
+        self.has_driver = has_driver
         # Built on first use, once per process and version: a page without a
         # search needs only its order, which the first page pays for.
         self._orders: dict[str, array[int]] = {}
@@ -166,23 +175,21 @@ class Snapshot:
     def from_columns(
         cls, fleet: VehicleColumns, *, scope: str, version: str, fetched_at: float
     ) -> Snapshot:
-        # Each distinct model once, in order of appearance; rows hold its number.
-        names = list(dict.fromkeys(fleet.models))
-        number = {name: code for code, name in enumerate(names)}
         return cls(
             scope=scope,
             version=version,
             fetched_at=fetched_at,
             ids=fleet.ids,
             plates=_normalized_plates(fleet.plates),
-            model_names=names,
-            model_codes=list(map(number.__getitem__, fleet.models)),
+            model_names=fleet.model_names,
+            model_codes=fleet.model_codes,
             actives=fleet.actives,
-            drivers=fleet.driver_ids,
+            drivers=fleet.drivers,
+            has_driver=fleet.has_driver,
         )
 
     def encode(self) -> tuple[Any, ...]:
-        """Plain columns: the cache backend pickles lists of str and int quickly."""
+        """Plain columns: the cache backend pickles arrays, bytes and lists of str quickly."""
         return (
             SNAPSHOT_FORMAT,
             self.ids,
@@ -191,6 +198,7 @@ class Snapshot:
             self.model_codes,
             self.actives,
             self.drivers,
+            self.has_driver,
         )
 
     @classmethod
@@ -198,14 +206,15 @@ class Snapshot:
         cls, payload: object, *, scope: str, version: str, fetched_at: float
     ) -> Snapshot | None:
         """The snapshot `encode` wrote, or None if `payload` is not one."""
-        if not isinstance(payload, tuple) or len(payload) != 7 or payload[0] != SNAPSHOT_FORMAT:
+        if not isinstance(payload, tuple) or len(payload) != 8 or payload[0] != SNAPSHOT_FORMAT:
             if payload is not None:
                 logger.error("the cached vehicle list %s is unreadable; fetching it again", version)
             return None
-        _, ids, plate_list, model_names, model_codes, actives, drivers = payload
-        if not isinstance(actives, bytes) or not all(
-            isinstance(column, list)
-            for column in (ids, plate_list, model_names, model_codes, drivers)
+        _, ids, plate_list, model_names, model_codes, actives, drivers, has_driver = payload
+        if (
+            not all(isinstance(column, bytes) for column in (actives, has_driver))
+            or not all(isinstance(column, list) for column in (plate_list, model_names))
+            or not all(isinstance(column, array) for column in (ids, model_codes, drivers))
         ):
             logger.error("the cached vehicle list %s is unreadable; fetching it again", version)
             return None
@@ -219,11 +228,19 @@ class Snapshot:
             model_codes=model_codes,
             actives=actives,
             drivers=drivers,
+            has_driver=has_driver,
         )
-        columns = (snapshot.plates, snapshot.model_codes, snapshot.actives, snapshot.drivers)
+        columns = (
+            snapshot.plates,
+            snapshot.model_codes,
+            snapshot.actives,
+            snapshot.drivers,
+            snapshot.has_driver,
+        )
         if (
             any(len(c) != snapshot.count for c in columns)
             or snapshot.actives.translate(None, b"\x00\x01")
+            or snapshot.has_driver.translate(None, b"\x00\x01")
             or (snapshot.count and max(snapshot.model_codes) >= len(snapshot.model_names))
         ):
             logger.error("the cached vehicle list %s is inconsistent; fetching it again", version)
@@ -238,9 +255,13 @@ class Snapshot:
             index = self.find(registration)
             if index is None and (old := plates.old_plate(registration)) is not None:
                 index = self.find(old)
-            if index is not None and (driver := self.drivers[index]) is not None:
+            if index is not None and (driver := self.driver(index)) is not None:
                 found[registration] = driver
         return found
+
+    def driver(self, index: int) -> int | None:
+        """The driver id of row `index`; None when it has none."""
+        return self.drivers[index] if self.has_driver[index] else None
 
     def row(self, index: int) -> VehicleRow:
         plate = self.plates[index]
@@ -250,7 +271,7 @@ class Snapshot:
             plate_display=plates.display(plate),
             model=self.model_names[self.model_codes[index]],
             active=self.actives[index] == 1,
-            driver_id=self.drivers[index],
+            driver_id=self.driver(index),
         )
 
     def page(
@@ -327,10 +348,10 @@ class Snapshot:
         if text or active is not None:
             columns = self.columns(sort)
             if text and (found := self._query_mask(columns, text)) is not None:
-                mask = found if mask is None else _and(mask, found)
+                mask = found if mask is None else mask_and(mask, found)
             if active is not None:
                 wanted = columns.active if active else columns.inactive
-                mask = wanted if mask is None else _and(mask, wanted)
+                mask = wanted if mask is None else mask_and(mask, wanted)
         return self.order(sort) if mask is None else _Matches(self.order(sort), mask)
 
     def registrations(self) -> Iterator[str]:
@@ -369,7 +390,7 @@ class Snapshot:
             masks.append(columns.models.translate(bytes(n in models for n in range(256))))
         elif models:
             masks.append(bytes(map(set(models).__contains__, columns.models)))
-        return reduce(_or, masks) if masks else bytes(self.count)
+        return reduce(mask_or, masks) if masks else bytes(self.count)
 
     def _plate_mask(self, columns: _Columns, part: str) -> bytes | None:
         """Rows whose plate contains `part`; None when none does."""

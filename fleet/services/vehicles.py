@@ -24,6 +24,7 @@ from fleet.services.vehicle_cache import cached_snapshot, current_snapshot
 from fleet.services.vehicle_index import DEFAULT_SORT as DEFAULT_SORT
 from fleet.services.vehicle_index import SORTS as SORTS
 from fleet.services.vehicle_index import VehicleRow as VehicleRow
+from fleet.services.vehicle_index import mask_and
 
 MAX_PER_PAGE: Final = 200
 
@@ -152,16 +153,21 @@ def vehicle_drivers(*, registrations: Iterable[str], fetch: bool = True) -> dict
 def fleet_driver_ids(*, scope: VehicleScope = WHOLE_FLEET) -> list[int]:
     """Every driver id the vehicle list gives a vehicle of `scope`, in order."""
     snapshot, _freshness = current_snapshot()
-    drivers: Iterable[int | None] = snapshot.drivers
+    present = snapshot.has_driver
     if (within := scope_within(scope)) is not None:
-        drivers = compress(snapshot.drivers, snapshot.within_mask(within, None))
-    return sorted({driver for driver in drivers if driver is not None})
+        present = mask_and(present, snapshot.within_mask(within, None))
+    return sorted(set(compress(snapshot.drivers, present)))
 
 
 def driver_vehicles(*, driver_id: int, scope: VehicleScope = WHOLE_FLEET) -> list[VehicleRow]:
     """The vehicles of `scope` the vehicle list gives to driver `driver_id`, in plate order."""
     snapshot, _freshness = current_snapshot()
-    rows = [index for index, driver in enumerate(snapshot.drivers) if driver == driver_id]
+    has_driver = snapshot.has_driver
+    rows = [
+        index
+        for index, driver in enumerate(snapshot.drivers)
+        if driver == driver_id and has_driver[index]
+    ]
     found = map(snapshot.row, rows)
     return sorted(
         (row for row in found if scope.covers(row.plate)), key=operator.attrgetter("plate")

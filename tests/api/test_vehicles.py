@@ -45,7 +45,7 @@ def test_it_lists_the_emulator_fleet(emulator: Emulator, client: FleetClient) ->
     result = client.list_vehicle_columns()
     assert isinstance(result, VehicleColumns)
     assert result.total == len(result) == len(expected) == 200
-    assert result.ids == [v["id"] for v in expected]
+    assert list(result.ids) == [v["id"] for v in expected]
     assert result.plates == [v["car_plate"] for v in expected]
     assert result.models == [v["model"] for v in expected]
     assert result.driver_ids == [v["driver_id"] for v in expected]
@@ -78,7 +78,7 @@ def test_unknown_members_are_ignored(emulator: Emulator, client: FleetClient) ->
         "/key/list-cars",
         body={**_envelope(_vehicle(year=2022, color="Branco", extra={"x": 1})), "page": 1},
     )
-    assert client.list_vehicle_columns() == VehicleColumns(
+    assert client.list_vehicle_columns() == VehicleColumns.of(
         ids=[1],
         plates=["ABC1D23"],
         models=["Fiat Strada"],
@@ -131,6 +131,9 @@ def test_a_vehicle_without_its_required_members_is_an_invalid_response(
         {"cars": {"data": [_vehicle(id=True)], "total": 1}},
         {"cars": {"data": [_vehicle(id=1.0)], "total": 1}},
         {"cars": {"data": [], "total": False}},
+        # Numbers no 64-bit integer holds: a hostile answer, not a crash.
+        {"cars": {"data": [_vehicle(id=2**63)], "total": 1}},
+        {"cars": {"data": [_vehicle(driver_id=-(2**70))], "total": 1}},
     ],
 )
 def test_wrong_shape_is_an_invalid_response(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Group
 
+from fleet.api.resources import VehicleColumns
 from fleet.models import Fine, VehicleGroup, VehicleGroupMember
 from fleet.services.scopes import scope_forget, scope_of, vehicle_groups_changed
 from fleet.services.vehicle_index import Snapshot, Within
@@ -97,17 +98,15 @@ def test_a_new_group_with_a_deleted_groups_id_is_not_mistaken_for_it(user):
 
 
 def test_the_vehicle_list_is_masked_by_the_scope_in_every_order():
-    snapshot = Snapshot(
-        scope="test",
-        version="v1",
-        fetched_at=0.0,
+    columns = VehicleColumns.of(
         ids=[1, 2, 3, 4],
         plates=["ZZZ9999", "ABC1234", "BCD1E23", "AAA0A00"],
-        model_names=["Onix", "Gol"],
-        model_codes=[0, 1, 0, 1],
+        models=["Onix", "Gol", "Onix", "Gol"],
         actives=b"\x01\x01\x00\x01",
-        drivers=[None, 7, 8, None],
+        driver_ids=[None, 7, 8, None],
+        total=4,
     )
+    snapshot = Snapshot.from_columns(columns, scope="test", version="v1", fetched_at=0.0)
     # ABC-1234 is in it by its registration, ABC1C34.
     within = Within("g", frozenset({"ABC1C34", "BCD1E23"}))
 

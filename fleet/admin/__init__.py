@@ -243,13 +243,13 @@ class _ReadOnly:
 
 class _LargeList:
     """The change list of a table of millions of rows: counted up to `COUNTED` (its pages
-    too), and no date hierarchy (which reads the distinct dates of every row);
-    received_at is a filter. (A filtered or searched list still counts the whole table
-    for its "N in all": Django's `show_full_result_count`, whose "Show all" link the
-    admin's layout does not fit yet.)"""
+    too), never the whole table (no "N in all" beside a search's count: a "Show all"
+    link), and no date hierarchy (which reads the distinct dates of every row);
+    received_at is a filter."""
 
     paginator: ClassVar[type] = CappedPaginator
     date_hierarchy: ClassVar[str | None] = None
+    show_full_result_count: ClassVar[bool] = False
 
 
 @admin.register(WebhookDelivery)

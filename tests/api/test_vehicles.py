@@ -12,6 +12,7 @@ import pytest
 from fleet.api.client import FleetClient
 from fleet.api.errors import FleetError, InvalidResponse
 from fleet.api.resources import (
+    CAR_BATCH,
     VehicleColumns,
     vehicle_columns_from_bytes,
     vehicle_columns_from_json,
@@ -243,3 +244,32 @@ def test_a_v1_error_envelope_answered_200_is_still_an_error(
     with pytest.raises(FleetError, match="Erro interno") as raised:
         client.list_vehicle_columns()
     assert not isinstance(raised.value, InvalidResponse)
+
+
+def test_the_fast_read_of_many_batches_keeps_every_vehicle_in_order() -> None:
+    """Vehicles are decoded `CAR_BATCH` at a time: across the batches' edges, none is
+    lost, doubled or moved, and the models seen in one batch keep their code in the next."""
+    count = 2 * CAR_BATCH + 1
+    body = _envelope(
+        *(
+            _vehicle(
+                id=number,
+                car_plate=f"ABC{number:04d}"[-7:],
+                model=f"Modelo {number % 7}",
+                active="1" if number % 3 else "0",
+                driver_id=None if number % 5 == 0 else 10_000 + number,
+            )
+            for number in range(1, count + 1)
+        ),
+        total=count,
+    )
+
+    fast = vehicle_columns_from_bytes(json.dumps(body).encode())
+
+    assert fast is not None
+    assert fast == vehicle_columns_from_json(body)
+    assert list(fast.ids) == list(range(1, count + 1))
+    assert fast.models[CAR_BATCH - 1 : CAR_BATCH + 2] == [
+        f"Modelo {number % 7}" for number in range(CAR_BATCH, CAR_BATCH + 3)
+    ]
+    assert len(fast.model_names) == 7

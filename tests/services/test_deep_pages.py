@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.db import connection, transaction
+from django.utils import timezone
 
 from fleet.models import Fine, of_vehicle
 from fleet.services.fines import (
@@ -26,6 +27,7 @@ from fleet.services.fines import (
     LIST_ORDER,
     PER_PAGE,
     fine_filtered,
+    fine_search,
     notification_search,
 )
 from fleet.services.scopes import WHOLE_FLEET
@@ -135,3 +137,38 @@ def test_a_month_is_read_from_its_index(planned):
         assert not any("Seq Scan" in line for line in lines), "\n".join(lines)
     else:
         assert any("USING INDEX fleet_fine_occurred" in line for line in lines), "\n".join(lines)
+
+
+def test_a_page_after_the_first_holds_the_lists_records_in_its_order():
+    """Read by ids first, then the records: the same records, in the same order, as the
+    list's slice, ties of one moment included."""
+    now = timezone.now()
+    Fine.objects.bulk_create(
+        Fine(
+            key=f"id:{n}",
+            external_id=str(n),
+            treated=n % 4 == 0,
+            payload={"id": n},
+            received_at=now,
+            updated_at=now - timedelta(minutes=n // 3),  # three fines a moment
+            amount=Decimal(n % 17),
+        )
+        for n in range(1, 2 * PER_PAGE + 31)
+    )
+
+    for sort in ("", "-amount"):
+        listed = list(fine_filtered(scope=WHOLE_FLEET, sort=sort).values_list("pk", flat=True))
+        for number in (2, 3):
+            page = fine_search(scope=WHOLE_FLEET, sort=sort, page=number)
+            start = (number - 1) * PER_PAGE
+            assert [fine.pk for fine in page] == listed[start : start + PER_PAGE]
+
+
+def test_a_deep_page_skips_its_records_in_the_index_alone(planned):
+    """What skips ten thousand records reads their ids from the index (SQLite: a covering
+    index), then fifty records by id."""
+    lines = plan(fine_filtered(scope=WHOLE_FLEET).values_list("pk", flat=True))
+    if connection.vendor == "sqlite":
+        assert any("USING COVERING INDEX fleet_fine_list" in line for line in lines), lines
+    else:
+        assert read_from_an_index(lines), "\n".join(lines)

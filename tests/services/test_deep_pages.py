@@ -21,8 +21,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from fleet.models import Fine, of_vehicle
+from fleet.services.dashboard import COUNTED
 from fleet.services.fines import (
-    COUNTED,
     FINE_SORTS,
     LIST_ORDER,
     PER_PAGE,

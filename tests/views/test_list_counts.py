@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from fleet.models import Fine, Notification
-from fleet.services.fines import COUNTED
+from fleet.services.dashboard import COUNTED
 from fleet.services.tallies import fine_tallies_rebuild
 
 pytestmark = pytest.mark.django_db

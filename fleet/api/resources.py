@@ -105,7 +105,10 @@ class _ColumnsCollector:
         except OverflowError:
             raise ShapeError("a vehicle's id or driver id is out of range") from None
         self.plates.extend(plates)
-        self.model_codes.extend([codes.setdefault(model, len(codes)) for model in models])
+        for model in dict.fromkeys(models):  # each model of the batch once, in order
+            if model not in codes:
+                codes[model] = len(codes)
+        self.model_codes.extend(map(codes.__getitem__, models))
         self.actives += actives
         self.has_driver += bytes([driver is not None for driver in driver_ids])
 

@@ -1,9 +1,10 @@
 """Migrations at the size of the largest fleets: operations that never hold writers off a
 large table (`LARGE_MODELS`) for longer than a moment.
 
-- `AddIndexWithoutLocking`: on PostgreSQL, `CREATE INDEX CONCURRENTLY` (writes go on
-  while it builds; the migration must be `atomic = False`); elsewhere a plain index
-  (SQLite has one writer at a time whatever the statement).
+- `AddIndexWithoutLocking`, `RemoveIndexWithoutLocking`: on PostgreSQL, `CREATE` or
+  `DROP INDEX CONCURRENTLY` (writes go on meanwhile; the migration must be
+  `atomic = False`); elsewhere the plain operation (SQLite has one writer at a time
+  whatever the statement).
 - `DescendingIndex`: an order with its NULLs last, on the databases that need it said.
 
 tests/test_migrations_at_scale.py fails on a migration that would lock a large table.
@@ -13,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from django.contrib.postgres.operations import AddIndexConcurrently
-from django.db.migrations.operations import AddIndex
+from django.contrib.postgres.operations import AddIndexConcurrently, RemoveIndexConcurrently
+from django.db.migrations.operations import AddIndex, RemoveIndex
 from django.db.models import Index
 
 # The tables that grow with the fleet and the years (the README's table of what grows).
@@ -23,24 +24,39 @@ LARGE_MODELS: Final = frozenset(
 )
 
 
-class AddIndexWithoutLocking(AddIndexConcurrently):
-    """`AddIndexConcurrently` on PostgreSQL, `AddIndex` on any other database."""
+class _OnPostgreSQLOnly:
+    """A PostgreSQL operation (`CREATE`/`DROP INDEX CONCURRENTLY`) that runs as its plain
+    twin (`plain`) on any other database."""
+
+    plain: Any
 
     def database_forwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
         if schema_editor.connection.vendor == "postgresql":
-            super().database_forwards(app_label, schema_editor, from_state, to_state)
+            super().database_forwards(app_label, schema_editor, from_state, to_state)  # type: ignore[misc]
         else:
-            AddIndex.database_forwards(self, app_label, schema_editor, from_state, to_state)
+            self.plain.database_forwards(self, app_label, schema_editor, from_state, to_state)
 
     def database_backwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
         if schema_editor.connection.vendor == "postgresql":
-            super().database_backwards(app_label, schema_editor, from_state, to_state)
+            super().database_backwards(app_label, schema_editor, from_state, to_state)  # type: ignore[misc]
         else:
-            AddIndex.database_backwards(self, app_label, schema_editor, from_state, to_state)
+            self.plain.database_backwards(self, app_label, schema_editor, from_state, to_state)
+
+
+class AddIndexWithoutLocking(_OnPostgreSQLOnly, AddIndexConcurrently):
+    """`AddIndexConcurrently` on PostgreSQL, `AddIndex` on any other database."""
+
+    plain = AddIndex
+
+
+class RemoveIndexWithoutLocking(_OnPostgreSQLOnly, RemoveIndexConcurrently):
+    """`RemoveIndexConcurrently` on PostgreSQL, `RemoveIndex` on any other database."""
+
+    plain = RemoveIndex
 
 
 class DescendingIndex(Index):

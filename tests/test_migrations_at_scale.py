@@ -13,7 +13,7 @@ import pytest
 from django.db import migrations, models
 from django.db.migrations.loader import MigrationLoader
 
-from fleet.schema import LARGE_MODELS, AddIndexWithoutLocking
+from fleet.schema import LARGE_MODELS, AddIndexWithoutLocking, RemoveIndexWithoutLocking
 
 # The first migration written for the largest fleets.
 SINCE = ("fleet", "0015_driver_words")
@@ -30,13 +30,17 @@ def problems(migration: Any) -> list[str]:
             found.append(f"{name} in one transaction (atomic = True): chunk it, non-atomic")
         if isinstance(operation, AddIndexWithoutLocking) and migration.atomic:
             found.append(f"{name} {operation.index.name} in an atomic migration")
+        if isinstance(operation, RemoveIndexWithoutLocking) and migration.atomic:
+            found.append(f"{name} {operation.name} in an atomic migration")
         if not large:
             continue
         if isinstance(operation, migrations.AddIndex) and not isinstance(
             operation, AddIndexWithoutLocking
         ):
             found.append(f"{name} {operation.index.name} on {model}: use AddIndexWithoutLocking")
-        elif isinstance(operation, migrations.RemoveIndex | migrations.AddConstraint):
+        elif isinstance(
+            operation, migrations.RemoveIndex | migrations.AddConstraint
+        ) and not isinstance(operation, RemoveIndexWithoutLocking):
             found.append(f"{name} on {model}: builds or drops an index holding writers")
         elif isinstance(operation, migrations.AlterField | migrations.RenameField):
             found.append(f"{name} {operation.name} on {model}: may rewrite the table")
@@ -100,6 +104,8 @@ def _migration(*operations: Any, atomic: bool = True) -> Any:
             True,
             "in an atomic migration",
         ),
+        (migrations.RemoveIndex("fine", "x"), False, "RemoveIndex"),
+        (RemoveIndexWithoutLocking("fine", "x"), True, "in an atomic migration"),
         (migrations.AlterField("notification", "key", models.TextField()), False, "rewrite"),
         (
             migrations.AddField("fine", "flag", models.BooleanField()),
@@ -137,6 +143,7 @@ def test_the_check_lets_through_what_does_not():
         problems(
             _migration(
                 AddIndexWithoutLocking("fine", models.Index(fields=["link"], name="x")),
+                RemoveIndexWithoutLocking("fine", "x"),
                 migrations.AddField("fine", "note", models.TextField(default="", blank=True)),
                 migrations.AddIndex("savedfineview", models.Index(fields=["name"], name="z")),
                 atomic=False,

@@ -294,9 +294,11 @@ class Fine(WebhookRecord):
             models.Index(fields=["amount", "id"], name="fleet_fine_amount"),
             DescendingIndex(fields=["-amount", "-id"], name="fleet_fine_amount_desc"),
             models.Index(fields=["received_at", "amount"], name="fleet_fine_received"),
-            # The fines still without their document, counted on their own.
+            # The fines still without their document: counted on their own, and listed.
             models.Index(
-                fields=["treated"], condition=models.Q(link_frame=""), name="fleet_fine_no_document"
+                fields=["treated", "-updated_at"],
+                condition=models.Q(link_frame=""),
+                name="fleet_fine_without_document",
             ),
             # The search: a notice number, or its beginning; an infraction, in the list's order.
             # Whole (not partial): SQLite reads a partial index only for a query that says

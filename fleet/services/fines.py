@@ -7,6 +7,7 @@ most recently changed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import date, datetime
@@ -15,6 +16,7 @@ from functools import cached_property
 from typing import Any, NamedTuple, cast
 
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.core.paginator import Page, Paginator
 from django.db import transaction
 from django.db.models import Count, F, Q, QuerySet, Sum
@@ -373,7 +375,7 @@ SEARCHED_WORDINGS = 20
 def _records[R: (Fine, Notification)](
     model: type[R], *, scope: VehicleScope, q: str, treated: bool | None, plate: str
 ) -> QuerySet[R]:
-    records = scope.records(model.objects.all())
+    records = scope.records(model.objects.all(), walked=not plate and scope_walked(scope))
     if q:
         records = records.filter(records_searched(model, q))
     if plate:
@@ -381,6 +383,31 @@ def _records[R: (Fine, Notification)](
     if treated is not None:
         records = records.filter(treated=treated)
     return records
+
+
+# How long a part of the fleet's way of being listed is kept (`scope_walked`).
+WALKED_SECONDS = 3600
+
+
+def scope_walked(scope: VehicleScope) -> bool:
+    """Whether the lists of a part of the fleet walk the list's index, checking each
+    fine against the part's plates (`VehicleScope.records`), rather than find the
+    part's fines by their plates and sort them all.
+
+    Finding and sorting costs what the part holds, F; walking costs, for the deepest
+    page a list counts to, COUNTED of the whole T for each of the part's F: so a part
+    walks once F * F > COUNTED * T. F is counted up to there (an index's entries, once
+    an hour per part), T is the dashboard's tally; notifications follow the fines."""
+    if scope.whole_fleet or scope.empty:
+        return False
+    threshold = math.isqrt(COUNTED * fine_tallies_total(TallyDimension.DAY).count)
+    key = f"fleet:scope-walked:{scope.key}:{threshold.bit_length()}"
+    walked: bool | None = cache.get(key)
+    if walked is None:
+        held = scope.records(Fine.objects.order_by())[: threshold + 1].count()
+        walked = held > threshold
+        cache.set(key, walked, timeout=WALKED_SECONDS)
+    return walked
 
 
 def records_searched(model: type[Fine] | type[Notification], q: str) -> Q:

@@ -20,7 +20,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from fleet.models import Fine, of_vehicle
+from fleet.models import Fine, VehicleGroup, VehicleGroupPlate, of_vehicle
 from fleet.services.dashboard import COUNTED
 from fleet.services.fines import (
     FINE_SORTS,
@@ -29,8 +29,10 @@ from fleet.services.fines import (
     fine_filtered,
     fine_search,
     notification_search,
+    scope_walked,
 )
-from fleet.services.scopes import WHOLE_FLEET
+from fleet.services.scopes import WHOLE_FLEET, VehicleScope
+from fleet.services.tallies import fine_tallies_rebuild
 
 pytestmark = pytest.mark.django_db
 
@@ -207,3 +209,59 @@ def test_a_deep_page_skips_its_records_in_the_index_alone(planned):
         assert any("USING COVERING INDEX fleet_fine_list" in line for line in lines), lines
     else:
         assert read_from_an_index(lines), "\n".join(lines)
+
+
+def region(name: str, registrations: list[str]) -> VehicleScope:
+    group = VehicleGroup.objects.create(name=name)
+    VehicleGroupPlate.objects.bulk_create(
+        VehicleGroupPlate(group=group, registration=registration) for registration in registrations
+    )
+    return VehicleScope(whole_fleet=False, group_ids=(group.pk,), key=f"test-{name}")
+
+
+def fines_of(registrations: list[str], count: int) -> None:
+    now = timezone.now()
+    Fine.objects.bulk_create(
+        Fine(
+            key=f"id:{n}",
+            external_id=str(n),
+            treated=n % 3 == 0,
+            payload={"id": n},
+            registration=registrations[n % len(registrations)],
+            received_at=now,
+            updated_at=now - timedelta(seconds=n),
+        )
+        for n in range(count)
+    )
+    fine_tallies_rebuild()
+
+
+def test_a_region_with_few_fines_finds_them_by_plate():
+    """A part of the fleet whose fines are few (here 3 of 300): found by their plates, then
+    sorted (walking the list for them would read the whole list)."""
+    fines_of(["AAA1A11"] * 99 + ["BBB2B22"], 300)
+    scope = region("small", ["BBB2B22"])
+
+    assert not scope_walked(scope)
+    if connection.vendor == "sqlite":  # PostgreSQL's planner chooses by its statistics
+        lines = plan(fine_filtered(scope=scope))
+        assert any("fleet_fine_plate" in line for line in lines), lines
+
+
+def test_a_region_with_many_fines_walks_the_list_in_its_order(planned):
+    """A part of the fleet holding most fines (past the square root of COUNTED times all
+    of them): the list's index walked in order, each fine checked against the part's
+    plates, and a page stops at its last; the same fines as found by plate."""
+    fines_of(["AAA1A11", "BBB2B22", "CCC3C33", "DDD4D44"], 2 * COUNTED)
+    scope = region("large", ["AAA1A11", "BBB2B22", "CCC3C33"])
+
+    assert scope_walked(scope)
+    fines = fine_filtered(scope=scope)
+    if connection.vendor == "sqlite":  # PostgreSQL's planner chooses by its statistics
+        lines = plan(fines)
+        assert any("USING INDEX fleet_fine_list" in line for line in lines), lines
+        assert read_from_an_index(lines), "\n".join(lines)
+        assert in_its_order(fines, lines), "\n".join(lines)
+    walked = list(fines.values_list("pk", flat=True)[:200])
+    by_plate = scope.records(Fine.objects.order_by(*LIST_ORDER))
+    assert walked == list(by_plate.values_list("pk", flat=True)[:200])

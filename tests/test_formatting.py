@@ -4,7 +4,7 @@ Django's own."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import formats, timezone, translation
@@ -32,7 +32,8 @@ def test_a_moment_is_written_as_djangos_date_format_writes_it(language):
     [
         ("d/m/Y H:i", "04/03/2026 12:07"),
         (r"Y-m-d \a\s H\hi", "2026-03-04 as 12h07"),
-        ("d/m/Y P", "04/03/2026 12:07 p.m."),  # P has no strftime twin: Django's own
+        ("d/m/Y P", "04/03/2026 12:07 p.m."),  # P: from the table of the day's minutes
+        ("g:i A \\o\\n j/n", "12:07 PM on 4/3"),  # j and n have no twin: Django's own
         ("Y%m", "2026%03"),
     ],
 )
@@ -46,3 +47,15 @@ def test_every_format_is_written_as_django_writes_it(settings, pattern, expected
             assert formats.date_format(local, "SHORT_DATETIME_FORMAT") == expected
     finally:
         formatting._short_datetime.cache_clear()
+
+
+@pytest.mark.parametrize("language", ["en", "pt-br"])
+def test_every_minute_of_the_day_is_written_as_django_writes_it(language):
+    """English's short format ends in `P` ("2:30 p.m.", "midnight", "noon"), written from
+    a table: each of the day's minutes as Django's own would write it."""
+    day = timezone.localtime(MOMENTS[0]).replace(hour=0, minute=0, second=0)
+    with translation.override(language):
+        for minute in range(24 * 60):
+            moment = day + timedelta(minutes=minute)
+            expected = formats.date_format(moment, "SHORT_DATETIME_FORMAT")
+            assert formatting.moment(moment) == expected, moment

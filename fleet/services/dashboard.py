@@ -13,6 +13,9 @@ fines read them and render their fragment for the cache themselves: processing i
 transaction that writes a run's last batch, for the moment it commits
 (`fine_figures_publish`), the others once they are done (`fine_figures_prepare`). With
 a cache the portal's processes share, the next dashboard finds them ready.
+
+It is one module because the figures are read, kept and published together, under one
+version: apart, each part would have to agree with the others on it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """One version of the fleet in memory: its columns, its sort orders, and search.
 
-A `Snapshot` holds the vehicle list as columns in the API's order (ids,
-plates, model numbers, an active byte per row, drivers). What a page asks of
+A `Snapshot` holds the vehicle list as columns in the API's order (ids and
+driver ids in arrays, plates, model numbers, a byte per row for active and for
+having a driver: a million vehicles in tens of megabytes). What a page asks of
 it is answered in C wherever possible: filters are masks of one byte per row,
 a plate search is a substring search of the plates joined by line breaks, and
 a filtered result is counted and sliced without listing its matches. Sort
@@ -9,6 +10,9 @@ orders and search columns are built on first use, once per process and
 version; the pages asked for are kept, since a version never changes.
 
 How a snapshot is shared between workers is `fleet.services.vehicle_cache`.
+It is one module because a snapshot's columns, orders, masks and kept pages are
+one structure, each part read through the others' rows: apart, each would
+reach into the others.
 """
 
 from __future__ import annotations

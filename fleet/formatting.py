@@ -21,11 +21,7 @@ from django.utils.translation import gettext
 def moment(value: datetime | None, *, sent: str = "") -> str:
     """A moment in local time and the language's short format (`24/11/2026 14:36`);
     without one, `sent`."""
-    if value is None:
-        return sent
-    if timezone.is_aware(value):
-        value = timezone.localtime(value)
-    return _short_datetime(translation.get_language() or "")(value)
+    return moments()(value, sent)
 
 
 class Moments(Protocol):

@@ -14,11 +14,11 @@ from datetime import timedelta
 from django.tasks import task
 
 from fleet import worker
+from fleet.services.attribution import fine_drivers_attribute
 from fleet.services.cnh import cnh_lookup_process
 from fleet.services.cnh_privacy import cnh_lookups_purge as purge_old_lookups
 from fleet.services.cnh_privacy import cnh_purge_next_run
 from fleet.services.cnh_recovery import cnh_lookups_recover_all
-from fleet.services.fines import fine_drivers_attribute
 from fleet.throttle import Throttle
 from fleet.webhooks.processing import deliveries_process_received
 from fleet.webhooks.retention import delivery_bodies_purge, delivery_bodies_purge_next_run

@@ -493,12 +493,17 @@ def _top_drivers(scoped: Tallies | None) -> list[DriverFigure]:
     ]
 
 
-def fine_tallies_total(dimension: TallyDimension, key: str | None = None) -> Total:
-    """The count and R$ of one tally (`key`), or of every tally of `dimension` (None):
-    the fines by day received sum up to all the fines."""
+def fine_tallies_total(
+    dimension: TallyDimension, key: str | None = None, *, since: str = ""
+) -> Total:
+    """The count and R$ of one tally (`key`), or of every tally of `dimension` (None),
+    or of those from the key `since` on (the fines received since a day): the fines by
+    day received sum up to all the fines."""
     tallies = FineTally.objects.filter(dimension=dimension)
     if key is not None:
         tallies = tallies.filter(key=key)
+    if since:
+        tallies = tallies.filter(key__gte=since)
     found = tallies.aggregate(count=Sum("count"), cents=Sum("cents"))
     return Total(found["count"] or 0, tally_amount(found["cents"] or 0))
 

@@ -1,31 +1,27 @@
 """Fines and notifications as the pages show them: lists, filters, totals, saved views.
 
-Records come only from webhooks (`fleet.webhooks.processing`); these are reads, but
-for the attribution of fines to their drivers. Untreated records come first, then the
-most recently changed.
+Records come only from webhooks (`fleet.webhooks.processing`); these are reads (the
+attribution of fines to their drivers writes: `fleet.services.attribution`). Untreated
+records come first, then the most recently changed. A user's saved filters of the
+list: `fleet.services.saved_views`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from functools import cached_property
 from typing import Any, NamedTuple, cast
 
-from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.core.paginator import Page, Paginator
-from django.db import transaction
 from django.db.models import Count, F, Q, QuerySet, Sum
 
 from fleet import plates
 from fleet.models import (
     Fine,
     Notification,
-    SavedFineView,
     TallyDimension,
     Wording,
     of_vehicle,
@@ -33,16 +29,18 @@ from fleet.models import (
 from fleet.services.dashboard import (
     COUNTED,
     Total,
-    fine_figures_prepare,
     fine_tallies_total,
     fine_totals,
     local_midnight,
     month_start,
 )
 from fleet.services.drivers import prefix_end
+from fleet.services.list_walks import checked, conditions_walked, scope_walked, states_checked
 from fleet.services.scopes import VehicleScope
-from fleet.services.tallies import FINE_FIELDS, FineState, fine_tallies_apply, month_key
-from fleet.services.vehicles import vehicle_drivers
+from fleet.services.tallies import (
+    day_key,
+    month_key,
+)
 from fleet.webhooks.payloads import payload_plate, payload_text
 
 PER_PAGE = 50
@@ -50,8 +48,6 @@ PER_PAGE = 50
 LIST_ORDER = ("treated", "-updated_at", "-id")
 # Rows an export reads from the database at a time.
 EXPORT_CHUNK = 500
-# Fines attributed to their drivers in one transaction.
-ATTRIBUTION_CHUNK = 500
 
 
 # Records a vehicle's page lists of each kind; the lists it links to have them all.
@@ -130,9 +126,22 @@ class CappedPaginator(Paginator[Any]):
 
     capped = False
 
+    def __init__(
+        self,
+        object_list: QuerySet[Any],
+        per_page: int,
+        *args: Any,
+        counted: QuerySet[Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(object_list, per_page, *args, **kwargs)
+        # What is counted, if not the list itself: the same records, selected through
+        # their indexes where the list walks its order's (`fleet.services.list_walks`).
+        self.counted = counted
+
     @cached_property
     def count(self) -> int:
-        records = cast(QuerySet[Any], self.object_list)
+        records = cast(QuerySet[Any], self.object_list if self.counted is None else self.counted)
         # Unordered: any index that selects them will do, read up to the cap.
         found: int = records.order_by()[: COUNTED + 1].count()
         self.capped = found > COUNTED
@@ -163,14 +172,70 @@ class ListTotal:
 
 
 def fine_search(*, scope: VehicleScope, page: int = 1, **filters: Any) -> Page[Fine]:
-    """One page of fines; `fine_filtered` says what `filters` select and in which order."""
-    return CappedPaginator(fine_filtered(scope=scope, **filters), PER_PAGE).get_page(page)
+    """One page of fines; `fine_filtered` says what `filters` select and in which order,
+    `_fines_walked` how the page reads them."""
+    walked = _fines_walked(scope=scope, page=page, **filters)
+    return CappedPaginator(
+        fine_filtered(scope=scope, walked=walked, **filters),
+        PER_PAGE,
+        counted=fine_filtered(scope=scope, **filters) if walked else None,
+    ).get_page(page)
+
+
+# Sorts in which a filter's own index gives the fines in order: a filter never walked.
+_SORTED_BY = {"month": ("occurred_at", "-occurred_at"), "amount": ("amount", "-amount")}
+
+
+def _fines_walked(
+    *,
+    scope: VehicleScope,
+    page: int,
+    plate: str = "",
+    driver: int | None = None,
+    sort: str = "",
+    **filters: Any,
+) -> frozenset[str]:
+    """Which filters a page of fines checks fine by fine as it walks the list's index
+    (`conditions_walked`): none for a vehicle's or a driver's fines (few), nor for a
+    small part of the fleet (found by its plates); a month and the fines received since
+    a day are counted by the tallies."""
+    if plate or driver is not None or not (scope.whole_fleet or scope_walked(scope)):
+        return frozenset()
+    conditions = {
+        name: condition
+        for name, condition in _fine_conditions(**_walkable(filters)).items()
+        if sort not in _SORTED_BY.get(name, ())
+    }
+    selected = {}
+    if "month" in conditions:
+        key = month_key(filters["month"])
+        selected["month"] = fine_tallies_total(TallyDimension.MONTH, key).count
+    if "received_from" in conditions:
+        since = day_key(filters["received_from"])
+        selected["received_from"] = fine_tallies_total(TallyDimension.DAY, since=since).count
+    return conditions_walked(
+        Fine, read=_page_number(page) * PER_PAGE, conditions=conditions, selected=selected
+    )
+
+
+def _walkable(filters: dict[str, Any]) -> dict[str, Any]:
+    names = ("q", "month", "amount_min", "amount_max", "received_from")
+    return {name: filters[name] for name in names if name in filters}
+
+
+def _page_number(page: int | str) -> int:
+    """The page asked for, as the paginator will read it (a wrong one: the first)."""
+    try:
+        return max(int(page), 1)
+    except (TypeError, ValueError):
+        return 1
 
 
 def fine_list_total(*, scope: VehicleScope, **filters: Any) -> ListTotal:
     """The count and R$ of the fines `filters` select: from the tallies (a few rows) when
     the whole fleet is filtered as the dashboard counts it (nothing, untreated, a month,
-    without document); else summed over them if they are `COUNTED` or fewer."""
+    without document, received since a day); else summed over them if they are
+    `COUNTED` or fewer."""
     chosen = {name: value for name, value in filters.items() if value not in (None, "")}
     chosen.pop("sort", None)
     if scope.whole_fleet and (tallied := _tallied(chosen)) is not None:
@@ -192,6 +257,9 @@ def _tallied(chosen: dict[str, Any]) -> Total | None:
         return fine_tallies_total(TallyDimension.WITHOUT_DOCUMENT, "")
     if set(chosen) == {"month"}:
         return fine_tallies_total(TallyDimension.MONTH, month_key(chosen["month"]))
+    if set(chosen) == {"received_from"}:
+        since = day_key(chosen["received_from"])
+        return fine_tallies_total(TallyDimension.DAY, since=since)
     return None
 
 
@@ -272,6 +340,7 @@ def fine_filtered(
     amount_max: Decimal | None = None,
     received_from: date | None = None,
     sort: str = "",
+    walked: frozenset[str] = frozenset(),
 ) -> QuerySet[Fine]:
     """The fines the list's filters select, in the list's order.
 
@@ -280,70 +349,54 @@ def fine_filtered(
     format); `driver` (the driver id the fine was attributed to); `month` (committed
     in that month, local time; its first day); `amount_min`/`amount_max` (R$, both
     included); `received_from` (received on or after that local day); `sort`, one of
-    `FINE_SORTS` (else the default order); only those `scope` sees.
+    `FINE_SORTS` (else the default order); only those `scope` sees. The filters named
+    in `walked` are checked fine by fine as the list's index is walked (`fine_search`).
     """
-    fines = _records(Fine, scope=scope, q=q, treated=treated, plate=plate)
-    if document is not None:
-        fines = fines.exclude(link_frame="") if document else fines.filter(link_frame="")
+    conditions = _fine_conditions(
+        q=q,
+        month=month,
+        amount_min=amount_min,
+        amount_max=amount_max,
+        received_from=received_from,
+    )
     if driver is not None:
-        fines = fines.filter(driver_id=driver)
-    if month is not None:
-        fines = fines.filter(
-            occurred_at__gte=local_midnight(month),
-            occurred_at__lt=local_midnight(month_start(month, back=-1)),
-        )
-    if amount_min is not None:
-        fines = fines.filter(amount__gte=amount_min)
-    if amount_max is not None:
-        fines = fines.filter(amount__lte=amount_max)
-    if received_from is not None:
-        fines = fines.filter(received_at__gte=local_midnight(received_from))
+        conditions["driver"] = Q(driver_id=driver)
+    states = _states(treated)
+    if document is not None:
+        states.append(~Q(link_frame="") if document else Q(link_frame=""))
+    fines = _records(
+        Fine, scope=scope, states=states, plate=plate, conditions=conditions, walked=walked
+    )
     return fines.order_by(*FINE_SORTS.get(sort, LIST_ORDER))
 
 
-def fine_drivers_attribute() -> int:
-    """Give the fines without a driver the driver their vehicle has in the vehicle list
-    (fetched if need be); how many got one. A chunk of fines to a transaction: read
-    under their locks, one UPDATE per driver, the dashboard's tallies by driver with
-    them; then the dashboard's figures prepared."""
-    registrations = set(
-        Fine.objects.filter(driver_id__isnull=True)
-        .exclude(registration="")
-        .values_list("registration", flat=True)
-        .distinct()
-    )
-    drivers = vehicle_drivers(registrations=registrations) if registrations else None
-    if not drivers:
-        return 0
-    attributed, last = 0, ""
-    while True:
-        with transaction.atomic():
-            # In key order, as processing locks them: neither waits for the other in a circle.
-            fines = list(
-                Fine.objects.select_for_update()
-                .filter(driver_id__isnull=True, registration__in=list(drivers), key__gt=last)
-                .order_by("key")
-                .only("key", *FINE_FIELDS)[:ATTRIBUTION_CHUNK]
-            )
-            by_driver: dict[int, list[int]] = {}
-            for fine in fines:
-                by_driver.setdefault(drivers[fine.registration], []).append(fine.pk)
-            for driver, pks in by_driver.items():
-                Fine.objects.filter(pk__in=pks).update(driver_id=driver)
-            fine_tallies_apply(
-                (
-                    FineState.of(fine),
-                    replace(FineState.of(fine), driver_id=drivers[fine.registration]),
-                )
-                for fine in fines
-            )
-        attributed += len(fines)
-        if len(fines) < ATTRIBUTION_CHUNK:
-            break
-        last = fines[-1].key
-    if attributed:
-        fine_figures_prepare()
-    return attributed
+def _fine_conditions(
+    *,
+    q: str = "",
+    month: date | None = None,
+    amount_min: Decimal | None = None,
+    amount_max: Decimal | None = None,
+    received_from: date | None = None,
+) -> dict[str, Q]:
+    """What the filters that may select many fines select, by name."""
+    conditions = {}
+    if q:
+        conditions["q"] = records_searched(Fine, q)
+    if month is not None:
+        conditions["month"] = Q(
+            occurred_at__gte=local_midnight(month),
+            occurred_at__lt=local_midnight(month_start(month, back=-1)),
+        )
+    amounts = Q()
+    if amount_min is not None:
+        amounts &= Q(amount__gte=amount_min)
+    if amount_max is not None:
+        amounts &= Q(amount__lte=amount_max)
+    if amounts:
+        conditions["amount"] = amounts
+    if received_from is not None:
+        conditions["received_from"] = Q(received_at__gte=local_midnight(received_from))
+    return conditions
 
 
 def notification_search(
@@ -355,16 +408,37 @@ def notification_search(
     page: int = 1,
 ) -> Page[Notification]:
     """One page of the notifications `scope` sees; `q` (in the title, or the
-    platform's id), `treated` and `plate` (the vehicle) filter."""
-    notifications = _records(Notification, scope=scope, q=q, treated=treated, plate=plate)
-    return CappedPaginator(notifications.order_by(*LIST_ORDER), PER_PAGE).get_page(page)
+    platform's id), `treated` and `plate` (the vehicle) filter. A search that finds
+    many is checked notification by notification as the list's index is walked
+    (`conditions_walked`)."""
+    searched = {"q": records_searched(Notification, q)} if q else {}
+    walked = (
+        conditions_walked(Notification, read=_page_number(page) * PER_PAGE, conditions=searched)
+        if searched and not plate and (scope.whole_fleet or scope_walked(scope))
+        else frozenset()
+    )
+    listed, counted = (
+        _records(
+            Notification,
+            scope=scope,
+            states=_states(treated),
+            plate=plate,
+            conditions=searched,
+            walked=walking,
+        ).order_by(*LIST_ORDER)
+        for walking in (walked, frozenset())
+    )
+    return CappedPaginator(listed, PER_PAGE, counted=counted if walked else None).get_page(page)
 
 
 def notification_export(
     *, scope: VehicleScope, q: str = "", treated: bool | None = None, plate: str = ""
 ) -> Iterator[Notification]:
     """Every notification `notification_search` would list, in its order."""
-    notifications = _records(Notification, scope=scope, q=q, treated=treated, plate=plate)
+    searched = {"q": records_searched(Notification, q)} if q else {}
+    notifications = _records(
+        Notification, scope=scope, states=_states(treated), plate=plate, conditions=searched
+    )
     return notifications.order_by(*LIST_ORDER).iterator(EXPORT_CHUNK)
 
 
@@ -372,42 +446,36 @@ def notification_export(
 SEARCHED_WORDINGS = 20
 
 
+def _states(treated: bool | None) -> list[Q]:
+    return [] if treated is None else [Q(treated=treated)]
+
+
 def _records[R: (Fine, Notification)](
-    model: type[R], *, scope: VehicleScope, q: str, treated: bool | None, plate: str
+    model: type[R],
+    *,
+    scope: VehicleScope,
+    states: list[Q],
+    plate: str,
+    conditions: dict[str, Q],
+    walked: frozenset[str] = frozenset(),
 ) -> QuerySet[R]:
-    records = scope.records(model.objects.all(), walked=not plate and scope_walked(scope))
-    if q:
-        records = records.filter(records_searched(model, q))
+    """The records of `scope` of the vehicle `plate` that `conditions` select, those
+    named in `walked` checked one by one as the list's index is walked, and in the
+    `states` (treated or not, with a document or not): filters of the list's own
+    indexes, checked too where the records are found by another
+    (`fleet.services.list_walks`)."""
+    walked_scope = not plate and scope_walked(scope)
+    records = scope.records(model.objects.all(), walked=walked_scope)
     if plate:
         records = records.filter(of_vehicle(plates.registration(plate)))
-    if treated is not None:
-        records = records.filter(treated=treated)
-    return records
-
-
-# How long a part of the fleet's way of being listed is kept (`scope_walked`).
-WALKED_SECONDS = 3600
-
-
-def scope_walked(scope: VehicleScope) -> bool:
-    """Whether the lists of a part of the fleet walk the list's index, checking each
-    fine against the part's plates (`VehicleScope.records`), rather than find the
-    part's fines by their plates and sort them all.
-
-    Finding and sorting costs what the part holds, F; walking costs, for the deepest
-    page a list counts to, COUNTED of the whole T for each of the part's F: so a part
-    walks once F * F > COUNTED * T. F is counted up to there (an index's entries, once
-    an hour per part), T is the dashboard's tally; notifications follow the fines."""
-    if scope.whole_fleet or scope.empty:
-        return False
-    threshold = math.isqrt(COUNTED * fine_tallies_total(TallyDimension.DAY).count)
-    key = f"fleet:scope-walked:{scope.key}:{threshold.bit_length()}"
-    walked: bool | None = cache.get(key)
-    if walked is None:
-        held = scope.records(Fine.objects.order_by())[: threshold + 1].count()
-        walked = held > threshold
-        cache.set(key, walked, timeout=WALKED_SECONDS)
-    return walked
+    records = records.filter(
+        *(condition for name, condition in conditions.items() if name not in walked)
+    )
+    checks = [condition for name, condition in conditions.items() if name in walked]
+    found = plate or len(checks) < len(conditions) or not (scope.whole_fleet or walked_scope)
+    if found and states_checked():
+        return checked(records, checks + states)
+    return checked(records.filter(*states), checks)
 
 
 def records_searched(model: type[Fine] | type[Notification], q: str) -> Q:
@@ -425,25 +493,3 @@ def records_searched(model: type[Fine] | type[Notification], q: str) -> Q:
     if wordings:
         found |= Q(**{f"{'infraction' if model is Fine else 'heading'}_id__in": wordings})
     return found
-
-
-def saved_fine_views(*, user: User) -> list[SavedFineView]:
-    """The user's saved views of the fines list, by name."""
-    return list(SavedFineView.objects.filter(user=user).order_by("name"))
-
-
-def saved_fine_view_save(*, user: User, name: str, query: str) -> SavedFineView:
-    """Save `query` (the list's filters) under `name`; a view of that name is replaced."""
-    view, _created = SavedFineView.objects.update_or_create(
-        user=user, name=name, defaults={"query": query}
-    )
-    return view
-
-
-def saved_fine_view_delete(*, user: User, view_id: int) -> str | None:
-    """Delete the user's view `view_id`; its name, or None if the user has no such view."""
-    view = SavedFineView.objects.filter(user=user, pk=view_id).first()
-    if view is None:
-        return None
-    view.delete()
-    return view.name

@@ -8,8 +8,8 @@ one writer at a time) and calls `fine_tallies_apply` in the same transaction wit
 state before and after: the before is taken away and the after added by UPDATEs that
 add to the rows (`F()`), so that writers at once add up instead of overwriting each
 other, and a write undone undoes its sums. Processing (`fleet.webhooks.processing`)
-and the attribution of drivers (`fleet.services.fines`) are those writers; the admin
-cannot change or delete a fine.
+and the attribution of drivers (`fleet.services.attribution`) are those writers; the
+admin cannot change or delete a fine.
 
 Each such transaction first adds one to the version row: the dashboard keys its cached
 figures by it; and its lock, taken first, puts the writers' tally updates in one order

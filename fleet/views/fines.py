@@ -30,6 +30,8 @@ from fleet.services.fines import (
     notification_export,
     notification_get,
     notification_search,
+)
+from fleet.services.saved_views import (
     saved_fine_view_delete,
     saved_fine_view_save,
     saved_fine_views,

@@ -28,6 +28,7 @@ from django_tasks_db.models import DBTaskResult, get_date_max
 
 from fleet import plates, worker
 from fleet.models import DeliveryStatus, Driver, Fine, FineTally, WebhookDelivery
+from fleet.services.attribution import fine_drivers_attribute
 from fleet.services.dashboard import (
     FineFigures,
     Total,
@@ -36,7 +37,6 @@ from fleet.services.dashboard import (
     local_midnight,
     month_start,
 )
-from fleet.services.fines import fine_drivers_attribute
 from fleet.services.tallies import (
     FineState,
     day_key,

@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from fleet import plates
 from fleet.models import Driver, Fine, SavedFineView
+from fleet.services.attribution import fine_drivers_attribute
 from fleet.services.dashboard import fine_figures, month_start
-from fleet.services.fines import fine_drivers_attribute
 from fleet.services.vehicles import vehicle_search
 from fleet.webhooks.processing import deliveries_process_received
 

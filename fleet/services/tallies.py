@@ -23,14 +23,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta, tzinfo
 from decimal import Decimal
 from typing import Any, Final
 
-from django.db import IntegrityError, transaction
-from django.db.models import Count, QuerySet, Sum
+from django.db import IntegrityError, connection, transaction
+from django.db.models import CharField, Count, Func, QuerySet, Sum, Value
 from django.db.models.expressions import F
-from django.db.models.functions import TruncDate, TruncMonth
+from django.db.models.functions import Substr
 from django.utils import timezone
 
 from fleet.models import Fine, FineTally, TallyDimension
@@ -150,18 +150,6 @@ def fine_tallies_counted(fines: QuerySet[Fine] | None = None) -> dict[TallyKey, 
             untreated.filter(driver_id__isnull=False).values_list("driver_id"),
             driver_key,
         ),
-        (
-            TallyDimension.MONTH,
-            fines.filter(occurred_at__isnull=False)
-            .annotate(month=TruncMonth("occurred_at", tzinfo=zone))
-            .values_list("month"),
-            month_key,
-        ),
-        (
-            TallyDimension.DAY,
-            fines.annotate(day=TruncDate("received_at", tzinfo=zone)).values_list("day"),
-            day_key,
-        ),
     ]
     counted: dict[TallyKey, tuple[int, int]] = {}
     for dimension, grouped, key_of in groups:
@@ -173,7 +161,76 @@ def fine_tallies_counted(fines: QuerySet[Fine] | None = None) -> dict[TallyKey, 
         for key, count, amount in rows:
             if count:
                 counted[str(dimension), key] = (count, tally_cents(amount))
+    for dimension, field, local_key in (
+        (TallyDimension.MONTH, "occurred_at", lambda moment: month_key(moment.date())),
+        (TallyDimension.DAY, "received_at", lambda moment: day_key(moment.date())),
+    ):
+        for key, (count, cents) in _by_local_time(fines, field, local_key, zone).items():
+            counted[str(dimension), key] = (count, cents)
     return counted
+
+
+def _by_local_time(
+    fines: QuerySet[Fine], field: str, local_key: Any, zone: tzinfo
+) -> dict[str, tuple[int, int]]:
+    """The count and cents of `fines` by the local day or month (`local_key` of a local
+    moment) of `field`, those without it left out.
+
+    Grouped by the hour in UTC, as stored, which the database does on its own (SQLite
+    would call Python for each of ten million fines to put them in their time zone),
+    then each hour put in the local day or month it falls in: all of an hour falls in
+    one where the zone's offset is whole hours, as Brazil's are; an hour that falls in
+    two (offsets of half an hour, or at a change of offset) is grouped again by the
+    minute, the few fines in it."""
+    sums: dict[str, Any] = {"count": Count("pk"), "amount": Sum("amount")}
+    counted: dict[str, tuple[int, int]] = {}
+
+    def add(key: str, count: int, amount: Decimal | None) -> None:
+        had = counted.get(key, (0, 0))
+        counted[key] = (had[0] + count, had[1] + tally_cents(amount))
+
+    def grouped(records: QuerySet[Fine], length: int) -> Any:
+        return (
+            records.filter(**{f"{field}__isnull": False})
+            .annotate(moment=_utc_text(field, length))
+            .values_list("moment")
+            .annotate(**sums)
+        )
+
+    for hour, count, amount in grouped(fines, len("2026-11-27 18")):
+        start = _utc(hour)
+        first, last = (
+            local_key(timezone.localtime(moment, zone))
+            for moment in (start, start + timedelta(hours=1, microseconds=-1))
+        )
+        if first == last:
+            add(first, count, amount)
+            continue
+        within = fines.filter(
+            **{f"{field}__gte": start, f"{field}__lt": start + timedelta(hours=1)}
+        )
+        for minute, minute_count, minute_amount in grouped(within, len("2026-11-27 18:05")):
+            add(local_key(timezone.localtime(_utc(minute), zone)), minute_count, minute_amount)
+    return counted
+
+
+def _utc_text(field: str, length: int) -> Any:
+    """The moment in `field` as text in UTC to its first `length` characters: SQLite
+    keeps it as that text ("2026-11-27 18:05:59.123456"); PostgreSQL writes it so
+    under the connection's time zone, UTC."""
+    if connection.vendor == "sqlite":
+        return Substr(field, 1, length, output_field=CharField())
+    return Func(F(field), Value(_PG_FORMATS[length]), function="to_char", output_field=CharField())
+
+
+# PostgreSQL's formats of the text `_utc_text` cuts to its first 13 or 16 characters.
+_PG_FORMATS: Final = {13: "YYYY-MM-DD HH24", 16: "YYYY-MM-DD HH24:MI"}
+
+
+def _utc(text: str) -> datetime:
+    """The moment an hour's or a minute's text in UTC begins."""
+    hour, _, minute = text.partition(":")
+    return datetime.fromisoformat(f"{hour}:{minute or '00'}:00+00:00")
 
 
 def fine_tallies_rebuild() -> int:
@@ -192,9 +249,35 @@ def fine_tallies_rebuild() -> int:
     for start in range(0, len(corrections), REBUILD_CHUNK):
         with transaction.atomic():
             _add((TallyDimension.VERSION, ""), (1, 0))  # first: see the module's docstring
-            for key, delta in corrections[start : start + REBUILD_CHUNK]:
-                _add(key, delta)
+            _correct(dict(corrections[start : start + REBUILD_CHUNK]))
     return len(counted)
+
+
+def _correct(corrections: dict[TallyKey, tuple[int, int]]) -> None:
+    """Add each correction to its tally: the tallies there are, one UPDATE each; those
+    not there yet (all of them after a bulk load: a million vehicles' own), created in
+    one INSERT, unless a writer created one of them meanwhile (then each is added to
+    or created on its own, `_add`)."""
+    existing: set[TallyKey] = set()
+    for dimension in {dimension for dimension, _key in corrections}:
+        keys = [key for tally_dimension, key in corrections if tally_dimension == dimension]
+        existing.update(
+            FineTally.objects.filter(dimension=dimension, key__in=keys).values_list(
+                "dimension", "key"
+            )
+        )
+    for key in existing:
+        _add(key, corrections[key])
+    new = {key: delta for key, delta in corrections.items() if key not in existing}
+    try:
+        with transaction.atomic():  # a savepoint: a clash undoes these INSERTs alone
+            FineTally.objects.bulk_create(
+                FineTally(dimension=dimension, key=name, count=count, cents=cents)
+                for (dimension, name), (count, cents) in new.items()
+            )
+    except IntegrityError:  # a writer created one since the check
+        for key, delta in new.items():
+            _add(key, delta)
 
 
 def fine_tallies_differences() -> dict[TallyKey, tuple[tuple[int, int], tuple[int, int]]]:

@@ -218,6 +218,43 @@ def test_a_fine_counts_by_day_month_document_and_while_untreated_by_vehicle_and_
     assert fine_contributions(treated) == [("day", "2026-11-24", 1, 0)]
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("zone", ["America/Sao_Paulo", "Asia/Kolkata", "America/St_Johns"])
+def test_a_rebuild_counts_each_fine_in_its_local_day_and_month(settings, zone):
+    """The rebuild groups by the hour in UTC (the database alone), then puts each hour in
+    its local day and month: exact around midnight, in the zones whose offset is half an
+    hour (an hour that falls in two days is counted by the minute), and at a change of
+    offset (St. John's, in November). The same figures as each fine's contributions."""
+    settings.TIME_ZONE = zone
+    moments = [
+        datetime(2026, 10, 31, hour, minute, second, tzinfo=UTC)
+        for hour in (0, 2, 3, 18, 19, 23)
+        for minute, second in ((0, 0), (29, 59), (30, 0), (59, 59))
+    ] + [datetime(2026, 11, 1, 3, 30, tzinfo=UTC), datetime(2026, 11, 1, 4, 15, tzinfo=UTC)]
+    Fine.objects.bulk_create(
+        Fine(
+            key=f"id:{n}",
+            external_id=str(n),
+            payload={},
+            treated=True,
+            amount=Decimal(n),
+            occurred_at=moment,
+            received_at=moment,
+            updated_at=moment,
+        )
+        for n, moment in enumerate(moments)
+    )
+    expected: dict[tuple[str, str], tuple[int, int]] = {}
+    for fine in Fine.objects.all():
+        for dimension, key, count, cents in fine_contributions(FineState.of(fine)):
+            had = expected.get((dimension, key), (0, 0))
+            expected[dimension, key] = (had[0] + count, had[1] + cents)
+
+    counted = fine_tallies_counted()
+    assert counted == expected
+    assert len({key for dimension, key in counted if dimension == "day"}) >= 2  # midnight
+
+
 # --- Writes through the receiver and processing ----------------------------------------
 
 

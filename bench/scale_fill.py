@@ -32,7 +32,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -221,16 +221,19 @@ def _fines(
     span = int(timedelta(days=365 * YEARS).total_seconds())
     texts = dict(Wording.objects.values_list("pk", "text"))
     amounts = [Decimal(tier.amount) for tier in infractions.TIERS]
+    columns = (
+        "id", "key", "external_id", "treated", "treated_history", "payload", "registration",
+        "received_at", "updated_at", "link_frame", "link", "amount", "occurred_at",
+        "driver_id", "reference", "infraction_id",
+    )  # fmt: skip
 
-    def fine(number: int) -> Fine:
+    def fine(number: int) -> tuple[Any, ...]:
         vehicle = rng.randrange(len(registrations))
         occurred = now - timedelta(seconds=rng.randrange(span))
-        received = occurred + timedelta(days=rng.randrange(10, 40))
-        received = min(received, now)
+        received = min(occurred + timedelta(days=rng.randrange(10, 40)), now)
         reference = f"E{number:09d}"
         wording = rng.choice(wordings["fines"])
         amount = rng.choice(amounts)
-        treated = rng.random() < 0.6
         payload = {
             "id": number,
             "carPlate": registrations[vehicle],
@@ -239,41 +242,34 @@ def _fines(
             "occurredAt": occurred.isoformat(),
             "amount": str(amount),
         }
-        return Fine(
-            key=f"id:{number}",
-            external_id=str(number),
-            treated=treated,
-            payload=payload,
-            registration=registrations[vehicle],
-            received_at=received,
-            updated_at=received,
-            link_frame=f"https://autoridade.example/{reference}.pdf" if rng.random() < 0.7 else "",
-            link=f"https://boletos.example/{reference}",
-            amount=amount,
-            occurred_at=occurred,
-            driver_id=drivers[vehicle],
-            reference=reference,
-            infraction_id=wording,
-        )
+        document = f"https://autoridade.example/{reference}.pdf" if rng.random() < 0.7 else ""
+        return (
+            number, f"id:{number}", str(number), rng.random() < 0.6, [], payload,
+            registrations[vehicle], received, received, document,
+            f"https://boletos.example/{reference}", amount, occurred, drivers[vehicle],
+            reference, wording,
+        )  # fmt: skip
 
+    delivery_columns = (
+        "received_at", "content_type", "body", "body_size", "body_sha256", "headers",
+        "status", "kind", "error", "attempts", "processed_at", "body_purged_at",
+        "unknown_keys_unrecorded", "fine_id",
+    )  # fmt: skip
     for chunk in _chunks(fine(number) for number in range(1, count + 1)):
         with transaction.atomic():
-            made = Fine.objects.bulk_create(chunk)
-            WebhookDelivery.objects.bulk_create(
-                WebhookDelivery(
-                    received_at=record.received_at,
-                    body=b"",
-                    body_size=200,
-                    body_sha256=f"{record.pk:064d}",
-                    status=BODY_PURGED_STATUSES[0],
-                    kind="frame",
-                    fine_id=record.pk,
-                    processed_at=record.received_at,
-                    body_purged_at=now,
-                )
-                for record in made[::10]
-            )
+            _insert(Fine, columns, chunk)
+            _insert(WebhookDelivery, delivery_columns, [_delivery(row, now) for row in chunk[::10]])
+    _sequence_past(Fine, count)
     return [f"E{number:09d}" for number in rng.sample(range(1, count + 1), k=min(count, 20))]
+
+
+def _delivery(fine: tuple[Any, ...], now: datetime) -> tuple[Any, ...]:
+    """The processed delivery of the fine `fine` (a row of `_fines`), its body purged."""
+    number, received = fine[0], fine[7]
+    return (
+        received, "", b"", 200, f"{number:064d}", {}, BODY_PURGED_STATUSES[0], "frame", "",
+        1, received, now, 0, number,
+    )  # fmt: skip
 
 
 def _notifications(
@@ -282,25 +278,69 @@ def _notifications(
     now = timezone.now()
     span = int(timedelta(days=365 * YEARS).total_seconds())
     texts = dict(Wording.objects.values_list("pk", "text"))
+    columns = (
+        "key", "external_id", "treated", "treated_history", "payload", "registration",
+        "received_at", "updated_at", "heading_id",
+    )  # fmt: skip
 
-    def notification(number: int) -> Notification:
+    def notification(number: int) -> tuple[Any, ...]:
         registration = rng.choice(registrations)
         wording = rng.choice(wordings["notifications"])
         received = now - timedelta(seconds=rng.randrange(span))
-        return Notification(
-            key=f"id:n{number}",
-            external_id=f"n{number}",
-            treated=rng.random() < 0.6,
-            payload={"title": texts[wording], "carPlate": registration, "message": "…"},
-            registration=registration,
-            received_at=received,
-            updated_at=received,
-            heading_id=wording,
-        )
+        payload = {"title": texts[wording], "carPlate": registration, "message": "…"}
+        return (
+            f"id:n{number}", f"n{number}", rng.random() < 0.6, [], payload, registration,
+            received, received, wording,
+        )  # fmt: skip
 
     for chunk in _chunks(notification(number) for number in range(1, count + 1)):
         with transaction.atomic():
-            Notification.objects.bulk_create(chunk)
+            _insert(Notification, columns, chunk)
+
+
+def _insert(model: type[Model], columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
+    """`rows` (values of `columns`, fields' attribute names) into `model`'s table in one
+    `executemany` (PostgreSQL: one COPY), each value as the database keeps it:
+    `bulk_create` prepares every value of every row through each field and spends most
+    of a fill's time doing it."""
+    fields: list[Any] = [model._meta.get_field(name) for name in columns]
+    quote = connection.ops.quote_name
+    names = ", ".join(quote(field.column) for field in fields)
+    marks = ", ".join(["%s"] * len(fields))
+    table = quote(model._meta.db_table)
+    sql = f"INSERT INTO {table} ({names}) VALUES ({marks})"  # noqa: S608 (the models' names)
+    kept = [_kept_as(field) for field in fields]
+    prepared = ([keep(value) for keep, value in zip(kept, row, strict=True)] for row in rows)
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            cursor.executemany(sql, list(prepared))
+            return
+        # PostgreSQL's COPY: a stream of rows, not a statement each.
+        with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+            for row in prepared:
+                copy.write_row(row)
+
+
+def _kept_as(field: Any) -> Callable[[Any], Any]:
+    """How the database is given a value of `field`: a moment in UTC, as SQLite keeps it
+    (text) or as is; JSON as the field writes it (text, or PostgreSQL's jsonb)."""
+    if field.get_internal_type() == "DateTimeField":
+        if connection.vendor != "sqlite":
+            return lambda value: value
+        return lambda value: value and str(value.astimezone(UTC).replace(tzinfo=None))
+    if field.get_internal_type() == "JSONField":
+        return lambda value: field.get_db_prep_save(value, connection)
+    return lambda value: value
+
+
+def _sequence_past(model: type[Model], last: int) -> None:
+    """The next id PostgreSQL gives `model` after `last` (rows written with their ids)."""
+    if connection.vendor == "postgresql":
+        table = model._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT setval(pg_get_serial_sequence(%s, 'id'), %s)", [table, max(last, 1)]
+            )
 
 
 if __name__ == "__main__":

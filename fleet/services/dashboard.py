@@ -38,7 +38,7 @@ from django.urls import get_script_prefix
 from django.utils import timezone, translation
 
 from fleet import after_response
-from fleet.models import Fine, FineTally, Notification, TallyDimension
+from fleet.models import Fine, FineTally, Notification, TallyDimension, VehicleGroupPlate
 from fleet.services.drivers import driver_names
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope
 from fleet.services.tallies import (
@@ -226,7 +226,8 @@ def fine_figures(*, scope: VehicleScope = WHOLE_FLEET) -> FineFigures:
 
 def _scoped_figures(today: date, scope: VehicleScope) -> FineFigures:
     """A part of the fleet has no tallies of its own: its figures are summed from its
-    fines (`_computed`), which at a region of a large fleet takes seconds. So they are
+    vehicles' tallies and from its fines (`_scoped_tallies`), which at a region of a
+    large fleet takes seconds. So they are
     kept, with the version they were read at, and shown as kept; once a fine changed,
     a page shows them as they were and reads them again after its response (one
     process at a time), for the next page: the dashboard refreshes itself, a moment
@@ -379,14 +380,7 @@ def _computed(today: date, key: str, scope: VehicleScope = WHOLE_FLEET) -> FineF
             ).values_list("dimension", "key", "count", "cents")
         }
     else:
-        # A part of the fleet has no tallies of its own: its fines summed as the
-        # tallies would count them (a few queries over its own fines, by their index).
-        scoped = fine_tallies_counted(scope.records(Fine.objects.all()))
-        rows = {
-            (dimension, name): found
-            for (dimension, name), found in scoped.items()
-            if dimension != TallyDimension.DAY or name >= day_key(since)
-        }
+        scoped = rows = _scoped_tallies(scope, since=since, first_month=starts[0])
 
     def total(*found: tuple[int, int]) -> Total:
         return Total(sum(count for count, _ in found), tally_amount(sum(c for _, c in found)))
@@ -411,6 +405,40 @@ def _computed(today: date, key: str, scope: VehicleScope = WHOLE_FLEET) -> FineF
         most_fined=most_fined,
         key=key,
     )
+
+
+def _scoped_tallies(scope: VehicleScope, *, since: date, first_month: date) -> Tallies:
+    """What the dashboard shows of a part of the fleet, which has no tallies of its own,
+    as the tallies would count it: its vehicles' own tallies (untreated by vehicle,
+    whose sum is its untreated total: its fines all name a vehicle); its fines summed
+    by driver and without their document, and those of the months and days shown only
+    (each through an index of its moment)."""
+    plates = VehicleGroupPlate.objects.filter(group_id__in=scope.group_ids)
+    vehicles = {
+        (dimension, name): (count, cents)
+        for dimension, name, count, cents in FineTally.objects.filter(
+            dimension=TallyDimension.VEHICLE,
+            count__gt=0,
+            key__in=plates.values("registration"),
+        ).values_list("dimension", "key", "count", "cents")
+    }
+    untreated = (
+        sum(count for count, _cents in vehicles.values()),
+        sum(cents for _count, cents in vehicles.values()),
+    )
+    found: Tallies = {**vehicles, (str(TallyDimension.UNTREATED), ""): untreated}
+    for fines, dimensions in (
+        (Fine.objects.all(), {TallyDimension.DRIVER, TallyDimension.WITHOUT_DOCUMENT}),
+        (
+            Fine.objects.filter(occurred_at__gte=local_midnight(first_month)),
+            {TallyDimension.MONTH},
+        ),
+        (Fine.objects.filter(received_at__gte=local_midnight(since)), {TallyDimension.DAY}),
+    ):
+        found |= fine_tallies_counted(
+            scope.records(fines), dimensions=frozenset(str(name) for name in dimensions)
+        )
+    return found
 
 
 def _first(

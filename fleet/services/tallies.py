@@ -130,9 +130,11 @@ def fine_tallies_version() -> int:
     return next(iter(found), 0)
 
 
-def fine_tallies_counted(fines: QuerySet[Fine] | None = None) -> dict[TallyKey, tuple[int, int]]:
-    """Every tally as the fines (`fines`, or all) sum up now, from scratch (those that
-    count some fine)."""
+def fine_tallies_counted(
+    fines: QuerySet[Fine] | None = None, *, dimensions: frozenset[str] | None = None
+) -> dict[TallyKey, tuple[int, int]]:
+    """Every tally (of `dimensions`, or all) as the fines (`fines`, or all) sum up now,
+    from scratch (those that count some fine)."""
     zone = timezone.get_default_timezone()
     fines = (Fine.objects.all() if fines is None else fines).order_by()
     untreated = fines.filter(treated=False)
@@ -153,6 +155,8 @@ def fine_tallies_counted(fines: QuerySet[Fine] | None = None) -> dict[TallyKey, 
     ]
     counted: dict[TallyKey, tuple[int, int]] = {}
     for dimension, grouped, key_of in groups:
+        if dimensions is not None and dimension not in dimensions:
+            continue
         if key_of is None:  # a total
             found = grouped.aggregate(**sums)
             rows = [("", found["count"], found["amount"])]
@@ -165,6 +169,8 @@ def fine_tallies_counted(fines: QuerySet[Fine] | None = None) -> dict[TallyKey, 
         (TallyDimension.MONTH, "occurred_at", lambda moment: month_key(moment.date())),
         (TallyDimension.DAY, "received_at", lambda moment: day_key(moment.date())),
     ):
+        if dimensions is not None and dimension not in dimensions:
+            continue
         for key, (count, cents) in _by_local_time(fines, field, local_key, zone).items():
             counted[str(dimension), key] = (count, cents)
     return counted

@@ -164,7 +164,8 @@ def _number[N: (int, float)](name: str, *, default: N, minimum: N, kind: type[N]
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be {what}.") from None
     if not minimum <= value < float("inf"):
-        raise ImproperlyConfigured(f"{name} must be {what}, at least {minimum:g}.")
+        least = f"{minimum:g}" if isinstance(minimum, float) else str(minimum)
+        raise ImproperlyConfigured(f"{name} must be {what}, at least {least}.")
     return value
 
 

@@ -72,6 +72,12 @@ FLEET_WRONG_LOGIN_CODES = env.comma_list(
 FLEET_INTERACTIVE_RETRY_BUDGET = env.seconds("FLEET_INTERACTIVE_RETRY_BUDGET", default=2.0)
 # Seconds to wait for an answer of the Fleet API (the CNH lookup has its own 70 s).
 FLEET_READ_TIMEOUT = env.seconds("FLEET_READ_TIMEOUT", default=10.0, minimum=1.0)
+# An answer of the Fleet API is read up to this size, this long after its headers, then
+# refused: a hostile or broken server chooses both (a million vehicles' list is ~150 MB).
+FLEET_ANSWER_MAX_BYTES = env.whole_number(
+    "FLEET_ANSWER_MAX_BYTES", default=512 * 2**20, minimum=2**20, unit="bytes"
+)
+FLEET_ANSWER_SECONDS = env.seconds("FLEET_ANSWER_SECONDS", default=300.0, minimum=1.0)
 # The hosts an e-CRLV download may send a browser to (fleet/services/crlv.py). Empty: the
 # hosts of FLEET_BASE_URL and FLEET_LOGIN_URL; set it when the vendor serves documents
 # from another host (a storage or CDN domain).

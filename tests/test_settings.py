@@ -147,6 +147,8 @@ def test_production_without_field_keys_is_refused():
         ("FLEET_COUNTS_POLL_SECONDS", "0", "must be a whole number, at least 1."),
         ("FLEET_READ_TIMEOUT", "ten", "must be a number of seconds."),
         ("FLEET_READ_TIMEOUT", "0", "must be a number of seconds, at least 1."),
+        ("FLEET_ANSWER_MAX_BYTES", "1000", "must be a whole number of bytes, at least 1048576."),
+        ("FLEET_ANSWER_SECONDS", "0", "must be a number of seconds, at least 1."),
         ("FLEET_INTERACTIVE_RETRY_BUDGET", "-1", "must be a number of seconds, at least 0."),
         ("FLEET_INTERACTIVE_RETRY_BUDGET", "inf", "must be a number of seconds, at least 0."),
     ],

@@ -56,6 +56,10 @@ CNH_LOOKUP: Final = "/v2/cnh/lookup"
 CNH_BATCH: Final = "/v2/cnh/lookup/batch"
 # The licensing service is waited for up to 60 s; clients wait 60 s plus a margin (spec 8).
 CNH_READ_TIMEOUT: Final = 70.0
+# An answer's body is read up to this size and for this long after its headers
+# (FLEET_ANSWER_MAX_BYTES, FLEET_ANSWER_SECONDS): a million vehicles' list is ~150 MB.
+ANSWER_MAX_BYTES: Final = 512 * 2**20
+ANSWER_SECONDS: Final = 300.0
 
 
 def path_segment(value: str) -> str:
@@ -107,7 +111,7 @@ def _refuse_unusable(access_token: str, secret_key: str, max_attempts: int) -> N
         raise ValueError("max_attempts must be at least 1")
 
 
-def _json_or_none(content: bytes) -> Any:
+def _json_or_none(content: bytes | bytearray) -> Any:
     """The answer's JSON, or None when it is not JSON (bad UTF-8 included)."""
     try:
         return orjson.loads(content)
@@ -140,6 +144,9 @@ class FleetClient:
     user's e-mail or password: the spec documents none (7.1), so a deployment
     names them.
 
+    `answer_max_bytes` and `answer_seconds` bound each answer's body (`read_body`):
+    past either, the call fails as `UpstreamUnavailable` and reads no more.
+
     `sleep` makes every wait the client makes and `clock` (monotonic seconds) times its budgets.
     """
 
@@ -157,6 +164,8 @@ class FleetClient:
         cnh_lookup_path: str = CNH_LOOKUP,
         cnh_batch_path: str = CNH_BATCH,
         cnh_read_timeout: float = CNH_READ_TIMEOUT,
+        answer_max_bytes: int = ANSWER_MAX_BYTES,
+        answer_seconds: float = ANSWER_SECONDS,
         wrong_login_codes: Iterable[str] = (),
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -171,6 +180,8 @@ class FleetClient:
         self.cnh_lookup_path = api_path(cnh_lookup_path)
         self.cnh_batch_path = api_path(cnh_batch_path)
         self.cnh_read_timeout = cnh_read_timeout
+        self.answer_max_bytes = answer_max_bytes
+        self.answer_seconds = answer_seconds
         self.wrong_login_codes = frozenset(wrong_login_codes)
         self._sleep = sleep
         self._clock = clock
@@ -288,7 +299,7 @@ class FleetClient:
         route: str,
         read: Callable[[Any], T],
         *,
-        read_bytes: Callable[[bytes], T | None] | None = None,
+        read_bytes: Callable[[bytes | bytearray], T | None] | None = None,
         params: Mapping[str, str] | None = None,
         body: Mapping[str, Any] | None = None,
         retry_budget: float | None = None,
@@ -402,7 +413,7 @@ class FleetClient:
         call: CallBudget,
         request: _Request,
         read: Callable[[Any], T],
-        read_bytes: Callable[[bytes], T | None] | None,
+        read_bytes: Callable[[bytes | bytearray], T | None] | None,
     ) -> T:
         """One request and its answer, turned into `T` or a `FleetError`."""
         started = time.monotonic()
@@ -429,7 +440,7 @@ class FleetClient:
             raise failure
         return _read_answer(read, body, call, status=status, trace_id=trace_id)
 
-    def _send(self, call: CallBudget, request: _Request) -> tuple[requests.Response, bytes]:
+    def _send(self, call: CallBudget, request: _Request) -> tuple[requests.Response, bytearray]:
         """The response and its whole body; `UpstreamUnavailable` when there is none."""
         try:
             response = self._session.request(
@@ -441,7 +452,13 @@ class FleetClient:
                 allow_redirects=False,  # a redirect would carry the Key header elsewhere
                 stream=True,  # the body is read below, in one read
             )
-            return response, read_body(response)
+            body = read_body(
+                response,
+                max_bytes=self.answer_max_bytes,
+                seconds=self.answer_seconds,
+                clock=self._clock,
+            )
+            return response, body
         except requests.RequestException as exc:
             raise upstream_unavailable(
                 exc, read_timeout=request.read_timeout, route=call.route, method=call.method

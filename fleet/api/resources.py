@@ -314,7 +314,7 @@ _CAR_BATCH_DECODER: Final = msgspec.json.Decoder(list[_Car])
 CAR_BATCH: Final = 10_000
 
 
-def vehicle_columns_from_bytes(content: bytes) -> VehicleColumns | None:
+def vehicle_columns_from_bytes(content: bytes | bytearray) -> VehicleColumns | None:
     """`vehicle_columns_from_json` straight from the answer's bytes; None unless the
     answer is exactly the shape spec 4.1 describes.
 

@@ -2,12 +2,15 @@
 
 `signed_session` sends the three headers of spec 5.2 on every request and
 retries connect errors within the call's budget (`retries.connect_retries`);
-`read_body` reads an answer to its end; `upstream_unavailable` says what a
-request that got no usable answer ran into, and whether it was sent at all.
+`read_body` reads an answer to its end, bounded in size and time;
+`upstream_unavailable` says what a request that got no usable answer ran into, and
+whether it was sent at all.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from http.cookiejar import DefaultCookiePolicy
 from typing import Final
 
@@ -72,17 +75,51 @@ def signed_session(*, access_token: str, secret_key: str, max_attempts: int) -> 
     return session
 
 
-def read_body(response: requests.Response) -> bytes:
-    """The whole body, in one read to its end.
+class AnswerTooLarge(requests.RequestException):
+    """The answer's body is larger than the client reads (`read_body`'s `max_bytes`)."""
 
-    `response.content` reads it 10 kB at a time through several layers, which
-    a large fleet's answer of several megabytes pays for. The connection goes
-    back to the pool once the body is read. urllib3's errors become the
-    `requests` errors that `response.content` raises, so that callers see one
-    family.
+
+class AnswerTooSlow(requests.RequestException):
+    """The answer's body took longer to arrive than the client waits (`seconds`)."""
+
+
+# What `read_body` asks of the connection at a time: one read of the socket at most.
+_READ: Final = 1 << 20
+
+
+def read_body(
+    response: requests.Response,
+    *,
+    max_bytes: int,
+    seconds: float,
+    clock: Callable[[], float] = time.monotonic,
+) -> bytearray:
+    """The whole body, decoded, as it arrives: at most `max_bytes` of it (after any
+    Content-Encoding is undone: a small gzip can hold gigabytes), within `seconds` of
+    its headers (each read of the socket waits the read timeout at most, so a server
+    that sends a byte just in time can hold the answer that long, no longer);
+    `AnswerTooLarge` or `AnswerTooSlow` past either, `AnswerTooLarge` at once for a
+    Content-Length past it. The answer is hostile until read: its size and pace are the
+    server's to choose.
+
+    Read into one growing buffer (a large one grows in place): a large fleet's answer of
+    a hundred megabytes is never held twice. The connection goes back to the pool once
+    the body is read. urllib3's errors become the `requests` errors that
+    `response.content` raises, so that callers see one family.
     """
     try:
-        return response.raw.read(decode_content=True)
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > max_bytes:
+            raise AnswerTooLarge(f"Content-Length {declared}", response=response)
+        ends = clock() + seconds
+        body = bytearray()
+        while chunk := response.raw.read1(_READ, decode_content=True):
+            body += chunk
+            if len(body) > max_bytes:
+                raise AnswerTooLarge(f"more than {max_bytes} bytes", response=response)
+            if clock() > ends:
+                raise AnswerTooSlow(f"not whole after {seconds:g} s", response=response)
+        return body
     except ReadTimeoutError as exc:
         raise requests.ReadTimeout(exc, response=response) from exc
     except ProtocolError as exc:  # the connection ended before the body did
@@ -117,6 +154,10 @@ def _nothing_was_sent(error: requests.RequestException) -> bool:
 
 
 def _describe(error: requests.RequestException, read_timeout: float) -> str:
+    if isinstance(error, AnswerTooLarge):
+        return f"the answer was too large to read ({error}; FLEET_ANSWER_MAX_BYTES)"
+    if isinstance(error, AnswerTooSlow):
+        return f"the answer came too slowly ({error}; FLEET_ANSWER_SECONDS)"
     if isinstance(error, requests.ConnectTimeout):
         return "could not connect in time"
     if isinstance(error, requests.ReadTimeout):

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from fleet.api.client import api_path as _fleet_api_path
 from fleet.api.credentials import credential_problems
+from fleet.api.paths import api_path as _fleet_api_path
 from fleet.webhooks.tokens import webhook_token_problems
 
 _environ = environ.Env()
@@ -191,7 +191,7 @@ def ports(name: str, *, default: list[int]) -> list[int]:
 
 
 def api_path(name: str, *, default: str) -> str:
-    """A route of the Fleet API of its own (`fleet.api.client.api_path`); `default` when
+    """A route of the Fleet API of its own (`fleet.api.paths.api_path`); `default` when
     unset or blank."""
     value = os.environ.get(name, "").strip() or default
     try:

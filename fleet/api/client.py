@@ -1,7 +1,7 @@
 """`FleetClient`: every HTTP call the portal makes to the Fleet API.
 
 It knows the API contract and HTTP only: the three headers and the signature
-(spec 5), timeouts, the retry policy (`retries`), path-segment encoding,
+(spec 5), timeouts, the retry policy (`retries`), path-segment encoding (`paths`),
 parsing answers into `resources` records and failures into `errors`. It
 imports nothing from Django; it is configured by its constructor.
 """
@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Self
-from urllib.parse import quote
 
 import orjson
 import requests
@@ -29,6 +28,7 @@ from fleet.api.licences import (
     cnh_batch_from_json,
     cnh_lookup_from_json,
 )
+from fleet.api.paths import api_path, path_segment
 from fleet.api.resources import (
     CrlvRequest,
     ShapeError,
@@ -60,32 +60,6 @@ CNH_READ_TIMEOUT: Final = 70.0
 # (FLEET_ANSWER_MAX_BYTES, FLEET_ANSWER_SECONDS): a million vehicles' list is ~150 MB.
 ANSWER_MAX_BYTES: Final = 512 * 2**20
 ANSWER_SECONDS: Final = 300.0
-
-
-def path_segment(value: str) -> str:
-    """`value` encoded as exactly one URL path segment.
-
-    `/`, `%`, `?` and `#` are all escaped, so a plate like `../key/generator`
-    or `ABC%2F1` stays inside its route. Values that cannot be one segment
-    are refused before anything is sent.
-    """
-    if not isinstance(value, str) or value in ("", ".", ".."):
-        raise ValueError("a path parameter must be a non-empty string other than '.' or '..'")
-    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
-        raise ValueError("a path parameter must not contain control characters")
-    return quote(value, safe="")
-
-
-def api_path(value: str) -> str:
-    """`value` if it can be a route of its own: absolute, no query, no placeholder."""
-    if (
-        not isinstance(value, str)
-        or not value.startswith("/")
-        or any(c in value for c in "?#{}%")
-        or any(c.isspace() or ord(c) < 0x20 for c in value)
-    ):
-        raise ValueError("an API path must start with '/' and hold no query, space or braces")
-    return value
 
 
 def _is_cpf_digits(value: str) -> bool:

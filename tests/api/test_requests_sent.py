@@ -6,8 +6,9 @@ import logging
 
 import pytest
 
-from fleet.api.client import FleetClient, path_segment
+from fleet.api.client import FleetClient
 from fleet.api.errors import FleetError, NotFound
+from fleet.api.paths import path_segment
 from fleet.api.signing import signature
 from tests.api.conftest import DEMO_SECRET, DEMO_TOKEN, Recorder, seeded_crlv_requests
 from tests.conftest import Emulator

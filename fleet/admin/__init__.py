@@ -250,6 +250,21 @@ class _LargeList:
     paginator: ClassVar[type] = CappedPaginator
     date_hierarchy: ClassVar[str | None] = None
     show_full_result_count: ClassVar[bool] = False
+    # Rows a page renders: the admin's 100 cost a page most of its time.
+    list_per_page: ClassVar[int] = 50
+    # Columns the list never shows and that can be large: read on a record's own page only.
+    list_deferred: ClassVar[tuple[str, ...]] = ()
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        records: QuerySet[Any] = super().get_queryset(request)  # type: ignore[misc]
+        match = request.resolver_match
+        if (
+            self.list_deferred
+            and match is not None
+            and (match.url_name or "").endswith("_changelist")
+        ):
+            return records.defer(*self.list_deferred)
+        return records
 
 
 @admin.register(WebhookDelivery)
@@ -265,6 +280,7 @@ class WebhookDeliveryAdmin(_LargeList, _WholeFleetOnly, _ReadOnly, _DeliveryMode
         "short_error",
     ]
     list_filter = ["status", "kind", "received_at"]
+    list_deferred = ("body", "headers")  # a body is up to FLEET_WEBHOOK_MAX_BYTES
     # Each through an index; an error is found by its status (failed, invalid).
     search_fields = ["=id", "=body_sha256"]
     actions = ["replay"]

@@ -15,7 +15,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from fleet.models import Fine, Notification
+from fleet.models import Fine, Notification, WebhookDelivery
 from fleet.services.dashboard import COUNTED
 from fleet.services.tallies import fine_tallies_rebuild
 
@@ -128,3 +128,24 @@ def test_the_dashboard_counts_untreated_notifications_up_to_ten_thousand(manager
     counts = [q["sql"] for q in queries if "fleet_notification" in q["sql"]]
     assert counts
     assert all(f"LIMIT {COUNTED + 1}" in sql for sql in counts), counts
+
+
+def test_the_admins_list_of_deliveries_reads_no_body(admin_client):
+    """A delivery's body (up to FLEET_WEBHOOK_MAX_BYTES, kept 90 days) is read on its own
+    page only: a page of the list reads fifty deliveries' columns, not their bodies."""
+    body = b'{"frame": {"id": 7, "carPlate": "ABC1D23"}}'
+    delivery = WebhookDelivery.objects.create(
+        body=body, body_size=len(body), body_sha256="0" * 64, kind="frame", status="received"
+    )
+    with CaptureQueriesContext(connection) as queries:
+        listed = admin_client.get("/admin/fleet/webhookdelivery/", headers=ENGLISH)
+    selects = [
+        q["sql"] for q in queries.captured_queries if 'FROM "fleet_webhookdelivery"' in q["sql"]
+    ]
+    assert listed.status_code == 200
+    assert selects
+    assert not any('"fleet_webhookdelivery"."body"' in sql for sql in selects), selects
+
+    own = admin_client.get(f"/admin/fleet/webhookdelivery/{delivery.pk}/change/", headers=ENGLISH)
+    assert own.status_code == 200
+    assert "ABC1D23" in own.text

@@ -53,3 +53,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": str(Path(tempfile.gettempdir()) / f"fleet-portal-tests-{os.getpid()}.sqlite3")
     }
+
+# The Fleet API of a test that points at none: a loopback port nothing listens on. The
+# emulator's default address (127.0.0.1:8001) is where a developer's `make run` answers
+# while the suite runs, and a test would read that demo's vehicles (seen: a flake hunt
+# beside `make run`). A test that talks to the API points at its own emulator
+# (`fleet_settings`).
+FLEET_BASE_URL = "http://127.0.0.1:1"

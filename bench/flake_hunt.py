@@ -12,7 +12,9 @@ pytest's summary or the soak's vehicle-list and last lines, time) and exits 1
 if any failed, printing the command that repeats each failed suite run.
 
 Not part of CI: it takes hours. Every log is kept in `--keep` (a temporary folder
-by default, printed).
+by default, printed). Ctrl-C or SIGTERM stops it, the run under way with everything it
+started (its process group) and the hog, also when it was started in the background
+(which ignores Ctrl-C unless told otherwise); exit status 130.
 """
 
 from __future__ import annotations
@@ -21,14 +23,17 @@ import argparse
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench.servers import sigterm_as_interrupt
 
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCTION = {
@@ -61,11 +66,40 @@ def cpu_hog() -> Iterator[None]:
 
 
 def _run(command: Sequence[str], log: Path, env: dict[str, str]) -> tuple[int, str]:
+    """`command`'s exit status and output, in a process group of its own: stopped with
+    everything it started (a suite's emulator, a soak's servers) if the hunt is."""
     with log.open("w") as output:
-        done = subprocess.run(
-            command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, check=False
+        child = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
-    return done.returncode, log.read_text(errors="replace")
+        try:
+            code = child.wait()
+        except BaseException:
+            _stop(child)
+            raise
+    return code, log.read_text(errors="replace")
+
+
+# How long a stopped run gets to end on its own (its `finally` blocks) before SIGKILL.
+_STOP_SECONDS = 30
+
+
+def _stop(child: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to `child`'s process group, then SIGKILL to whatever of it is left."""
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(child.pid, signum)
+        except ProcessLookupError:
+            break
+        try:
+            child.wait(timeout=_STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def _pytest_command(seed: int) -> list[str]:
@@ -108,6 +142,23 @@ def _print(run: Run) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return stoppable(lambda: _hunt(argv))
+
+
+def stoppable(work: Callable[[], int]) -> int:
+    """`work`'s exit status; 130 once Ctrl-C or SIGTERM stopped it (every `finally` run:
+    the run under way and the hog stopped). Started in the background (`make
+    flake-hunt &`), a process ignores Ctrl-C unless it says otherwise: it does."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with sigterm_as_interrupt():
+            return work()
+    except KeyboardInterrupt:
+        print("\nInterrupted; the run under way and the hog are stopped.", file=sys.stderr)
+        return 130
+
+
+def _hunt(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="suite runs on each database")
     parser.add_argument("--soaks", type=int, default=5, help="soaks (one host, two, in turn)")

@@ -230,7 +230,12 @@ def _fines(
     def fine(number: int) -> tuple[Any, ...]:
         vehicle = rng.randrange(len(registrations))
         occurred = now - timedelta(seconds=rng.randrange(span))
-        received = min(occurred + timedelta(days=rng.randrange(10, 40)), now)
+        # Received 10 to 40 days after, or in the last hour if that is still to come: at
+        # moments of their own (the portal stamps each fine as it processes it; a million
+        # received "now" at once would be one tie that every first page sorts).
+        received = occurred + timedelta(days=rng.randrange(10, 40))
+        if received > now:
+            received = now - timedelta(seconds=rng.random() * 3600)
         reference = f"E{number:09d}"
         wording = rng.choice(wordings["fines"])
         amount = rng.choice(amounts)

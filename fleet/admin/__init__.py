@@ -47,7 +47,8 @@ from fleet.models import (
     WebhookDelivery,
 )
 from fleet.services.dashboard import fine_figures_forget
-from fleet.services.fines import CappedPaginator, records_searched
+from fleet.services.fines import records_searched
+from fleet.services.paging import CappedPaginator
 from fleet.services.scopes import scope_of
 from fleet.services.sso import fleet_account_check
 from fleet.webhooks.payloads import KNOWN_PATHS

@@ -12,10 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
-from functools import cached_property
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
-from django.core.paginator import Page, Paginator
+from django.core.paginator import Page
 from django.db.models import Count, F, Q, QuerySet, Sum
 
 from fleet import plates
@@ -36,6 +35,7 @@ from fleet.services.dashboard import (
 )
 from fleet.services.drivers import prefix_end
 from fleet.services.list_walks import checked, conditions_walked, scope_walked, states_checked
+from fleet.services.paging import CappedPaginator
 from fleet.services.scopes import VehicleScope
 from fleet.services.tallies import (
     day_key,
@@ -116,51 +116,6 @@ FINE_SORTS = {
 }
 
 
-class CappedPaginator(Paginator[Any]):
-    """Django's paginator, counting no further than `COUNTED` records (`capped` says it
-    stopped there): the count of a filter that selects millions reads ten thousand.
-
-    A page after the first is read in two steps: the ids of its records, skipping those
-    before it in the index that orders them (the index alone, not the rows), then
-    those records by id. A page deep in the list reads fifty rows, not ten thousand."""
-
-    capped = False
-
-    def __init__(
-        self,
-        object_list: QuerySet[Any],
-        per_page: int,
-        *args: Any,
-        counted: QuerySet[Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(object_list, per_page, *args, **kwargs)
-        # What is counted, if not the list itself: the same records, selected through
-        # their indexes where the list walks its order's (`fleet.services.list_walks`).
-        self.counted = counted
-
-    @cached_property
-    def count(self) -> int:
-        records = cast(QuerySet[Any], self.object_list if self.counted is None else self.counted)
-        # Unordered: any index that selects them will do, read up to the cap.
-        found: int = records.order_by()[: COUNTED + 1].count()
-        self.capped = found > COUNTED
-        return min(found, COUNTED)
-
-    def page(self, number: int | str) -> Page[Any]:
-        number = self.validate_number(number)
-        bottom = (number - 1) * self.per_page
-        if bottom == 0:
-            return super().page(number)
-        top = bottom + self.per_page
-        if top + self.orphans >= self.count:
-            top = self.count
-        records = cast(QuerySet[Any], self.object_list)
-        ids = list(records.values_list("pk", flat=True)[bottom:top])
-        found = {record.pk: record for record in records.filter(pk__in=ids)}
-        return Page([found[pk] for pk in ids if pk in found], number, self)
-
-
 @dataclass(frozen=True, slots=True)
 class ListTotal:
     """How many records a list's filters select and their R$: `more` when there are more
@@ -175,10 +130,12 @@ def fine_search(*, scope: VehicleScope, page: int = 1, **filters: Any) -> Page[F
     """One page of fines; `fine_filtered` says what `filters` select and in which order,
     `_fines_walked` how the page reads them."""
     walked = _fines_walked(scope=scope, page=page, **filters)
+    tallied = _whole_fleet_tally(scope, filters)
     return CappedPaginator(
         fine_filtered(scope=scope, walked=walked, **filters),
         PER_PAGE,
         counted=fine_filtered(scope=scope, **filters) if walked else None,
+        known=None if tallied is None else tallied.count,
     ).get_page(page)
 
 
@@ -236,15 +193,20 @@ def fine_list_total(*, scope: VehicleScope, **filters: Any) -> ListTotal:
     the whole fleet is filtered as the dashboard counts it (nothing, untreated, a month,
     without document, received since a day); else summed over them if they are
     `COUNTED` or fewer."""
-    chosen = {name: value for name, value in filters.items() if value not in (None, "")}
-    chosen.pop("sort", None)
-    if scope.whole_fleet and (tallied := _tallied(chosen)) is not None:
+    if (tallied := _whole_fleet_tally(scope, filters)) is not None:
         return ListTotal(tallied.count, tallied.amount)
     fines = fine_filtered(scope=scope, **filters).order_by()
     counted = fines[: COUNTED + 1].count()
     if counted > COUNTED:
         return ListTotal(COUNTED, None, more=True)
     return ListTotal(counted, fine_totals(fines).amount)
+
+
+def _whole_fleet_tally(scope: VehicleScope, filters: dict[str, Any]) -> Total | None:
+    """The dashboard's tally of what `filters` select, if one counts exactly that."""
+    chosen = {name: value for name, value in filters.items() if value not in (None, "")}
+    chosen.pop("sort", None)
+    return _tallied(chosen) if scope.whole_fleet else None
 
 
 def _tallied(chosen: dict[str, Any]) -> Total | None:

@@ -134,7 +134,7 @@ def fine_search(*, scope: VehicleScope, page: int = 1, **filters: Any) -> Page[F
     return CappedPaginator(
         fine_filtered(scope=scope, walked=walked, **filters),
         PER_PAGE,
-        counted=fine_filtered(scope=scope, **filters) if walked else None,
+        counted=fine_filtered(scope=scope, counting=True, **filters),
         known=None if tallied is None else tallied.count,
     ).get_page(page)
 
@@ -195,7 +195,7 @@ def fine_list_total(*, scope: VehicleScope, **filters: Any) -> ListTotal:
     `COUNTED` or fewer."""
     if (tallied := _whole_fleet_tally(scope, filters)) is not None:
         return ListTotal(tallied.count, tallied.amount)
-    fines = fine_filtered(scope=scope, **filters).order_by()
+    fines = fine_filtered(scope=scope, counting=True, **filters).order_by()
     counted = fines[: COUNTED + 1].count()
     if counted > COUNTED:
         return ListTotal(COUNTED, None, more=True)
@@ -303,6 +303,7 @@ def fine_filtered(
     received_from: date | None = None,
     sort: str = "",
     walked: frozenset[str] = frozenset(),
+    counting: bool = False,
 ) -> QuerySet[Fine]:
     """The fines the list's filters select, in the list's order.
 
@@ -312,7 +313,8 @@ def fine_filtered(
     in that month, local time; its first day); `amount_min`/`amount_max` (R$, both
     included); `received_from` (received on or after that local day); `sort`, one of
     `FINE_SORTS` (else the default order); only those `scope` sees. The filters named
-    in `walked` are checked fine by fine as the list's index is walked (`fine_search`).
+    in `walked` are checked fine by fine as the list's index is walked (`fine_search`);
+    `counting`: to be counted, not listed (a part of the fleet found by its plates).
     """
     conditions = _fine_conditions(
         q=q,
@@ -327,7 +329,13 @@ def fine_filtered(
     if document is not None:
         states.append(~Q(link_frame="") if document else Q(link_frame=""))
     fines = _records(
-        Fine, scope=scope, states=states, plate=plate, conditions=conditions, walked=walked
+        Fine,
+        scope=scope,
+        states=states,
+        plate=plate,
+        conditions=conditions,
+        walked=walked,
+        counting=counting,
     )
     return fines.order_by(*FINE_SORTS.get(sort, LIST_ORDER))
 
@@ -386,11 +394,12 @@ def notification_search(
             states=_states(treated),
             plate=plate,
             conditions=searched,
-            walked=walking,
+            walked=walked if not counting else frozenset(),
+            counting=counting,
         ).order_by(*LIST_ORDER)
-        for walking in (walked, frozenset())
+        for counting in (False, True)
     )
-    return CappedPaginator(listed, PER_PAGE, counted=counted if walked else None).get_page(page)
+    return CappedPaginator(listed, PER_PAGE, counted=counted).get_page(page)
 
 
 def notification_export(
@@ -420,13 +429,16 @@ def _records[R: (Fine, Notification)](
     plate: str,
     conditions: dict[str, Q],
     walked: frozenset[str] = frozenset(),
+    counting: bool = False,
 ) -> QuerySet[R]:
     """The records of `scope` of the vehicle `plate` that `conditions` select, those
     named in `walked` checked one by one as the list's index is walked, and in the
     `states` (treated or not, with a document or not): filters of the list's own
     indexes, checked too where the records are found by another
-    (`fleet.services.list_walks`)."""
-    walked_scope = not plate and scope_walked(scope)
+    (`fleet.services.list_walks`). A part of the fleet that holds many records walks
+    the list with a check of its plates, unless `counting` (up to COUNTED: found by its
+    plates, through their index, it reads no record it does not count)."""
+    walked_scope = not plate and not counting and scope_walked(scope)
     records = scope.records(model.objects.all(), walked=walked_scope)
     if plate:
         records = records.filter(of_vehicle(plates.registration(plate)))

@@ -841,12 +841,11 @@ def _secrets(portal: Portal, plan: dict[str, Any]) -> list[str]:
 def _interruptions(plan: dict[str, Any], faults: Sequence[Fault]) -> list[Interruption]:
     """The faults that may come between an outgoing POST's answer and its mark (the
     worker killed, the database restarted), as windows of `time.time()` seconds: from
-    shortly before the fault (a POST answered, its mark not yet written) to the end of
-    its grace."""
+    the fault to the end of its grace."""
     return [
         Interruption(
             fault.name,
-            plan["start"] + fault.start - 2.0,
+            plan["start"] + fault.start,
             plan["start"] + max(fault.end, fault.start) + fault.grace,
         )
         for fault in faults

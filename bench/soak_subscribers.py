@@ -27,11 +27,12 @@ HEAD_END = b"\r\n\r\n"
 
 class Counting:
     """Answers 204 to every POST and counts them by `webhook-id` (an alert sent twice
-    shows as a count of 2), noting when each was first received (`time.time()`)."""
+    shows as a count of 2), noting when each was first and last received (`time.time()`)."""
 
     def __init__(self) -> None:
         self.received: Counter[str] = Counter()
         self.first_at: dict[str, float] = {}
+        self.last_at: dict[str, float] = {}
         self._lock = threading.Lock()
         counting = self
 
@@ -41,7 +42,9 @@ class Counting:
                 with counting._lock:
                     message_id = self.headers.get("webhook-id", "")
                     counting.received[message_id] += 1
-                    counting.first_at.setdefault(message_id, time.time())
+                    now = time.time()
+                    counting.first_at.setdefault(message_id, now)
+                    counting.last_at[message_id] = now
                 self.send_response(204)
                 self.send_header("content-length", "0")
                 self.end_headers()
@@ -264,9 +267,11 @@ class Subscribers:
         it received twice that no interruption explains.
 
         An alert is posted again only when its POST was answered but not marked sent: the
-        worker killed, or the database gone, between the two. So each repeat must have
-        been first received during one of `interruptions` (a fault's window, in
-        `time.time()` seconds)."""
+        worker killed, or the database gone, between the two. So one of `interruptions`
+        (a fault's window, in `time.time()` seconds) must have come between a repeated
+        alert's first receipt and its last: what the order of events requires, and no
+        guess of how long a busy worker takes to mark a POST (a window that began 2 s
+        before the fault called a repeat first received earlier unexplained)."""
         print("\n== Outgoing webhooks: three managers' subscriptions ==")
         healthy = state.get(HEALTHY)
         if healthy is None:
@@ -277,16 +282,23 @@ class Subscribers:
         lost = sum(n for status, n in healthy["alerts"].items() if status != "sent")
         lost += len(sent - set(received))
         causes: Counter[str] = Counter()
+        unexplained: list[str] = []
         for message_id, n in received.items():
             if n > 1:
-                at = self.healthy.first_at[message_id]
-                cause = next((i.name for i in interruptions if i.start <= at <= i.end), None)
+                first, last = self.healthy.first_at[message_id], self.healthy.last_at[message_id]
+                cause = next(
+                    (i.name for i in interruptions if i.start <= last and first <= i.end), None
+                )
                 causes[cause or "UNEXPLAINED"] += n - 1
+                if cause is None:
+                    unexplained.append(f"{message_id} again {last - first:.1f} s after")
         repeats = ", ".join(f"{n} at {cause}" for cause, n in causes.items()) or "none"
         print(
             f"  {HEALTHY:<14} {sum(healthy['alerts'].values()):>6,} alerts, {len(sent):,} sent;"
             f" received {len(received):,} (twice: {repeats}), {lost} lost"
         )
+        for line in unexplained:
+            print(f"    repeated with no fault between: {line}")
         for name, server in ((DRIPS, self.dripping), (SILENT, self.silent)):
             got = state[name]
             statuses = ", ".join(f"{status} {n:,}" for status, n in sorted(got["alerts"].items()))
@@ -301,8 +313,8 @@ class Subscribers:
 
 @dataclass(frozen=True)
 class Interruption:
-    """A fault that may come between a POST's answer and its mark: a name, and the
-    window (`time.time()` seconds) in which such a POST was first received."""
+    """A fault that may come between a POST's answer and its mark: a name, and its
+    window (`time.time()` seconds), from the fault to the end of its grace."""
 
     name: str
     start: float

@@ -89,5 +89,18 @@ def test_the_healthy_subscriber_counts_lost_alerts_and_repeats_no_interruption_e
         assert subscribers.report(state, interruptions=[kill, restart]) == 2
         assert subscribers.report(state, interruptions=[kill]) == 2 + 1
         assert subscribers.report(state, interruptions=[long_before]) == 2 + 2
+        # A fault between a repeat's two receipts explains it however long after the first
+        # it came (a busy worker marks late); one after the last explains nothing.
+        last = subscribers.healthy.last_at
+        between = [
+            Interruption(name, moment, moment)
+            for name, moment in (
+                ("db_worker SIGKILLed", (first["msg_2"] + last["msg_2"]) / 2),
+                ("PostgreSQL restarted", (first["msg_3"] + last["msg_3"]) / 2),
+            )
+        ]
+        after = Interruption("db_worker SIGKILLed", last["msg_3"] + 10, last["msg_3"] + 20)
+        assert subscribers.report(state, interruptions=between) == 2
+        assert subscribers.report(state, interruptions=[after]) == 2 + 2
     finally:
         subscribers.stop()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.utils import quote, unquote
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
@@ -30,6 +31,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
@@ -255,6 +257,17 @@ class _LargeList:
     list_per_page: ClassVar[int] = 50
     # Columns the list never shows and that can be large: read on a record's own page only.
     list_deferred: ClassVar[tuple[str, ...]] = ()
+
+    def action_checkbox(self, obj: Any) -> SafeString:
+        """The row's box for the actions, as Django's `CheckboxInput` writes it but
+        without a template rendered for each row (a third of a page of fifty's time)."""
+        label = format_html(gettext("Select this object for an action - {}"), str(obj))
+        return format_html(
+            '<input type="checkbox" name="{}" value="{}" class="action-select" aria-label="{}">',
+            helpers.ACTION_CHECKBOX_NAME,
+            obj.pk,
+            label,
+        )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         records: QuerySet[Any] = super().get_queryset(request)  # type: ignore[misc]

@@ -268,7 +268,11 @@ class Fine(WebhookRecord):
         verbose_name_plural = _("fines")
         ordering = ["treated", "-updated_at", "-id"]
         indexes = [
-            models.Index(fields=["treated", "-updated_at"], name="fleet_fine_list"),
+            # The list's order, and the plate: a part of the fleet that walks it checks
+            # each fine's plate from the index alone (`VehicleScope.records`).
+            models.Index(
+                fields=["treated", "-updated_at", "registration"], name="fleet_fine_list_plate"
+            ),
             _registration_index("fleet_fine_plate"),
             # Sums over all the fines (the dashboard's tallies from scratch, the list's
             # totals), each read from an index alone: untreated in total, by vehicle and
@@ -338,7 +342,10 @@ class Notification(WebhookRecord):
         verbose_name_plural = _("notifications")
         ordering = ["treated", "-updated_at", "-id"]
         indexes = [
-            models.Index(fields=["treated", "-updated_at"], name="fleet_notification_list"),
+            models.Index(
+                fields=["treated", "-updated_at", "registration"],
+                name="fleet_notification_list_plate",
+            ),
             _registration_index("fleet_notification_plate"),
             models.Index(
                 fields=["heading", "treated", "-updated_at"], name="fleet_notification_heading"

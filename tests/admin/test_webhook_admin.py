@@ -7,6 +7,7 @@ import json
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import translation
 
 from fleet.models import Fine, UnknownWebhookKey, WebhookDelivery
 from fleet.webhooks.processing import deliveries_process_received
@@ -40,6 +41,22 @@ def test_deliveries_are_listed_with_their_status_and_error(admin, client):
     assert "processed" in response.text
     assert "kept: invalid" in response.text
     assert "the body is not valid JSON" in response.text
+
+
+def test_a_rows_action_box_is_written_as_djangos_widget_writes_it(admin, client):
+    """The large lists write each row's box without a template; the same markup as
+    Django's `CheckboxInput`, which the admin's actions script reads."""
+    from django.contrib import admin as django_admin
+    from django.contrib.admin import ModelAdmin
+
+    delivery = deliver(client, b'{"frame": {"id": 1, "treated": false}} <b>')
+    model_admin = django_admin.site.get_model_admin(WebhookDelivery)
+
+    assert model_admin.action_checkbox(delivery) == ModelAdmin.action_checkbox(
+        model_admin, delivery
+    )
+    with translation.override("en"):
+        assert model_admin.action_checkbox(delivery) in admin.get(DELIVERIES).text
 
 
 def test_a_delivery_shows_its_body_as_received_and_cannot_be_edited(admin, client):

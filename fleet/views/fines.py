@@ -13,6 +13,8 @@ from django.http import Http404, HttpResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.safestring import SafeString
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -20,6 +22,7 @@ from django.views.decorators.vary import vary_on_headers
 from fleet import formatting, plates
 from fleet.forms import FineFilterForm, NotificationFilterForm, SavedFineViewForm
 from fleet.models import WebhookRecord
+from fleet.render_cache import RenderCache
 from fleet.services.drivers import drivers_find
 from fleet.services.fines import (
     ExportedFine,
@@ -230,11 +233,36 @@ def _render(
     context["rows"] = rows
     context |= extra or {}
     if not is_fragment_request(request):
+        context["filters_html"] = _filters_rendered(request, form)
         return render(request, template, context)
     # htmx swaps only the results, and the export link in the page's head (out of band).
     results = render_to_string(f"{template}#results", context, request)
     export_link = render_to_string("fleet/_record_parts.html#export_link", links | {"oob": True})
     return HttpResponse(results + export_link)
+
+
+# The filter forms as rendered, by what they show (a dozen widgets, each a template).
+_filter_forms = RenderCache(size=512)
+
+
+def _filters_rendered(
+    request: AuthenticatedRequest, form: FineFilterForm | NotificationFilterForm
+) -> SafeString:
+    """The list's filter form (`_record_parts.html#filters`), rendered once per process
+    for what it shows: the values as typed (and so its errors), in the page's language,
+    at its address. Not kept with a driver typed: the field then shows the driver's
+    name (`FineFilterForm.filters`) and a name fits the drivers there are, both of
+    which change."""
+    shown = [field.name for field in form.visible_fields()]
+    typed = tuple((name, tuple(request.GET.getlist(name))) for name in shown)
+    key = (
+        None
+        if request.GET.get("driver", "").strip()
+        else (type(form).__name__, request.path, get_language(), typed)
+    )
+    return _filter_forms.render(
+        request, "fleet/_record_parts.html#filters", lambda: {"form": form}, key=key
+    )
 
 
 def _safe_query(query: str) -> str:

@@ -120,6 +120,20 @@ def test_choosing_a_driver_lists_their_fines_and_keeps_the_choice(manager_client
     assert manager_client.get(f"/fines/?driver={ana}&treated=0").status_code == 200
 
 
+def test_the_field_shows_a_renamed_driver_by_their_new_name(manager_client, drivers):
+    """The filter form is kept as rendered for what was typed, but not with a driver: the
+    field shows the driver's name, which an import of names changes."""
+    ana = drivers[0]["driver_id"]
+    Driver.objects.create(driver_id=ana, name="Ana Souza")
+    response = manager_client.get("/fines/", {"driver": str(ana)}, headers=ENGLISH)
+    assert field_value(response) == f"Ana Souza ({ana})"
+
+    Driver.objects.filter(driver_id=ana).update(name="Ana Lima")
+
+    response = manager_client.get("/fines/", {"driver": str(ana)}, headers=ENGLISH)
+    assert field_value(response) == f"Ana Lima ({ana})"
+
+
 def test_a_driver_the_portal_knows_nothing_of_is_filtered_by_id_with_no_fines(
     manager_client, drivers
 ):

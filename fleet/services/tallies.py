@@ -122,6 +122,14 @@ def fine_tallies_apply(changes: Iterable[tuple[FineState | None, FineState | Non
     return True
 
 
+def fine_tallies_touch() -> None:
+    """A change the dashboard's figures show that no tally counts (a notification
+    received, or treated: a part of the fleet's figures count its untreated ones): one
+    more version, in the caller's transaction, as a tally's change would make."""
+    with transaction.atomic(savepoint=False):
+        _add((TallyDimension.VERSION, ""), (1, 0))
+
+
 def fine_tallies_version() -> int:
     """How many times the tallies changed: the version of the figures they make."""
     found = FineTally.objects.filter(dimension=TallyDimension.VERSION, key="").values_list(

@@ -34,7 +34,7 @@ import hashlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -47,12 +47,13 @@ from fleet.models import (
     DeliveryStatus,
     EventKind,
     Fine,
+    Notification,
     WebhookDelivery,
     WebhookRecord,
     Wording,
 )
 from fleet.services.dashboard import fine_figures_prepare, fine_figures_publish
-from fleet.services.tallies import FineState, fine_tallies_apply
+from fleet.services.tallies import FineState, fine_tallies_apply, fine_tallies_touch
 from fleet.services.vehicles import vehicle_drivers
 from fleet.webhooks import payloads
 from fleet.webhooks.changes import RecordChange, records_changed
@@ -284,6 +285,9 @@ def _write(reads: Sequence[_Read]) -> bool:
         for key, record in records.items()
         if isinstance(record, Fine)
     )
+    if not tallies_changed and _notifications_counted_changed(created, changed):
+        fine_tallies_touch()
+        tallies_changed = True
     for read in applied:
         if (record := links.get(read.delivery.pk)) is not None:
             link = "fine_id" if isinstance(record, Fine) else "notification_id"
@@ -291,6 +295,18 @@ def _write(reads: Sequence[_Read]) -> bool:
     _marks_write([read.delivery for read in reads])
     _changes_announce(records, before=before, created=created)
     return tallies_changed
+
+
+def _notifications_counted_changed(
+    created: Mapping[tuple[RecordModel, str], Any],
+    changed: Mapping[tuple[RecordModel, str], set[str]],
+) -> bool:
+    """Whether a notification came or changed as the dashboard counts them (untreated,
+    of a vehicle): a part of the fleet's count is kept with its figures, by version."""
+    return any(model is Notification for model, _ in created) or any(
+        model is Notification and {"treated", "registration"} & fields
+        for (model, _), fields in changed.items()
+    )
 
 
 def _drivers_attribute(fines: Sequence[Fine]) -> None:

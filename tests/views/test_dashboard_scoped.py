@@ -81,3 +81,60 @@ def test_a_fine_outside_the_region_changes_nothing_it_shows(client, django_user_
 
     assert shown(client)[0] == "100.00"
     assert shown(client)[0] == "100.00"
+
+
+def notification(client: Client, number: int, plate: str, *, treated: bool = False) -> None:
+    payload = {"notification": {"id": number, "treated": treated, "carPlate": plate}}
+    response = client.post(WEBHOOK, data=json.dumps(payload), content_type="application/json")
+    assert response.status_code == 202
+    deliveries_process_received()
+
+
+def notifications_shown(client: Client) -> tuple[str, list[str]]:
+    """The untreated notifications the dashboard's polled counts show, and the SQL run."""
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get("/", headers=ENGLISH | {"HX-Request": "true"}).text
+    count = re.search(r'data-testid="count-untreated-notifications">([^<]*)<', page)
+    assert count
+    return count[1], [query["sql"] for query in queries.captured_queries]
+
+
+def counts_notifications(sql: list[str]) -> bool:
+    return any('FROM "fleet_notification"' in statement for statement in sql)
+
+
+def test_a_regions_untreated_notifications_are_counted_once_per_change(
+    client, django_user_model, regions
+):
+    """A region's count looks its plates up in the index of plates (as many looks as it
+    has vehicles, when few notifications are untreated): counted with its figures, kept,
+    and counted again after a page's response once a notification came or was treated,
+    not at every poll."""
+    _fleet, made = regions
+    (sp, sp_plates), (_rio, rio_plates) = made["São Paulo"], made["Rio"]
+    login(client, django_user_model, "regina", sp)
+    notification(Client(), 1, sp_plates[0])
+
+    count, sql = notifications_shown(client)  # never seen: counted while the page waits
+    assert count == "1"
+    assert counts_notifications(sql)
+    count, sql = notifications_shown(client)  # nothing changed: kept, not counted
+    assert count == "1"
+    assert not counts_notifications(sql)
+
+    notification(Client(), 2, sp_plates[1])
+    count, sql = notifications_shown(client)  # as kept; counted after the response
+    assert count == "1"
+    assert counts_notifications(sql)
+    assert notifications_shown(client)[0] == "2"
+
+    notification(Client(), 1, sp_plates[0], treated=True)
+    notifications_shown(client)
+    count, sql = notifications_shown(client)
+    assert count == "1"
+    assert not counts_notifications(sql)
+
+    # Another region's notification changes the version too: counted again, the same.
+    notification(Client(), 3, rio_plates[0])
+    notifications_shown(client)
+    assert notifications_shown(client)[0] == "1"

@@ -74,8 +74,10 @@ def _request_log(request: HttpRequest, response: HttpResponseBase, *, duration_m
     path = redact(request.path)
     requests_logger.info(
         "%s %s -> %d in %.0f ms (%s)",
-        request.method,
-        path,
+        # As Django's own request lines (`log_response`): a path's decoded %0A would
+        # otherwise end the line there and start one the client wrote.
+        _escaped(request.method or ""),
+        _escaped(path),
         response.status_code,
         duration_ms,
         view,
@@ -88,3 +90,8 @@ def _request_log(request: HttpRequest, response: HttpResponseBase, *, duration_m
             "user_id": user_id,
         },
     )
+
+
+def _escaped(text: str) -> str:
+    """`text` with control characters (and anything not ASCII) written as escapes."""
+    return text.encode("unicode_escape").decode("ascii")

@@ -21,7 +21,7 @@ import requests
 
 from fleet.api.redaction import REDACTED
 from fleet.models import WebhookDelivery
-from tests.conftest import ROOT
+from tests.conftest import ROOT, wait_until
 from tests.deploy.conftest import TOKEN, Gunicorn
 
 # The server writes to the test database, from its own process.
@@ -125,3 +125,19 @@ def test_a_number_of_workers_that_is_not_a_whole_number_stops_it_saying_so(tmp_p
 
     assert result.returncode != 0
     assert "GUNICORN_WORKERS must be a whole number, at least 1." in result.stderr
+
+
+def test_a_path_cannot_write_a_line_of_its_own_into_the_text_log(start_gunicorn):
+    """A decoded %0A in a path, written as it is, would end the request's line there and
+    start one the client wrote: escaped, as Django escapes its own lines."""
+    portal = start_gunicorn(LOG_FORMAT="text")
+    forged = "2026-11-27 12:00:00,000 INFO portal.requests [x] GET /admin/ -> 200"
+
+    response = requests.get(f"{portal.url}/nowhere%0D%0A{forged.replace(' ', '%20')}", timeout=10)
+
+    assert response.status_code == 404
+    wait_until(lambda: "portal.requests" in portal.error_log.read_text(), what="the request line")
+    lines = portal.error_log.read_text().splitlines()
+    assert not any(line.startswith(forged) for line in lines), lines
+    (line,) = [line for line in lines if "-> 404 in" in line]  # the portal's request line
+    assert "GET /nowhere\\r\\n2026-11-27 12:00:00,000 INFO" in line

@@ -9,6 +9,7 @@ import logging
 import time
 from typing import Any
 
+import orjson
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.cache import cache
@@ -17,6 +18,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from scim2_models import (
     ForbiddenException,
+    InvalidSyntaxException,
     SCIMException,
     UnauthorizedException,
     UniquenessException,
@@ -54,6 +56,7 @@ def endpoint(request: HttpRequest, path: str = "") -> HttpResponse:
         if settings.FLEET_ENVIRONMENT != "emulator" and not request.is_secure():
             raise ForbiddenException(detail="SCIM is served over HTTPS only")
         token = _authenticated(request)
+        _body_checked(request.body)
         storage = PortalStorage(
             provider=token.provider, scim=scim_service().provider, request=request
         )
@@ -85,6 +88,43 @@ def _authenticated(request: HttpRequest) -> ScimToken:
         raise UnauthorizedException(detail="The bearer token is not valid")
     _within_rate(f"token:{token.pk}")
     return token
+
+
+def _body_checked(body: bytes) -> None:
+    """Refuse, as invalid syntax (400), a body that is not one JSON object as RFC 8259
+    writes it (UTF-8 without a byte order mark, no NaN, no number past a double, no lone
+    surrogate; read by orjson), or that nests deeper than `_BODY_DEPTH`: the parsers
+    behind it recurse, and a body a hundred thousand deep failed them with a 500. An
+    empty body (a GET, a DELETE) is the handler's to judge."""
+    if not body:
+        return
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        raise InvalidSyntaxException(detail=f"The body is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise InvalidSyntaxException(detail="The body is not a JSON object")
+    if _nests_deeper(value, _BODY_DEPTH):
+        raise InvalidSyntaxException(detail=f"The body nests deeper than {_BODY_DEPTH} levels")
+
+
+# How deep a body may nest: a user with its extension's manager, or a PATCH's operation
+# of a member, nests four or five.
+_BODY_DEPTH = 32
+
+
+def _nests_deeper(value: object, limit: int) -> bool:
+    """Whether `value` holds objects or arrays more than `limit` deep (without recursing)."""
+    waiting: list[tuple[object, int]] = [(value, 1)]
+    while waiting:
+        item, depth = waiting.pop()
+        if isinstance(item, dict | list) and depth > limit:
+            return True
+        if isinstance(item, dict):
+            waiting.extend((inner, depth + 1) for inner in item.values())
+        elif isinstance(item, list):
+            waiting.extend((inner, depth + 1) for inner in item)
+    return False
 
 
 def _within_rate(who: str) -> None:

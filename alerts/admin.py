@@ -28,6 +28,8 @@ from alerts.models import (
 from alerts.services.outbox import alerts_send_soon
 from alerts.services.pauses import alerts_resume
 from alerts.services.sending import alert_retry
+from fleet.admin.scoping import Scoped, WholeFleetOnly, about_records_seen
+from fleet.services.scopes import VehicleScope
 
 if TYPE_CHECKING:
     _DefaultsAdmin = admin.ModelAdmin[AlertDefaults]
@@ -53,8 +55,9 @@ _CHOICES_FIELDSETS: Any = (
 
 
 @admin.register(AlertDefaults)
-class AlertDefaultsAdmin(_DefaultsAdmin):
-    """One row: what users who never saved their alert preferences get."""
+class AlertDefaultsAdmin(WholeFleetOnly, _DefaultsAdmin):
+    """One row: what users who never saved their alert preferences get (its plates may
+    be any vehicle's: not for scoped staff)."""
 
     form = AlertDefaultsForm  # type: ignore[assignment]  # one form class for both models
     fieldsets = _CHOICES_FIELDSETS
@@ -67,7 +70,9 @@ class AlertDefaultsAdmin(_DefaultsAdmin):
 
 
 @admin.register(AlertPreferences)
-class AlertPreferencesAdmin(_PreferencesAdmin):
+class AlertPreferencesAdmin(WholeFleetOnly, _PreferencesAdmin):
+    """Each user's choices; their plates are the user's vehicles: not for scoped staff."""
+
     form = AlertPreferencesForm  # type: ignore[assignment]
     list_display = ("user", "delivery", "digest_hour", "time_zone", "all_vehicles", "language")
     list_filter = ("delivery", "language", "all_vehicles")
@@ -88,8 +93,9 @@ class WebhookAttemptInline(_AttemptInline):
 
 
 @admin.register(Alert)
-class AlertAdmin(_AlertAdmin):
-    """The outbox, read-only: what was sent, what waits, what failed and why."""
+class AlertAdmin(Scoped, _AlertAdmin):
+    """The outbox, read-only: what was sent, what waits, what failed and why. Scoped
+    staff see the alerts about the fines and notifications they see."""
 
     list_display = ("created_at", "user", "event", "channel", "status", "attempts", "due_at")
     list_filter = ("status", "channel", "event", "digest")
@@ -125,6 +131,9 @@ class AlertAdmin(_AlertAdmin):
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
+    def scoped(self, rows: QuerySet[Any], scope: VehicleScope) -> QuerySet[Any]:
+        return rows.filter(about_records_seen(scope))
+
     @admin.action(description=_("Send again now (failed or waiting alerts)"))
     def retry_now(self, request: HttpRequest, queryset: QuerySet[Alert]) -> None:
         count = alert_retry(alerts=queryset)
@@ -156,8 +165,12 @@ class WebhookSubscriptionAdmin(_SubscriptionAdmin):
 
 
 @admin.register(WebhookAttempt)
-class WebhookAttemptAdmin(_AttemptAdmin):
-    """The delivery log of the outgoing webhooks."""
+class WebhookAttemptAdmin(Scoped, _AttemptAdmin):
+    """The delivery log of the outgoing webhooks; scoped staff see the attempts of the
+    alerts they see."""
+
+    def scoped(self, rows: QuerySet[Any], scope: VehicleScope) -> QuerySet[Any]:
+        return rows.filter(about_records_seen(scope, through="alert__"))
 
     list_display = ("started_at", "subscription", "alert", "status_code", "ok", "duration_ms")
     list_filter = ("ok", "status_code")

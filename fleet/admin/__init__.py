@@ -37,6 +37,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from fleet import formatting, plates
+from fleet.admin.scoping import Scoped, WholeFleetOnly
 from fleet.models import (
     AccessKeyMint,
     DeliveryStatus,
@@ -51,7 +52,7 @@ from fleet.models import (
 from fleet.services.dashboard import fine_figures_forget
 from fleet.services.fines import records_searched
 from fleet.services.paging import CappedPaginator
-from fleet.services.scopes import scope_of
+from fleet.services.scopes import VehicleScope
 from fleet.services.sso import fleet_account_check
 from fleet.webhooks.payloads import KNOWN_PATHS
 from fleet.webhooks.processing import delivery_replay
@@ -211,26 +212,6 @@ class AccessKeyMintAdmin(_AccessKeyMintModelAdmin):
         return False
 
 
-class _WholeFleetOnly:
-    """What names any vehicle of the fleet, unread: staff without the whole-fleet
-    permission (scoped like managers) do not see it."""
-
-    def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return scope_of(request.user).whole_fleet and super().has_view_permission(  # type: ignore[misc]
-            request, obj
-        )
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return scope_of(request.user).whole_fleet and super().has_module_permission(request)  # type: ignore[misc]
-
-
-class _Scoped:
-    """Records of the vehicles the staff member sees (`fleet.services.scopes`)."""
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        return scope_of(request.user).records(super().get_queryset(request))  # type: ignore[misc]
-
-
 class _ReadOnly:
     """What the fleet platform sent is a record: it is looked at, not edited."""
 
@@ -282,7 +263,7 @@ class _LargeList:
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(_LargeList, _WholeFleetOnly, _ReadOnly, _DeliveryModelAdmin):
+class WebhookDeliveryAdmin(_LargeList, WholeFleetOnly, _ReadOnly, _DeliveryModelAdmin):
     list_display = [
         "id",
         "received_at",
@@ -377,7 +358,7 @@ def _records_found(queryset: QuerySet[Any], search_term: str) -> tuple[QuerySet[
 
 
 @admin.register(Fine)
-class FineAdmin(_LargeList, _Scoped, _ReadOnly, _FineModelAdmin):
+class FineAdmin(_LargeList, Scoped, _ReadOnly, _FineModelAdmin):
     list_display = [
         "external_id",
         "registration",
@@ -406,7 +387,7 @@ class FineAdmin(_LargeList, _Scoped, _ReadOnly, _FineModelAdmin):
 
 
 @admin.register(Notification)
-class NotificationAdmin(_LargeList, _Scoped, _ReadOnly, _NotificationModelAdmin):
+class NotificationAdmin(_LargeList, Scoped, _ReadOnly, _NotificationModelAdmin):
     list_display = ["external_id", "registration", "treated", "received_at", "updated_at"]
     list_filter = ["treated", "received_at"]
     search_fields = ["key"]  # the search box; what it finds: `_records_found`
@@ -419,12 +400,17 @@ class NotificationAdmin(_LargeList, _Scoped, _ReadOnly, _NotificationModelAdmin)
 
 
 @admin.register(Driver)
-class DriverAdmin(_DriverModelAdmin):
+class DriverAdmin(Scoped, _DriverModelAdmin):
     """Names for the vehicle list's driver ids: what the dashboard and the driver page show
-    (the dashboard reads its figures again once a name changed)."""
+    (the dashboard reads its figures again once a name changed). Scoped staff see the
+    drivers of the fines they see, as the fines list's picker finds them."""
 
     list_display = ["driver_id", "name"]
     search_fields = ["name", "=driver_id"]
+
+    def scoped(self, rows: QuerySet[Any], scope: VehicleScope) -> QuerySet[Any]:
+        seen = scope.records(Fine.objects.filter(driver_id__isnull=False))
+        return rows.filter(driver_id__in=seen.values("driver_id"))
 
     def save_model(self, request: HttpRequest, obj: Driver, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
@@ -440,7 +426,7 @@ class DriverAdmin(_DriverModelAdmin):
 
 
 @admin.register(UnknownWebhookKey)
-class UnknownWebhookKeyAdmin(_WholeFleetOnly, _ReadOnly, _UnknownKeyModelAdmin):
+class UnknownWebhookKeyAdmin(WholeFleetOnly, _ReadOnly, _UnknownKeyModelAdmin):
     """The report: keys the fleet platform sends that this version of the portal does not know."""
 
     list_display = ["path", "first_seen", "first_delivery", "sample"]

@@ -29,7 +29,9 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from fleet import plates
+from fleet.admin.scoping import Scoped
 from fleet.models import DirectoryGroup, VehicleGroup, VehicleGroupMember, VehicleGroupPlate
+from fleet.services.scopes import VehicleScope
 from fleet.services.vehicle_groups import (
     MAX_CHARACTERS,
     RefusedLine,
@@ -197,7 +199,7 @@ class DirectoryGroupInline(_ProviderField, _DirectoryInline):
 
 
 @admin.register(VehicleGroup)
-class VehicleGroupAdmin(_GroupAdmin):
+class VehicleGroupAdmin(Scoped, _GroupAdmin):
     form = VehicleGroupForm
     change_form_template = "admin/fleet/vehiclegroup/change_form.html"
     change_list_template = "admin/fleet/vehiclegroup/change_list.html"
@@ -215,17 +217,18 @@ class VehicleGroupAdmin(_GroupAdmin):
             return super().get_fieldsets(request, obj)
         return self.fieldsets[:1]  # who may only look changes no vehicle
 
+    def scoped(self, rows: QuerySet[Any], scope: VehicleScope) -> QuerySet[Any]:
+        """Scoped staff see their own groups (another's plates are another region's)."""
+        return rows.filter(pk__in=scope.group_ids)
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[VehicleGroup]:
         # Counted in subqueries: a join of plates and members would multiply them.
         vehicles = _count(VehicleGroupPlate.objects.filter(group=OuterRef("pk")), "pk")
         members = _count(VehicleGroupMember.objects.filter(group=OuterRef("pk")), "user")
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                vehicle_total=Coalesce(Subquery(vehicles), 0, output_field=IntegerField()),
-                member_total=Coalesce(Subquery(members), 0, output_field=IntegerField()),
-            )
+        groups: QuerySet[VehicleGroup] = super().get_queryset(request)
+        return groups.annotate(
+            vehicle_total=Coalesce(Subquery(vehicles), 0, output_field=IntegerField()),
+            member_total=Coalesce(Subquery(members), 0, output_field=IntegerField()),
         )
 
     @admin.display(description=_("vehicles"), ordering="vehicle_total")

@@ -277,7 +277,10 @@ def test_a_file_that_is_not_text_is_refused_on_the_form(admin):
 
 def test_staff_who_may_only_view_groups_see_their_vehicles_and_cannot_import(client, sul):
     viewer = User.objects.create_user("v", is_staff=True)
-    viewer.user_permissions.add(Permission.objects.get(codename="view_vehiclegroup"))
+    # Of the whole fleet: scoped staff see only their own groups (test_admin_scope_walk).
+    viewer.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_vehiclegroup", "view_whole_fleet"])
+    )
     client.force_login(viewer)
 
     assert "Import plates from CSV" not in client.get(CHANGELIST).text

@@ -4,7 +4,8 @@ decided (signin.access), the portal user found, linked or prepared, and the role
 An existing portal user is found by the provider's subject; the first time, by a
 verified e-mail, only where that e-mail is enough to say who the person is: the
 e-mail's domain is one of the provider's allowed domains, the user signs in
-through no other identity, and is no administrator (staff or superuser). Any
+through no other identity nor is provisioned by another provider over SCIM, and is
+no administrator (staff or superuser). Any
 other user with that e-mail is linked by an administrator, in the admin. With no
 such user, a new one is created (by allauth, after this). A provider gives a user
 (new or not) only an e-mail it may vouch for: one of its own domains, or one no
@@ -182,14 +183,23 @@ def _user_by_email(
         raise Refused(
             SsoOutcome.CONFLICT, "the portal user is linked to another identity of this provider"
         )
+    # A user another provider provisions over SCIM is that provider's, identity or not
+    # (one pushed without an externalId has none until it signs in).
+    provisioned = set(
+        ScimUser.objects.filter(user=user, deleted_at__isnull=True)
+        .exclude(provider=provider_id)
+        .values_list("provider", flat=True)
+    )
     # The e-mail alone says who this is only where nothing else is at stake: not an
     # administrator's account (a local break-glass one would be taken, or demoted), not
-    # one another provider signs in, not an address outside this provider's own domains
-    # (one that admits by groups may show anyone's, verified).
+    # one another provider signs in or provisions, not an address outside this
+    # provider's own domains (one that admits by groups may show anyone's, verified).
     if user.is_staff or user.is_superuser:
         why = "is an administrator (staff or superuser)"
     elif identities:
         why = f"signs in through {', '.join(sorted(identities))}"
+    elif provisioned:
+        why = f"is provisioned by {', '.join(sorted(provisioned))}"
     elif not policy.allows_domain_of(verified_email):
         why = f"has an e-mail outside the allowed domains of {provider_id}"
     else:

@@ -2,7 +2,8 @@
 
 A refusal at single sign-on of a person who has a portal account
 (`signin.signals.access_refused`) pauses their alerts at once. A person whose
-access comes from an identity provider (a linked identity) and who has not
+access comes from an identity provider (a linked identity, or provisioned by it
+over SCIM) and who has not
 signed in for ALERTS_INACTIVE_DAYS is paused by the worker's daily run
 (`alerts.tasks.alerts_pause_inactive`), and gets one last e-mail saying so and
 how to resume. Local-only accounts (break-glass administrators, the demo) are
@@ -137,7 +138,13 @@ def alerts_pause_inactive() -> Counter[str]:
     days = settings.ALERTS_INACTIVE_DAYS
     cutoff = timezone.now() - timedelta(days=days)
     candidates = (
-        User.objects.filter(is_active=True, socialaccount__isnull=False)
+        # Of a provider: an identity it signs them in with, or provisioned by it over SCIM
+        # (with no externalId, a person has no identity until their first sign-in).
+        User.objects.filter(is_active=True)
+        .filter(
+            Q(socialaccount__isnull=False)
+            | Q(scim_identities__isnull=False, scim_identities__deleted_at__isnull=True)
+        )
         .filter(Q(last_login__lt=cutoff) | Q(last_login__isnull=True, date_joined__lt=cutoff))
         .exclude(pk__in=AlertPause.objects.current().values("user_id"))
         .distinct()

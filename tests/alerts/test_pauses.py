@@ -18,6 +18,7 @@ from django_tasks_db.models import DBTaskResult
 from alerts.models import Alert, AlertChannel, AlertPause, AlertStatus, PauseNotice, PauseReason
 from alerts.services.pauses import PAUSE_TASK, alerts_pause_inactive
 from alerts.services.preferences import alert_preferences_save
+from signin.models import ScimUser
 from tests.alerts.conftest import PAGE, PORTAL, fine, post, subscribe
 from tests.alerts.receiver import Receiver
 from tests.conftest import oidc_app, run_tasks
@@ -202,4 +203,21 @@ def test_a_person_of_the_provider_who_stops_signing_in_gets_one_last_email_then_
         PauseReason.INACTIVE,
         PauseNotice.SENT,
     )
+    assert not AlertPause.objects.filter(user=local).exists()
+
+
+def test_a_person_a_provider_provisions_is_paused_for_inactivity_too(settings):
+    """Provisioned over SCIM without an externalId, a person has no linked identity until
+    they sign in: still the provider's, not a local account, and paused like its others
+    (the digests went on to someone who had never signed in)."""
+    settings.ALERTS_INACTIVE_DAYS = 30
+    long_ago = timezone.now() - timedelta(days=400)
+    pushed = User.objects.create_user("rui", "rui@example.com", date_joined=long_ago)
+    ScimUser.objects.create(provider="acme", user=pushed, user_name="rui@example.com")
+    local = User.objects.create_user("ivo", "ivo@example.com", date_joined=long_ago)
+
+    alerts_pause_inactive()
+
+    pause = AlertPause.objects.get()
+    assert (pause.user, pause.reason) == (pushed, PauseReason.INACTIVE)
     assert not AlertPause.objects.filter(user=local).exists()

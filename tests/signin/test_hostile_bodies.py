@@ -39,7 +39,9 @@ HOSTILE: dict[str, bytes] = {
     ),
     # Deep enough for a recursing parser, within what orjson reads (1,024).
     "nested a thousand deep in a user": (
-        b'{"schemas": ["' + USER_SCHEMA.encode() + b'"], "userName": "ana", "name": '
+        b'{"schemas": ["'
+        + USER_SCHEMA.encode()
+        + b'"], "userName": "ana", "name": '
         + b'{"a":' * 1000
         + b"1"
         + b"}" * 1000

@@ -11,9 +11,12 @@ import re
 import pytest
 from allauth.socialaccount.models import SocialAccount
 from django.contrib.auth.models import User
+from django.test import Client
 
 from signin.models import SsoOutcome
+from signin.scim.tokens import scim_token_mint
 from tests.conftest import oidc_app
+from tests.signin.conftest import Scim
 from tests.signin.test_oidc import last_attempt, sso, user_of
 
 pytestmark = pytest.mark.django_db
@@ -202,3 +205,27 @@ def test_a_provider_admitting_by_groups_cannot_move_its_member_to_another_provid
 
     partner.refresh_from_db()
     assert partner.email == "partner@partner.test"
+
+
+def test_a_user_another_provider_provisions_without_external_id_is_not_linked_by_email(
+    client, oidc_settings, identity_provider, group_provider
+):
+    """Provisioned over SCIM by Acme with no externalId, Carol has no identity yet: she is
+    still Acme's, not a local account that Grupo's sign-in takes (and her vehicle
+    groups with it) because it shows her address, verified, in a domain both allow."""
+    app = oidc_app(identity_provider, allowed_domains=["a.example"])
+    oidc_settings.SOCIALACCOUNT_PROVIDERS["openid_connect"]["APPS"] = [app]
+    oidc_settings.FLEET_ENVIRONMENT = "emulator"  # SCIM over plain http in the test
+    acme = Scim(Client(), scim_token_mint(provider="acme", created_by="test"))
+    created = acme.user_create("carol", emails=[{"value": "carol@a.example", "primary": True}])
+    assert created.status_code == 201, created.data
+    carol = User.objects.get(email="carol@a.example")
+    assert not identities(carol)
+    admitting_by_groups(group_provider, allowed_domains=["a.example"])
+
+    answer = sso(client, "carol", provider="group")
+
+    administrator_must_link(answer, provider="group", subject="sub-carol-0001")
+    assert user_of(client) is None
+    assert not identities(carol)
+    assert "is provisioned by acme" in last_attempt().detail

@@ -62,7 +62,15 @@ class RequestIdMiddleware:
         return response
 
 
+def request_log_skip(request: HttpRequest) -> None:
+    """No request line for `request`: one a view counted instead, among many alike (the
+    refused requests of a flood, `signin.scim.views`), whose first it logged."""
+    request._request_log_skipped = True  # type: ignore[attr-defined]
+
+
 def _request_log(request: HttpRequest, response: HttpResponseBase, *, duration_ms: float) -> None:
+    if getattr(request, "_request_log_skipped", False):
+        return
     match = request.resolver_match
     view = match.view_name if match is not None else "-"
     # Only a user the request already loaded: reading it here would cost a query of the

@@ -339,6 +339,9 @@ SESSION_COOKIE_AGE = SESSION_MAX_HOURS * 3600
 # Requests one SCIM token may send in a minute (signin.scim): a directory's sync sends
 # bursts; a leaked token sends no flood.
 SCIM_REQUESTS_PER_MINUTE = env.whole_number("SCIM_REQUESTS_PER_MINUTE", default=600, minimum=1)
+# Days the SCIM audit (its calls, and the requests counted by minute) is kept; the worker
+# deletes older rows every night (signin.scim.retention).
+SCIM_CALLS_KEEP_DAYS = env.whole_number("SCIM_CALLS_KEEP_DAYS", default=90, minimum=1)
 # Local logins: after LOGIN_FAILURE_LIMIT wrong passwords for one username or from one
 # address, that username or address is locked for LOGIN_LOCKOUT_MINUTES (django-axes).
 AXES_FAILURE_LIMIT = env.whole_number("LOGIN_FAILURE_LIMIT", default=10, minimum=1)

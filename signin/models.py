@@ -140,6 +140,33 @@ class ScimCall(models.Model):
         return f"{self.method} {self.path} → {self.status}"
 
 
+class ScimMinute(models.Model):
+    """The requests to the SCIM endpoints of one token, or of one address without a valid
+    token, in one minute: what SCIM_REQUESTS_PER_MINUTE is counted against, for every
+    process of the deployment. An address's are the record of the requests refused to it
+    (counted here, not stored one row each, nor logged one line each)."""
+
+    who = models.CharField(_("token or address"), max_length=60)
+    minute = models.DateTimeField(_("minute"))
+    count = models.PositiveIntegerField(_("requests"), default=0)
+    limited = models.BooleanField(
+        _("limited"),
+        default=False,
+        help_text=_("More than SCIM_REQUESTS_PER_MINUTE: the rest were answered 429."),
+    )
+
+    class Meta:
+        verbose_name = _("SCIM requests in a minute")
+        verbose_name_plural = _("SCIM requests by minute")
+        ordering = ["-minute", "who"]
+        constraints = [models.UniqueConstraint(fields=["who", "minute"], name="signin_scim_minute")]
+        # The retention's range (SCIM_CALLS_KEEP_DAYS).
+        indexes = [models.Index(fields=["minute"], name="signin_scim_minute_when")]
+
+    def __str__(self) -> str:
+        return f"{self.who} · {self.minute:%Y-%m-%d %H:%M} · {self.count}"
+
+
 class ScimUser(models.Model):
     """A portal user as one identity provider provisions them: its `userName` and
     `externalId` (the subject it signs them in with, kept as their SocialAccount's uid)."""

@@ -233,6 +233,7 @@ def _fresh_fleet_client() -> Iterator[None]:
     from fleet.webhooks.receive import deliveries_schedule_forget
     from fleet.webhooks.retention import delivery_bodies_purge_schedule_forget
     from fleet.webhooks.unknown_keys import unknown_keys_forget
+    from signin.scim.retention import scim_calls_purge_schedule_forget
 
     def forget() -> None:
         after_response.pending_forget()
@@ -244,6 +245,7 @@ def _fresh_fleet_client() -> Iterator[None]:
         unknown_keys_forget()
         deliveries_schedule_forget()
         delivery_bodies_purge_schedule_forget()
+        scim_calls_purge_schedule_forget()
         crlv_reports_forget()
 
     forget()

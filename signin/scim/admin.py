@@ -1,6 +1,7 @@
 """The admin of provisioning: SCIM tokens (made here and shown once, revoked here, never
-shown again), the audit of SCIM calls, and the users and groups each provider pushed
-(read-only: the provider decides them)."""
+shown again), the audit of SCIM calls and of the requests counted by minute (those
+refused without a valid token are only there), and the users and groups each provider
+pushed (read-only: the provider decides them)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from signin.models import ScimCall, ScimGroup, ScimToken, ScimUser
+from signin.models import ScimCall, ScimGroup, ScimMinute, ScimToken, ScimUser
 from signin.providers import provider_list
 from signin.scim.tokens import scim_token_mint, scim_token_revoke
 
@@ -23,8 +24,9 @@ if TYPE_CHECKING:
     _CallAdmin = admin.ModelAdmin[ScimCall]
     _UserAdmin = admin.ModelAdmin[ScimUser]
     _GroupAdmin = admin.ModelAdmin[ScimGroup]
+    _MinuteAdmin = admin.ModelAdmin[ScimMinute]
 else:
-    _TokenAdmin = _CallAdmin = _UserAdmin = _GroupAdmin = admin.ModelAdmin
+    _TokenAdmin = _CallAdmin = _UserAdmin = _GroupAdmin = _MinuteAdmin = admin.ModelAdmin
 
 _MINTED = "_scim_token_minted"
 
@@ -111,6 +113,18 @@ class ScimCallAdmin(_ReadOnly, _CallAdmin):
     list_filter = ["provider", "status", "method"]
     search_fields = ["path", "resource_id"]
     date_hierarchy = "created_at"
+
+
+@admin.register(ScimMinute)
+class ScimMinuteAdmin(_ReadOnly, _MinuteAdmin):
+    """The requests of each token, and of each address without a valid token (refused:
+    counted here, not stored one by one), by minute; those past SCIM_REQUESTS_PER_MINUTE
+    were answered 429 without being counted further."""
+
+    list_display = ["minute", "who", "count", "limited"]
+    list_filter = ["limited"]
+    search_fields = ["who"]
+    date_hierarchy = "minute"
 
 
 @admin.register(ScimUser)

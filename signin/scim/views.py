@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from typing import Any
 
 import orjson
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
-from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -28,9 +26,12 @@ from scim2_server.requests import ScimRequest
 from scim2_server.responses import ScimResponse
 
 from fleet.api.redaction import redact
+from portal.middleware import request_log_skip
 from signin.addresses import client_address
 from signin.models import ScimCall, ScimToken
 from signin.scim.protocol import TooManyRequestsException, scim_service
+from signin.scim.rates import Counted, scim_minute_count
+from signin.scim.retention import scim_calls_purge_schedule
 from signin.scim.storage import PortalStorage
 from signin.scim.tokens import scim_token_check
 
@@ -52,10 +53,12 @@ def endpoint(request: HttpRequest, path: str = "") -> HttpResponse:
         body=request.body,
     )
     token: ScimToken | None = None
+    refused: Counted | None = None  # the address's minute, when it has no valid token
     try:
         if settings.FLEET_ENVIRONMENT != "emulator" and not request.is_secure():
+            refused = _refusal_counted(request)
             raise ForbiddenException(detail="SCIM is served over HTTPS only")
-        token = _authenticated(request)
+        token, refused = _authenticated(request)
         _body_checked(request.body)
         storage = PortalStorage(
             provider=token.provider, scim=scim_service().provider, request=request
@@ -72,22 +75,76 @@ def endpoint(request: HttpRequest, path: str = "") -> HttpResponse:
     except Exception:
         logger.exception("SCIM %s %s failed", request.method, request.path)
         response = scim_service().error_response(RuntimeError())
+    if token is None or refused is not None:
+        return _refused(request, response, refused, getattr(request, "scim_token", None))
     _audit(request, path=path, token=token, response=response)
+    scim_calls_purge_schedule()
     return _http_response(response)
 
 
-def _authenticated(request: HttpRequest) -> ScimToken:
-    """The live token the request carries; refused ones count against their address, so
-    that guessing is as slow as a token's rate."""
+def _authenticated(request: HttpRequest) -> tuple[ScimToken, Counted | None]:
+    """The live token the request carries, within its rate. Without one, the request is
+    counted against its address (`_refusal_counted`), as guessing is as slow as a
+    token's rate; a token past its rate is refused with nothing written."""
     scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
     token = scim_token_check(presented.strip()) if scheme.lower() == "bearer" else None
     if token is None:
-        _within_rate(f"address:{client_address(request)}")
+        _refusal_counted(request)
         if scheme.lower() != "bearer" or not presented.strip():
             raise UnauthorizedException(detail="A bearer token is required")
         raise UnauthorizedException(detail="The bearer token is not valid")
-    _within_rate(f"token:{token.pk}")
-    return token
+    counted = scim_minute_count(f"token:{token.pk}")
+    if not counted.within:
+        request.scim_refused = counted  # type: ignore[attr-defined]
+        request.scim_token = token  # type: ignore[attr-defined]
+        raise TooManyRequestsException
+    return token, None
+
+
+def _refusal_counted(request: HttpRequest) -> Counted:
+    """Count a request refused before any token was accepted against its address's
+    minute; past SCIM_REQUESTS_PER_MINUTE it is refused as too many."""
+    counted = scim_minute_count(f"address:{client_address(request) or '-'}")
+    request.scim_refused = counted  # type: ignore[attr-defined]
+    if not counted.within:
+        raise TooManyRequestsException
+    return counted
+
+
+def _refused(
+    request: HttpRequest,
+    response: ScimResponse,
+    counted: Counted | None,
+    token: ScimToken | None,
+) -> HttpResponse:
+    """The answer to a refused request: counted (`ScimMinute`), not stored; one log line
+    for the first of its address's minute (or a token's first past its rate) in place
+    of Django's and the request line, none for the others, so that a flood writes a row
+    and a line a minute, not one of each per request."""
+    counted = counted or getattr(request, "scim_refused", None)
+    http = _http_response(response)
+    http._has_been_logged = True  # type: ignore[attr-defined]  # Django's line: ours instead
+    address = client_address(request) or "-"
+    request_log_skip(request)
+    if counted is None:
+        return http
+    if counted.count == 1 and counted.within:
+        logger.warning(
+            "SCIM refused %s %s from %s (%s): the others of this minute from there are "
+            "counted (admin: SCIM requests by minute), not logged",
+            request.method,
+            redact(request.path),
+            address,
+            response.status.value,
+        )
+    elif counted.limited_now and token is not None:
+        logger.warning(
+            "SCIM token %s of %s sent more than SCIM_REQUESTS_PER_MINUTE requests this "
+            "minute: the rest are answered 429",
+            token.prefix,
+            token.provider,
+        )
+    return http
 
 
 def _body_checked(body: bytes) -> None:
@@ -125,19 +182,6 @@ def _nests_deeper(value: object, limit: int) -> bool:
         elif isinstance(item, list):
             waiting.extend((inner, depth + 1) for inner in item)
     return False
-
-
-def _within_rate(who: str) -> None:
-    """At most SCIM_REQUESTS_PER_MINUTE requests per token (or, refused, per address) and
-    minute, for all processes."""
-    key = f"signin:scim:rate:{who}:{int(time.time() // 60)}"
-    cache.add(key, 0, timeout=120)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # expired between the two calls
-        count = 1
-    if count > settings.SCIM_REQUESTS_PER_MINUTE:
-        raise TooManyRequestsException
 
 
 def _audit(

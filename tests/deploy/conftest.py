@@ -66,7 +66,10 @@ def start_gunicorn(tmp_path: Path) -> Iterator[Callable[..., Gunicorn]]:
     processes: list[subprocess.Popen[bytes]] = []
 
     def start(*, workers: int = 1, **extra: str) -> Gunicorn:
-        process, server = _start(tmp_path, workers=workers, extra=extra)
+        # Each its own logs (a second server's port is read from its own).
+        folder = tmp_path / f"gunicorn-{len(processes)}" if processes else tmp_path
+        folder.mkdir(exist_ok=True)
+        process, server = _start(folder, workers=workers, extra=extra)
         processes.append(process)
         return server
 

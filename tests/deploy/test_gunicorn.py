@@ -14,6 +14,8 @@ import secrets
 import socket
 import subprocess
 import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -141,3 +143,26 @@ def test_a_path_cannot_write_a_line_of_its_own_into_the_text_log(start_gunicorn)
     assert not any(line.startswith(forged) for line in lines), lines
     (line,) = [line for line in lines if "-> 404 in" in line]  # the portal's request line
     assert "GET /nowhere\\r\\n2026-11-27 12:00:00,000 INFO" in line
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_scim_rate_holds_across_the_portals_processes_whatever_the_cache(start_gunicorn):
+    """Two portal processes on one database, each with its own cache (the default, as
+    under `make run`), asked in turn: an address gets SCIM_REQUESTS_PER_MINUTE requests
+    a minute in all, not that many per process."""
+    environment = {"SCIM_REQUESTS_PER_MINUTE": "5", "FLEET_ENVIRONMENT": "emulator"}
+    portals = [start_gunicorn(**environment), start_gunicorn(**environment)]
+    assert portals[0].port != portals[1].port
+
+    answered: Counter[tuple[int, int]] = Counter()  # (minute, status)
+    for number in range(24):
+        before = int(time.time() // 60)
+        status = requests.get(f"{portals[number % 2].url}/scim/v2/Users", timeout=10).status_code
+        if int(time.time() // 60) == before:  # not at the turn of a minute
+            answered[before, status] += 1
+
+    minutes = {minute for minute, _ in answered}
+    refused = {minute: answered[minute, 401] for minute in minutes}
+    assert all(count <= 5 for count in refused.values()), answered  # 10 with a cache each
+    assert max(refused.values()) == 5, answered
+    assert {status for _, status in answered} == {401, 429}

@@ -144,6 +144,26 @@ def test_sign_in_attempts_are_rate_limited_per_address(start_gunicorn, start_ngi
 
 
 @serving
+def test_scim_requests_are_rate_limited_per_address_before_the_portal(start_gunicorn, start_nginx):
+    """A flood to /scim/ is cut by nginx (600 a minute, a burst of 120), before the portal:
+    the portal's own limit is out of the way here, so every 429 is nginx's."""
+    proxy = start_nginx(start_gunicorn(SCIM_REQUESTS_PER_MINUTE="100000"))
+
+    answers = [requests.get(f"{proxy.url}/scim/v2/Users", timeout=10) for _ in range(400)]
+    page = requests.get(f"{proxy.url}/healthz", timeout=10)
+
+    statuses = [answer.status_code for answer in answers]
+    assert set(statuses) == {401, 429}  # no token: the portal's 401, or nginx's 429
+    assert 429 not in statuses[:120]  # the burst
+    # 400 requests in under 28 s (they take a few): past the burst and the rate.
+    assert statuses.count(429) >= 1
+    assert all(
+        "json" not in a.headers.get("Content-Type", "") for a in answers if a.status_code == 429
+    )
+    assert page.status_code == 200  # the rest of the portal is not limited
+
+
+@serving
 def test_static_files_are_served_by_nginx_with_a_year_of_caching(start_gunicorn, start_nginx):
     proxy = start_nginx(start_gunicorn())
 

@@ -220,6 +220,9 @@ INSTALLED_APPS = [
     "allauth.account",
     "allauth.socialaccount",
     "allauth.socialaccount.providers.openid_connect",
+    # Each user's sessions (`UserSession`), so that theirs alone are ended, whatever the
+    # session engine (signin.sessions.sessions_end).
+    "allauth.usersessions",
     "axes",
     "signin",
     "fleet",

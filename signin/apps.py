@@ -18,6 +18,7 @@ class SigninConfig(AppConfig):
         from signin.signals import access_granted_send
 
         user_logged_in.connect(sessions.session_start, dispatch_uid="signin.sessions")
+        user_logged_in.connect(sessions.session_record, dispatch_uid="signin.sessions.record")
         user_logged_in.connect(access_granted_send, dispatch_uid="signin.access_granted")
         user_logged_in.connect(local_sign_in_count, dispatch_uid="signin.metrics")
         user_login_failed.connect(local_sign_in_failure_count, dispatch_uid="signin.metrics")

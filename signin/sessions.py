@@ -37,6 +37,39 @@ def session_start(sender: Any, request: HttpRequest, user: Any, **kwargs: Any) -
     request.session[SEEN] = now
 
 
+def session_record(sender: Any, request: HttpRequest, user: Any, **kwargs: Any) -> None:
+    """`user_logged_in` receiver: the session is recorded as `user`'s (allauth's
+    `UserSession`), whoever signed them in (a provider, the local form, a test), so that
+    `sessions_end` finds theirs without reading anyone else's."""
+    from allauth.usersessions.models import UserSession
+
+    from signin.addresses import client_address
+
+    if not request.session.session_key:
+        request.session.save()
+    longest = UserSession._meta.get_field("user_agent").max_length or 200
+    UserSession.objects.update_or_create(
+        session_key=request.session.session_key,
+        defaults={
+            "user": user,
+            "ip": client_address(request) or "0.0.0.0",  # noqa: S104 (an address unknown)
+            "user_agent": request.META.get("HTTP_USER_AGENT", "")[:longest],
+        },
+    )
+
+
+def sessions_end(*, user: Any) -> int:
+    """End `user`'s sessions, and theirs only, whatever the session engine; how many.
+    Their sessions are those recorded at their sign-ins (`session_record`)."""
+    from allauth.usersessions.models import UserSession
+
+    ended = 0
+    for session in UserSession.objects.filter(user=user):
+        session.end()  # the engine's store forgets it, and the record goes
+        ended += 1
+    return ended
+
+
 def session_expiry(request: HttpRequest) -> Expiry | None:
     """Whether the signed-in session of `request` is over, and why."""
     now = time.time()

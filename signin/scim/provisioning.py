@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from importlib import import_module
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.contrib.sessions.models import Session
 from django.http import HttpRequest
-from django.utils import timezone, translation
+from django.utils import translation
 from django.utils.translation import gettext
 
 from alerts.models import PauseReason
@@ -30,12 +28,9 @@ from fleet.services.scopes import directory_groups_apply
 from signin.access import AccessPolicy, role_of_groups
 from signin.models import Role, ScimGroup, ScimUser
 from signin.providers import provider_get
+from signin.sessions import sessions_end
 
 logger = logging.getLogger(__name__)
-
-_DB_SESSIONS = frozenset(
-    {"django.contrib.sessions.backends.db", "django.contrib.sessions.backends.cached_db"}
-)
 
 
 def scim_group_values(*, scim_user: ScimUser) -> set[str]:
@@ -107,20 +102,3 @@ def scim_user_deactivate(*, user: User, provider: str) -> None:
         detail = gettext("deactivated by %(provider)s") % {"provider": provider}
     alerts_pause(user=user, reason=PauseReason.DEPROVISIONED, detail=detail)
     logger.info("user %s deactivated by %s over SCIM (%d sessions ended)", user.pk, provider, ended)
-
-
-def sessions_end(*, user: User) -> int:
-    """End `user`'s stored sessions; how many. With another session engine, whose sessions
-    cannot be listed, an inactive user's sessions are anonymous at their next request
-    anyway (ModelBackend refuses inactive users)."""
-    if settings.SESSION_ENGINE not in _DB_SESSIONS:
-        return 0
-    store = import_module(settings.SESSION_ENGINE).SessionStore
-    theirs = [
-        session.session_key
-        for session in Session.objects.filter(expire_date__gt=timezone.now()).iterator()
-        if session.get_decoded().get("_auth_user_id") == str(user.pk)
-    ]
-    for key in theirs:
-        store(session_key=key).delete()
-    return len(theirs)

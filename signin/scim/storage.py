@@ -19,7 +19,7 @@ from typing import Any
 from allauth.socialaccount.models import SocialAccount
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Model, QuerySet
+from django.db.models import Model, Prefetch, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 from scim2_models import (
@@ -30,26 +30,22 @@ from scim2_models import (
     Resource,
     ResourceType,
     ResponseParameters,
-    ScimFilter,
     ScimProvider,
     SearchRequest,
     UnauthorizedException,
     UniquenessException,
 )
-from scim2_models.path import CompareOperator, Comparison
 from scim2_server.storage import ScimStorage, SearchPage
 
 from signin.admission import email_vouched_for
 from signin.models import ScimGroup, ScimUser
+from signin.scim.filters import GROUP, USER, scim_filter_query
 from signin.scim.provisioning import scim_memberships_apply, scim_user_deactivate
 
-USER = "User"
-GROUP = "Group"
-# `attr eq "value"` on these is a query; any other filter is evaluated row by row.
-_EQUALITY_LOOKUPS = {
-    USER: {"id": "id", "username": "user_name__iexact", "externalid": "external_id"},
-    GROUP: {"id": "id", "displayname": "display_name__iexact", "externalid": "external_id"},
-}
+# The members of groups a list reads, all at once (`_live_members`).
+_LIVE_MEMBERS = Prefetch(
+    "members", queryset=ScimUser.objects.filter(deleted_at__isnull=True), to_attr="live_members"
+)
 _DEFAULT_COUNT = 100
 
 
@@ -87,27 +83,21 @@ class PortalStorage(ScimStorage):
         if len(resource_types) != 1:
             raise NotImplementedException(detail="Search one resource type at a time")
         (resource_type,) = resource_types
-        rows: QuerySet[Any] = (
-            self._users().select_related("user")
-            if resource_type.id == USER
-            else self._groups().prefetch_related("members")
-        )
-        scim_filter = search_request.filter
+        node = None if search_request.filter is None else search_request.filter.ast
+        query = scim_filter_query(str(resource_type.id), node)
+        rows: QuerySet[Any]
+        if resource_type.id == USER:
+            # A filter through groups joins them: the users it selects, each once.
+            users = self._users().filter(pk__in=self._users().filter(query).values("pk"))
+            rows = users.select_related("user").prefetch_related("groups")
+        else:
+            groups = self._groups().filter(pk__in=self._groups().filter(query).values("pk"))
+            rows = groups.prefetch_related(_LIVE_MEMBERS)
         start = search_request.start_index_0 or 0
         count = _DEFAULT_COUNT if search_request.count is None else search_request.count
-        lookup = _equality(resource_type, scim_filter)
-        if scim_filter is None or lookup is not None:
-            if lookup is not None:
-                rows = _filtered(rows, *lookup)
-            total = rows.count()
-            resources = [self._resource(resource_type, row) for row in rows[start : start + count]]
-            return SearchPage(total=total, resources=resources)
-        matching = [
-            resource
-            for resource in (self._resource(resource_type, row) for row in rows)
-            if scim_filter.match(resource)
-        ]
-        return SearchPage(total=len(matching), resources=matching[start : start + count])
+        total = rows.count()
+        resources = [self._resource(resource_type, row) for row in rows[start : start + count]]
+        return SearchPage(total=total, resources=resources)
 
     # -- Writing -------------------------------------------------------------------
 
@@ -245,7 +235,7 @@ class PortalStorage(ScimStorage):
 
     def _user_resource(self, resource_type: ResourceType, scim_user: ScimUser) -> Resource[Any]:
         user = scim_user.user
-        groups = ScimGroup.objects.filter(members=scim_user).values_list("id", "display_name")
+        groups = [(group.pk, group.display_name) for group in scim_user.groups.all()]
         values: dict[str, Any] = {
             "id": str(scim_user.id),
             "userName": scim_user.user_name,
@@ -321,7 +311,7 @@ class PortalStorage(ScimStorage):
                 "type": "User",
                 "display": member.user_name,
             }
-            for member in group.members.filter(deleted_at__isnull=True)
+            for member in _live_members(group)
         ]
         values: dict[str, Any] = {
             "id": str(group.id),
@@ -355,27 +345,13 @@ def _by_id[M: Model](rows: QuerySet[M], resource_id: str) -> M | None:
     return rows.filter(pk=key).first()
 
 
-def _equality(
-    resource_type: ResourceType, scim_filter: ScimFilter[Any] | None
-) -> tuple[str, str] | None:
-    """The ORM lookup and value of a filter `attr eq "value"` on an attribute kept in a
-    column, or None."""
-    node = None if scim_filter is None else scim_filter.ast
-    if not isinstance(node, Comparison) or node.op != CompareOperator.eq:
-        return None
-    if node.attr_path.sub_attr is not None or not isinstance(node.value, str):
-        return None
-    lookup = _EQUALITY_LOOKUPS.get(str(resource_type.id), {}).get(node.attr_path.attr.lower())
-    return None if lookup is None else (lookup, node.value)
-
-
-def _filtered[M: Model](rows: QuerySet[M], lookup: str, value: str) -> QuerySet[M]:
-    if lookup == "id":
-        try:
-            return rows.filter(pk=uuid.UUID(value))
-        except ValueError:
-            return rows.none()
-    return rows.filter(**{lookup: value})
+def _live_members(group: ScimGroup) -> list[ScimUser]:
+    """The group's members the provider has not deleted: as a list read them (prefetched),
+    or read now."""
+    found: list[ScimUser] | None = getattr(group, "live_members", None)
+    if found is None:
+        found = list(group.members.filter(deleted_at__isnull=True))
+    return found
 
 
 def _primary_email(emails: list[Email]) -> str:

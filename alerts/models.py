@@ -331,6 +331,7 @@ class PauseReason(models.TextChoices):
     REFUSED = "refused", _("refused at sign-in")
     INACTIVE = "inactive", _("not signed in for a long time")
     DEPROVISIONED = "deprovisioned", _("deactivated by the identity provider")
+    BLOCKED = "blocked", _("blocked by an administrator")
 
 
 class PauseNotice(models.TextChoices):

@@ -19,9 +19,11 @@ from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
 
+from fleet import formatting
+from signin.blocks import access_block, access_unblock
 from signin.models import SsoAttempt
 from signin.providers import provider_list
 from signin.scim import admin as scim_admin  # noqa: F401 (registers provisioning's pages)
@@ -118,6 +120,10 @@ class IdentityInline(_IdentityInline):
 
 
 class PortalUserAdmin(_UserAdmin):
+    """The portal's users. Whether one is active is not edited here: their identity
+    provider says it (over SCIM), and an administrator's block (*Block access*) says
+    it over that, until lifted (*Unblock access*); both are shown."""
+
     inlines = [IdentityInline]
     list_display = (
         "username",
@@ -126,17 +132,62 @@ class PortalUserAdmin(_UserAdmin):
         "last_name",
         "is_staff",
         "is_active",
+        "blocked",
         "last_login",
     )
-    actions = ["deactivate", "unlock_local_login"]
+    list_select_related = ["access_block"]
+    readonly_fields = ("is_active", "blocked")
+    actions = ["block", "unblock", "unlock_local_login"]
 
-    @admin.action(description=_("Deactivate the selected users (their sessions end at once)"))
-    def deactivate(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None:
+            return fieldsets
+        return [
+            *fieldsets[:1],
+            (_("Access"), {"fields": ("is_active", "blocked")}),
+            *[
+                (name, {**options, "fields": [f for f in options["fields"] if f != "is_active"]})
+                for name, options in fieldsets[1:]
+            ],
+        ]
+
+    @admin.display(description=_("blocked by an administrator"))
+    def blocked(self, user: User) -> str:
+        block = getattr(user, "access_block", None) if user.pk else None
+        if block is None:
+            return gettext("no")
+        return gettext("since %(since)s, by %(by)s") % {
+            "since": formatting.moment(block.since),
+            "by": block.by,
+        }
+
+    @admin.action(
+        description=_(
+            "Block access of the selected users (sessions end and alerts pause at once; "
+            "no provider and no sign-in undoes it)"
+        )
+    )
+    def block(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         # Not oneself: an administrator locked out of the admin cannot undo it.
-        count = queryset.exclude(pk=request.user.pk or 0).update(is_active=False)
+        by = gettext("administrator %(name)s") % {"name": request.user.get_username()}
+        count = sum(
+            access_block(user=user, by=by) for user in queryset.exclude(pk=request.user.pk or 0)
+        )
         self.message_user(
             request,
-            ngettext("%(count)d user deactivated.", "%(count)d users deactivated.", count)
+            ngettext("%(count)d user blocked.", "%(count)d users blocked.", count)
+            % {"count": count},
+            messages.SUCCESS,
+        )
+
+    @admin.action(description=_("Unblock access of the selected users"))
+    def unblock(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        by = gettext("administrator %(name)s") % {"name": request.user.get_username()}
+        count = sum(access_unblock(user=user, by=by) for user in queryset)
+        self.message_user(
+            request,
+            ngettext("%(count)d user unblocked.", "%(count)d users unblocked.", count)
             % {"count": count},
             messages.SUCCESS,
         )

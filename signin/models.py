@@ -167,6 +167,31 @@ class ScimMinute(models.Model):
         return f"{self.who} · {self.minute:%Y-%m-%d %H:%M} · {self.count}"
 
 
+class AccessBlock(models.Model):
+    """An administrator's block of a person's access in the portal: their account is
+    inactive, their sessions ended and their alerts paused, whatever their identity
+    provider says (a SCIM `active: true`) and whatever sign-in comes; only an
+    administrator lifts it (`signin.blocks`)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="access_block",
+        verbose_name=_("portal user"),
+    )
+    since = models.DateTimeField(_("blocked since"), auto_now_add=True)
+    by = models.CharField(_("blocked by"), max_length=200)
+    reason = models.CharField(_("why"), max_length=200, blank=True)
+
+    class Meta:
+        verbose_name = _("access blocked")
+        verbose_name_plural = _("accesses blocked")
+        ordering = ["-since"]
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.since:%Y-%m-%d %H:%M}"
+
+
 class ScimUser(models.Model):
     """A portal user as one identity provider provisions them: its `userName` and
     `externalId` (the subject it signs them in with, kept as their SocialAccount's uid)."""
@@ -181,6 +206,9 @@ class ScimUser(models.Model):
     )
     user_name = models.CharField(_("userName"), max_length=255)
     external_id = models.CharField(_("externalId"), max_length=255, blank=True)
+    # What the provider last said (`active`); the portal user is active when this is and
+    # no administrator blocked them (`AccessBlock`).
+    active = models.BooleanField(_("active at the provider"), default=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     updated_at = models.DateTimeField(_("last modified"), auto_now=True)
     # DELETE keeps the portal user and their records; the provider no longer sees them.

@@ -55,7 +55,7 @@ _USER_COLUMNS: Final = {
     "id": _Column("pk", uuid.UUID),
     "username": _Column("user_name", str, case_exact=False),
     "externalid": _Column("external_id", str),
-    "active": _Column("user__is_active", bool),
+    "active": _Column("active", bool),  # as the provider said (`ScimUser.active`)
     "name.givenname": _Column("user__first_name", str),
     "name.familyname": _Column("user__last_name", str),
     "emails": _Column("user__email", str, case_exact=False),

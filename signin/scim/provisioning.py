@@ -26,6 +26,7 @@ from alerts.models import PauseReason
 from alerts.services.pauses import alerts_pause
 from fleet.services.scopes import directory_groups_apply
 from signin.access import AccessPolicy, role_of_groups
+from signin.blocks import access_end
 from signin.models import Role, ScimGroup, ScimUser
 from signin.providers import provider_get
 from signin.sessions import sessions_end
@@ -94,11 +95,9 @@ def _role_apply(scim_user: ScimUser, values: set[str], policy: AccessPolicy) -> 
 
 def scim_user_deactivate(*, user: User, provider: str) -> None:
     """End `user`'s access now: account inactive, sessions ended, alerts paused."""
-    if user.is_active:
-        user.is_active = False
-        user.save(update_fields=["is_active"])
-    ended = sessions_end(user=user)
-    with translation.override(settings.LANGUAGE_CODE):
-        detail = gettext("deactivated by %(provider)s") % {"provider": provider}
-    alerts_pause(user=user, reason=PauseReason.DEPROVISIONED, detail=detail)
+    ended = access_end(
+        user=user,
+        reason=PauseReason.DEPROVISIONED,
+        detail=lambda: gettext("deactivated by %(provider)s") % {"provider": provider},
+    )
     logger.info("user %s deactivated by %s over SCIM (%d sessions ended)", user.pk, provider, ended)

@@ -38,6 +38,7 @@ from scim2_models import (
 from scim2_server.storage import ScimStorage, SearchPage
 
 from signin.admission import email_vouched_for
+from signin.blocks import access_blocked
 from signin.models import ScimGroup, ScimUser
 from signin.scim.filters import GROUP, USER, scim_filter_query
 from signin.scim.provisioning import scim_memberships_apply, scim_user_deactivate
@@ -203,9 +204,14 @@ class PortalStorage(ScimStorage):
             user.email = email
         elif created:
             user.email = ""
+        # What the provider says is kept as its own; the account follows it unless an
+        # administrator blocked the person (`signin.blocks`), which no push lifts.
         active = resource.active is not False
-        reactivated = active and not user.is_active
-        if active:
+        if active != scim_user.active:
+            scim_user.active = active
+            scim_user.save(update_fields=["active", "updated_at"])
+        reactivated = active and not user.is_active and not access_blocked(user)
+        if reactivated:
             user.is_active = True
         user.save()
         if not active:
@@ -240,7 +246,8 @@ class PortalStorage(ScimStorage):
             "id": str(scim_user.id),
             "userName": scim_user.user_name,
             "externalId": scim_user.external_id or None,
-            "active": user.is_active,
+            # As the provider said: a block in the portal is the portal's own (admin).
+            "active": scim_user.active,
             "name": {"givenName": user.first_name or None, "familyName": user.last_name or None},
             # The one e-mail kept, as Entra and Okta send and address it (`emails[type
             # eq "work"].value`).

@@ -78,13 +78,11 @@ def test_the_limits_are_configurable(client, manager, clock, settings):
     assert client.get("/").status_code == 302
 
 
-def test_a_deactivated_user_is_signed_out_at_the_next_request(client, manager, admin_client):
+def test_a_blocked_user_is_signed_out_at_once(client, manager, admin_client):
     sign_in(client)
     assert client.get("/").status_code == 200
 
-    admin_client.post(
-        "/admin/auth/user/", {"action": "deactivate", "_selected_action": [manager.pk]}
-    )
+    admin_client.post("/admin/auth/user/", {"action": "block", "_selected_action": [manager.pk]})
 
     manager.refresh_from_db()
     assert not manager.is_active

@@ -66,17 +66,23 @@ def access_decide(
     *, policy: AccessPolicy, claims: Mapping[str, Any], pushed: Iterable[str] = ()
 ) -> Decision:
     """What `claims` (the ID token's and the userinfo's, merged) allow under `policy`, with
-    the values of the groups the provider `pushed` over SCIM counted as its claim's."""
+    the values of the groups the provider `pushed` over SCIM counted as its claim's for
+    access, never for the administrators' role: only the sign-in's own claim makes an
+    administrator (a SCIM token, leaked, would otherwise make one of any login)."""
     email = str(claims.get("email") or "").strip()
     verified_email = email if email and _true(claims.get("email_verified")) else ""
-    groups = frozenset(_strings(claims.get(policy.groups_claim))) | frozenset(pushed)
+    claimed = frozenset(_strings(claims.get(policy.groups_claim)))
+    groups = claimed | frozenset(pushed)
 
     def decided(role: Role | None, refusal: SsoOutcome | None = None) -> Decision:
         return Decision(role=role, refusal=refusal, verified_email=verified_email, groups=groups)
 
-    if groups & policy.admin_groups:
+    if claimed & policy.admin_groups:
         return decided(Role.ADMINISTRATOR)
-    if groups & policy.manager_groups:
+    # Where groups decide access, an administrators' group only pushed gives access, as a
+    # managers' group does; where the e-mail's domain decides, nothing more than it.
+    giving = policy.manager_groups | (policy.admin_groups if policy.manager_groups else frozenset())
+    if groups & giving:
         return decided(Role.MANAGER)
     if policy.manager_groups:
         return decided(None, SsoOutcome.NO_ROLE)
@@ -91,7 +97,8 @@ def role_of_groups(*, policy: AccessPolicy, groups: Iterable[str]) -> Role | Non
     """The role the values of a person's groups give under `policy`, as a sign-in decides
     it, for a provider that pushes their groups (SCIM) between sign-ins: None when the
     groups decide and none of them gives access. Where the e-mail's domain decides, a
-    person in no administrators' group is a manager (their e-mail let them in)."""
+    person in no administrators' group is a manager (their e-mail let them in). A push
+    only takes a role away (`signin.scim.provisioning`): ADMINISTRATOR here keeps one."""
     values = frozenset(groups)
     if values & policy.admin_groups:
         return Role.ADMINISTRATOR

@@ -2,8 +2,9 @@
 SCIM groups at once, and deactivation ends their access at once.
 
 A SCIM group's `displayName` and `externalId` are values of its provider's groups, read
-as the sign-in reads its groups claim: the provider's administrators' and managers'
-groups give the role (`signin.access`), and the one mapping of the admin
+as the sign-in reads its groups claim: the provider's managers' groups give access
+(`signin.access`), its administrators' groups take the role away from who leaves them
+but give it only at a sign-in whose own claim says so, and the one mapping of the admin
 (`fleet.models.DirectoryGroup`) gives vehicle groups. A provider that pushes no groups
 leaves the role to the sign-in. A person whose groups no longer give access, like one
 deactivated (`active: false`, or DELETE), keeps their account and records; their
@@ -71,13 +72,23 @@ def _role_policy(provider_id: str, *, request: HttpRequest) -> AccessPolicy | No
 
 
 def _role_apply(scim_user: ScimUser, values: set[str], policy: AccessPolicy) -> None:
+    """The directory takes away, never gives: out of the administrators' groups, an
+    administrator is one no more, at once; put in one, a person becomes one only at
+    their next sign-in through the provider, if its groups claim says so (their own
+    authenticated assertion: `signin.access.access_decide`), never by a push alone."""
     user = scim_user.user
     role = role_of_groups(policy=policy, groups=values)
-    administrator = role is Role.ADMINISTRATOR
-    if (user.is_staff, user.is_superuser) != (administrator, administrator):
-        user.is_staff = user.is_superuser = administrator
+    if role is not Role.ADMINISTRATOR and (user.is_staff or user.is_superuser):
+        user.is_staff = user.is_superuser = False
         user.save(update_fields=["is_staff", "is_superuser"])
         logger.info("user %s is now %s, by %s over SCIM", user.pk, role, scim_user.provider)
+    elif role is Role.ADMINISTRATOR and not user.is_staff:
+        logger.info(
+            "user %s is in an administrators' group of %s: an administrator from their next "
+            "sign-in if its groups claim says so, not by the push",
+            user.pk,
+            scim_user.provider,
+        )
     if role is None:
         ended = sessions_end(user=user)
         with translation.override(settings.LANGUAGE_CODE):

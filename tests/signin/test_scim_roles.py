@@ -55,7 +55,9 @@ def test_where_the_domain_decides_groups_only_make_administrators():
     assert role_of_groups(policy=policy, groups={"fleet-sp"}) is Role.MANAGER
 
 
-def test_an_administrators_group_makes_and_unmakes_an_administrator_at_once(acme):
+def test_a_push_into_the_administrators_group_makes_nobody_an_administrator(acme):
+    """A SCIM token (leaked, say) puts a person in the administrators' group: not staff;
+    taken out of it, an administrator is one no more, at once."""
     ana = acme.user_create("ana@example.com", "00u-ana").data["id"]
     admins = acme.group_create("fleet-admins").data["id"]
     browser = signed_in_as("ana@example.com")
@@ -65,9 +67,10 @@ def test_an_administrators_group_makes_and_unmakes_an_administrator_at_once(acme
         f"Groups/{admins}", {"op": "add", "path": "members", "value": [{"value": ana}]}
     )
     assert added.status_code == 200
-    assert roles("ana@example.com") == (True, True, True)
-    assert browser.get("/admin/").status_code == 200
+    assert roles("ana@example.com") == (True, False, False)
+    assert browser.get("/admin/").status_code == 302
 
+    User.objects.filter(username="ana@example.com").update(is_staff=True, is_superuser=True)
     acme.patch(f"Groups/{admins}", {"op": "remove", "path": f'members[value eq "{ana}"]'})
     assert roles("ana@example.com") == (True, False, False)
     assert browser.get("/admin/").status_code == 302
@@ -123,9 +126,12 @@ def test_a_provider_that_pushes_no_groups_leaves_the_role_to_the_sign_in(by_grou
     assert roles("carla") == (True, True, True)
 
 
-def test_a_sign_in_keeps_the_role_scim_pushed(client, oidc_settings, identity_provider):
-    """A real sign-in (tests/idp.py) whose groups claim lacks `fleet-admins`, after SCIM put
-    the person in it: still an administrator."""
+def test_an_administrator_only_when_their_own_sign_in_says_so(
+    client, oidc_settings, identity_provider
+):
+    """With a real SCIM token, the provider's administrators' group pushed makes nobody
+    staff, nor does the next sign-in (tests/idp.py) whose groups claim lacks it; the
+    sign-in whose own claim has it does. Before, the push alone made a superuser."""
     identity_provider.update_user("manager", groups=["fleet-managers"])
     user = signs_in(client, "manager")
     assert (user.is_staff, user.is_superuser) == (False, False)
@@ -133,7 +139,11 @@ def test_a_sign_in_keeps_the_role_scim_pushed(client, oidc_settings, identity_pr
     scim = Scim(Client(), scim_token_mint(provider="acme", created_by="test"))
     created = scim.user_create("manager@example.com", subject).data["id"]
     scim.group_create("fleet-admins", created)
-    assert roles(user.username) == (True, True, True)
+    assert roles(user.username) == (True, False, False)
 
+    assert signs_in(client, "manager") == user
+    assert roles(user.username) == (True, False, False)
+
+    identity_provider.update_user("manager", groups=["fleet-managers", "fleet-admins"])
     assert signs_in(client, "manager") == user
     assert roles(user.username) == (True, True, True)

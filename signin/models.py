@@ -100,7 +100,11 @@ class ScimToken(models.Model):
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     created_by = models.CharField(_("created by"), max_length=150, blank=True)
     revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True)
+    # A token ends: `manage.py scim_token --days` (365 by default); another is made
+    # before, and both work while the provider's settings change (two at most).
+    expires_at = models.DateTimeField(_("expires"))
     last_used_at = models.DateTimeField(_("last used"), null=True, blank=True)
+    last_used_from = models.GenericIPAddressField(_("last used from"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("SCIM token")

@@ -17,7 +17,13 @@ from django.utils.translation import gettext_lazy as _
 
 from signin.models import ScimCall, ScimGroup, ScimMinute, ScimToken, ScimUser
 from signin.providers import provider_list
-from signin.scim.tokens import scim_token_mint, scim_token_revoke
+from signin.scim.tokens import (
+    LIVE_TOKENS,
+    TOKEN_DAYS,
+    scim_token_mint,
+    scim_token_revoke,
+    scim_tokens_live,
+)
 
 if TYPE_CHECKING:
     _TokenAdmin = admin.ModelAdmin[ScimToken]
@@ -32,9 +38,25 @@ _MINTED = "_scim_token_minted"
 
 
 class ScimTokenForm(forms.ModelForm[ScimToken]):
+    days = forms.IntegerField(
+        label=_("days it works"), initial=TOKEN_DAYS, min_value=1, max_value=3650
+    )
+
     class Meta:
         model = ScimToken
         fields = ["provider"]
+
+    def clean_provider(self) -> str:
+        provider = str(self.cleaned_data["provider"])
+        if scim_tokens_live().filter(provider=provider).count() >= LIVE_TOKENS:
+            raise forms.ValidationError(
+                _(
+                    "This provider has %(count)d live tokens already: revoke the one no "
+                    "longer in use, then make the new one."
+                ),
+                params={"count": LIVE_TOKENS},
+            )
+        return provider
 
 
 class _ReadOnly:
@@ -48,14 +70,23 @@ class _ReadOnly:
 @admin.register(ScimToken)
 class ScimTokenAdmin(_TokenAdmin):
     form = ScimTokenForm
-    list_display = ["provider", "prefix", "created_at", "created_by", "last_used_at", "revoked_at"]
+    list_display = [
+        "provider",
+        "prefix",
+        "created_at",
+        "created_by",
+        "expires_at",
+        "last_used_at",
+        "last_used_from",
+        "revoked_at",
+    ]
     list_filter = ["provider"]
     actions = ["revoke"]
     created_template = "admin/signin/scimtoken/created.html"
 
     def get_fields(self, request: HttpRequest, obj: ScimToken | None = None) -> Any:
         if obj is None:
-            return ["provider"]
+            return ["provider", "days"]
         return [*self.list_display]
 
     def get_readonly_fields(self, request: HttpRequest, obj: ScimToken | None = None) -> Any:
@@ -77,7 +108,11 @@ class ScimTokenAdmin(_TokenAdmin):
     def save_model(self, request: HttpRequest, obj: ScimToken, form: Any, change: bool) -> None:
         if change:
             return  # a token is never changed, only revoked
-        token = scim_token_mint(provider=obj.provider, created_by=request.user.get_username())
+        token = scim_token_mint(
+            provider=obj.provider,
+            created_by=request.user.get_username(),
+            days=int(form.cleaned_data["days"]),
+        )
         setattr(request, _MINTED, token)
         obj.pk = ScimToken.objects.get(prefix=token.split("_")[1]).pk
 

@@ -87,7 +87,11 @@ def _authenticated(request: HttpRequest) -> tuple[ScimToken, Counted | None]:
     counted against its address (`_refusal_counted`), as guessing is as slow as a
     token's rate; a token past its rate is refused with nothing written."""
     scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
-    token = scim_token_check(presented.strip()) if scheme.lower() == "bearer" else None
+    token = (
+        scim_token_check(presented.strip(), address=client_address(request))
+        if scheme.lower() == "bearer"
+        else None
+    )
     if token is None:
         _refusal_counted(request)
         if scheme.lower() != "bearer" or not presented.strip():

@@ -1,5 +1,7 @@
 """SCIM bearer tokens: made by `manage.py scim_token` or in the admin, shown once, kept as
-a digest, revoked in the admin."""
+a digest, revoked in the admin; each ends (365 days, or --days), two live at most per
+provider (a rotation's overlap), its last use and address shown. Before, they never
+expired and a provider could have any number."""
 
 from __future__ import annotations
 
@@ -17,9 +19,9 @@ from signin.scim.tokens import scim_token_check
 pytestmark = pytest.mark.django_db
 
 
-def mint(provider: str) -> str:
+def mint(provider: str, *options: str) -> str:
     out = StringIO()
-    call_command("scim_token", provider, stdout=out)
+    call_command("scim_token", provider, *options, stdout=out)
     return out.getvalue().strip()
 
 
@@ -60,7 +62,7 @@ def test_a_token_of_a_provider_no_longer_configured_is_refused(providers):
 
 def test_the_admin_shows_a_new_token_once_and_revokes_it(providers, admin_client):
     page = admin_client.post(
-        reverse("admin:signin_scimtoken_add"), {"provider": "group"}, follow=False
+        reverse("admin:signin_scimtoken_add"), {"provider": "group", "days": "30"}, follow=False
     )
     assert page.status_code == 200
     token = page.context["token"]
@@ -90,3 +92,45 @@ def test_the_admin_lists_calls_users_and_groups_without_the_token(acme, admin_cl
     assert "/scim/v2/Users" in calls
     users = admin_client.get(reverse("admin:signin_scimuser_changelist")).content.decode()
     assert "00u-ana" in users
+
+
+def test_a_token_ends_after_its_days(providers, time_machine):
+    time_machine.move_to("2026-11-27T12:00:00Z", tick=False)
+    yearly, monthly = mint("acme"), mint("group", "--days", "30")
+    assert ScimToken.objects.get(provider="acme").expires_at.isoformat().startswith("2027-11-27")
+
+    time_machine.move_to("2026-12-27T12:00:01Z", tick=False)
+    assert scim_token_check(monthly) is None
+    assert scim_token_check(yearly) is not None
+    time_machine.move_to("2027-11-27T12:00:01Z", tick=False)
+    assert scim_token_check(yearly) is None
+    with pytest.raises(CommandError, match="one day at least"):
+        mint("acme", "--days", "0")
+
+
+def test_two_live_tokens_at_most_a_rotations_overlap(providers, admin_client):
+    old = mint("acme")
+    new = mint("acme")  # set in the provider while the old one still works
+    assert scim_token_check(old) is not None
+    assert scim_token_check(new) is not None
+    with pytest.raises(CommandError, match="2 live SCIM tokens already"):
+        mint("acme")
+    page = admin_client.post(
+        reverse("admin:signin_scimtoken_add"),
+        {"provider": "acme", "days": "365"},
+        headers={"Accept-Language": "en"},
+    )
+    assert "has 2 live tokens already" in page.content.decode()
+    assert ScimToken.objects.filter(provider="acme").count() == 2
+
+    ScimToken.objects.filter(prefix=old.split("_")[1]).update(revoked_at="2026-01-01T00:00Z")
+    assert scim_token_check(mint("acme")) is not None
+
+
+def test_the_last_use_and_its_address_are_shown(acme, admin_client):
+    assert acme.get("Users").status_code == 200
+    stored = ScimToken.objects.get()
+    assert stored.last_used_at is not None
+    assert stored.last_used_from == "127.0.0.1"
+    page = admin_client.get(reverse("admin:signin_scimtoken_changelist"))
+    assert "127.0.0.1" in page.content.decode()

@@ -213,6 +213,9 @@ class ScimUser(models.Model):
     # What the provider last said (`active`); the portal user is active when this is and
     # no administrator blocked them (`AccessBlock`).
     active = models.BooleanField(_("active at the provider"), default=True)
+    # The e-mail the provider pushed: pending until the person signs in with it (then it
+    # is their account's, where alerts go); a push alone never points alerts elsewhere.
+    email = models.EmailField(_("e-mail pushed"), blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     updated_at = models.DateTimeField(_("last modified"), auto_now=True)
     # DELETE keeps the portal user and their records; the provider no longer sees them.

@@ -164,7 +164,30 @@ class ScimMinuteAdmin(_ReadOnly, _MinuteAdmin):
 
 @admin.register(ScimUser)
 class ScimUserAdmin(_ReadOnly, _UserAdmin):
-    list_display = ["provider", "user_name", "external_id", "user", "updated_at", "deleted_at"]
+    list_display = [
+        "provider",
+        "user_name",
+        "external_id",
+        "user",
+        "active",
+        "email",
+        "email_state",
+        "updated_at",
+        "deleted_at",
+    ]
+    list_select_related = ["user"]
+
+    @admin.display(description=_("e-mail for alerts"))
+    def email_state(self, scim_user: ScimUser) -> str:
+        """Whether the pushed e-mail is the account's (confirmed by a sign-in with it), or
+        pending while alerts go to the last address a sign-in confirmed."""
+        confirmed = scim_user.user.email
+        if not scim_user.email or scim_user.email.casefold() == confirmed.casefold():
+            return confirmed or gettext("none yet")
+        return gettext("%(confirmed)s (pending until a sign-in with the pushed one)") % {
+            "confirmed": confirmed or gettext("none yet")
+        }
+
     list_filter = ["provider"]
     search_fields = ["user_name", "external_id", "user__username"]
 

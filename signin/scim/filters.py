@@ -58,8 +58,8 @@ _USER_COLUMNS: Final = {
     "active": _Column("active", bool),  # as the provider said (`ScimUser.active`)
     "name.givenname": _Column("user__first_name", str),
     "name.familyname": _Column("user__last_name", str),
-    "emails": _Column("user__email", str, case_exact=False),
-    "emails.value": _Column("user__email", str, case_exact=False),
+    "emails": _Column("email", str, case_exact=False),  # as pushed (`ScimUser.email`)
+    "emails.value": _Column("email", str, case_exact=False),
     "groups": _Column("groups__id", uuid.UUID),
     "groups.value": _Column("groups__id", uuid.UUID),
     "groups.display": _Column("groups__display_name", str, case_exact=False),

@@ -4,8 +4,9 @@ SocialAccount).
 
 A SCIM user is the person who signs in through that provider: found by their
 `externalId`, the subject the provider signs them in with (their SocialAccount's uid),
-never by e-mail; created with that identity when new. Their e-mail is kept where the
-sign-in would keep it (`signin.admission.email_vouched_for`). Each provider sees and
+never by e-mail; created with that identity when new. Their e-mail is kept as pushed
+(`ScimUser.email`) where the sign-in would keep it (`signin.admission.email_vouched_for`),
+and becomes their account's only when they sign in with it. Each provider sees and
 changes only its own users and groups: another's are not found.
 """
 
@@ -197,13 +198,17 @@ class PortalStorage(ScimStorage):
         if name is not None:
             user.first_name = str(name.given_name or "")[:150]
             user.last_name = str(name.family_name or "")[:150]
+        # Kept as pushed, pending: alerts go to the address the person's sign-in confirmed
+        # (`admission`), never to one a push alone gives (a leaked token would point a
+        # manager's fines at any mailbox).
         email = _primary_email(resource.emails or [])
         if email and email_vouched_for(
             email=email, provider_id=self.provider, request=self.request
         ):
-            user.email = email
+            scim_user.email = email
         elif created:
-            user.email = ""
+            scim_user.email = ""
+        scim_user.save(update_fields=["email", "updated_at"])
         # What the provider says is kept as its own; the account follows it unless an
         # administrator blocked the person (`signin.blocks`), which no push lifts.
         active = resource.active is not False
@@ -251,8 +256,8 @@ class PortalStorage(ScimStorage):
             "name": {"givenName": user.first_name or None, "familyName": user.last_name or None},
             # The one e-mail kept, as Entra and Okta send and address it (`emails[type
             # eq "work"].value`).
-            "emails": [{"value": user.email, "type": "work", "primary": True}]
-            if user.email
+            "emails": [{"value": scim_user.email, "type": "work", "primary": True}]
+            if scim_user.email
             else None,
             "groups": [{"value": str(pk), "display": name} for pk, name in groups] or None,
             "meta": _meta(USER, scim_user),

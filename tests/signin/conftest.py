@@ -99,3 +99,11 @@ def acme(client: Any, providers: Any) -> Scim:
 @pytest.fixture
 def grupo(client: Any, providers: Any) -> Scim:
     return Scim(client, scim_token_mint(provider="group", created_by="test"))
+
+
+def pushed_email(user: Any) -> str:
+    """The e-mail `user`'s provider pushed over SCIM: pending until they sign in with it
+    (the account's own e-mail, where alerts go, is the one a sign-in confirmed)."""
+    from signin.models import ScimUser
+
+    return ScimUser.objects.get(user=user, deleted_at__isnull=True).email

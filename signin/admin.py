@@ -143,11 +143,23 @@ class PortalUserAdmin(_UserAdmin):
         fieldsets = super().get_fieldsets(request, obj)
         if obj is None:
             return fieldsets
+        roles = _(
+            "Staff and superuser status follow the identity provider's administrators' "
+            "groups at each sign-in through it (its groups claim); a push of its directory "
+            "(SCIM) can take them away, never give them."
+        )
         return [
             *fieldsets[:1],
             (_("Access"), {"fields": ("is_active", "blocked")}),
             *[
-                (name, {**options, "fields": [f for f in options["fields"] if f != "is_active"]})
+                (
+                    name,
+                    {
+                        **options,
+                        "fields": [f for f in options["fields"] if f != "is_active"],
+                        **({"description": roles} if "is_staff" in options["fields"] else {}),
+                    },
+                )
                 for name, options in fieldsets[1:]
             ],
         ]

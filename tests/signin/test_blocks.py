@@ -69,6 +69,7 @@ def test_a_block_stays_after_the_provider_pushes_active_and_after_a_sign_in(
         f"/admin/auth/user/{manager.pk}/change/", headers={"Accept-Language": "en"}
     )
     assert "since " in page.content.decode()
+    assert "can take them away, never give them" in page.content.decode()
 
     admin_client.post("/admin/auth/user/", {"action": "unblock", "_selected_action": [manager.pk]})
     manager.refresh_from_db()

@@ -16,6 +16,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from signin.sessions import sessions_end
+from tests.conftest import SSO_PASSWORDS
+from tests.idp import sign_in_at_provider
+from tests.signin.test_oidc import start
 from tests.signin.test_scim_roles import by_groups
 
 __all__ = ["by_groups"]  # the fixture
@@ -92,3 +95,20 @@ def test_sessions_from_before_the_record_are_recorded_by_the_migration():
     assert list(UserSession.objects.values_list("session_key", "user_id")) == [(key, user.pk)]
     assert sessions_end(user=user) == 1
     assert not SessionStore().exists(key)
+
+
+def test_a_sign_in_whose_address_cannot_be_read_is_recorded_all_the_same(
+    client, oidc_settings, identity_provider
+):
+    """allauth's own record of a sign-in refuses one without a client address (a portal
+    behind a Unix socket): the portal records every sign-in itself, through a provider
+    (tests/idp.py) too."""
+    callback = sign_in_at_provider(start(client, "acme"), "manager", SSO_PASSWORDS["manager"])
+
+    answer = client.get(callback, REMOTE_ADDR="")
+
+    assert answer.status_code == 302, answer.content[:300]
+    manager = User.objects.get(email="manager@example.com")
+    (session,) = UserSession.objects.filter(user=manager)
+    assert session.session_key == client.session.session_key
+    assert session.ip == "0.0.0.0"  # noqa: S104 (recorded as unknown)

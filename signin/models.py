@@ -216,6 +216,9 @@ class ScimUser(models.Model):
     # The e-mail the provider pushed: pending until the person signs in with it (then it
     # is their account's, where alerts go); a push alone never points alerts elsewhere.
     email = models.EmailField(_("e-mail pushed"), blank=True)
+    # Its type and whether primary, as pushed (answered as pushed; Entra filters by type).
+    email_type = models.CharField(_("type of the e-mail pushed"), max_length=20, blank=True)
+    email_primary = models.BooleanField(_("e-mail pushed is primary"), null=True, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     updated_at = models.DateTimeField(_("last modified"), auto_now=True)
     # DELETE keeps the portal user and their records; the provider no longer sees them.

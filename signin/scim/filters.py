@@ -60,6 +60,8 @@ _USER_COLUMNS: Final = {
     "name.familyname": _Column("user__last_name", str),
     "emails": _Column("email", str, case_exact=False),  # as pushed (`ScimUser.email`)
     "emails.value": _Column("email", str, case_exact=False),
+    "emails.type": _Column("email_type", str, case_exact=False),
+    "emails.primary": _Column("email_primary", bool),
     "groups": _Column("groups__id", uuid.UUID),
     "groups.value": _Column("groups__id", uuid.UUID),
     "groups.display": _Column("groups__display_name", str, case_exact=False),
@@ -77,8 +79,6 @@ _GROUP_COLUMNS: Final = {
     "meta.lastmodified": _Column("updated_at", datetime),
 }
 _COLUMNS: Final = {USER: _USER_COLUMNS, GROUP: _GROUP_COLUMNS}
-# The one e-mail a user has is their work e-mail, and primary (`storage._user_resource`).
-_EMAIL_CONSTANTS: Final = {"type": "work", "primary": True}
 
 _TEXT_LOOKUPS: Final = {
     CompareOperator.eq: "exact",
@@ -178,8 +178,7 @@ class _Translator:
 
 
 class _Scoped(_Translator):
-    """The filter inside a value path, its names relative to the attribute; an e-mail's
-    type and primary are constants (the one e-mail kept is the primary work one)."""
+    """The filter inside a value path, its names relative to the attribute."""
 
     def __init__(self, outer: _Translator, attr: str) -> None:
         super().__init__(outer.columns, outer.core)
@@ -187,20 +186,6 @@ class _Scoped(_Translator):
 
     def _column(self, path: AttrPath, sub: str | None = None) -> _Column:
         return super()._column(AttrPath(attr=self.attr, sub_attr=path.attr))
-
-    def query(self, node: FilterNode) -> Q:
-        if (
-            self.attr == "emails"
-            and isinstance(node, Comparison)
-            and (constant := _EMAIL_CONSTANTS.get(node.attr_path.attr.lower())) is not None
-        ):
-            equal = str(node.value).lower() == str(constant).lower()
-            matches = equal if node.op == CompareOperator.eq else not equal
-            if node.op not in (CompareOperator.eq, CompareOperator.ne):
-                raise InvalidFilterException(detail=f"{node.op} does not compare an e-mail's type")
-            # Of a user with an e-mail: the one they have.
-            return self._present(self._column(AttrPath(attr="value"))) if matches else Q(pk=None)
-        return super().query(node)
 
 
 def _typed(column: _Column, value: Any) -> Any:

@@ -11,6 +11,7 @@ with no attribute, on every group.
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from typing import Any
 
@@ -27,6 +28,7 @@ from scim2_models import (
     PatchOperation,
     Reference,
     Resource,
+    ResourceType,
     ResponseParameters,
     SCIMException,
     ScimPolicy,
@@ -57,8 +59,28 @@ class PortalScimService(ScimService):
         """A resource may name in `schemas` an extension the portal does not know, as
         long as it gives no attribute of it: it says nothing, and is left out rather
         than refused (Entra names `http://schemas.microsoft.com/.../ADSCIM/2.0/Group`
-        on every group it creates). An unknown attribute is still refused."""
+        on every group it creates). Attributes the portal does not keep (RFC 7643's and
+        the enterprise extension's, as Entra and Okta send them) are accepted and
+        dropped (`_not_kept_dropped`), not advertised; an attribute no schema has is
+        still refused."""
         return super().read_body(model, _empty_schemas_dropped(model, body), content_type, scim_ctx)
+
+    def read_creation(
+        self, resource_type: ResourceType, body: bytes, content_type: str | None
+    ) -> Resource[Any]:
+        return super().read_creation(resource_type, _of_a_user(resource_type, body), content_type)
+
+    def read_replacement(
+        self, resource_type: ResourceType, body: bytes, content_type: str | None
+    ) -> Resource[Any]:
+        return super().read_replacement(
+            resource_type, _of_a_user(resource_type, body), content_type
+        )
+
+    def read_patch(
+        self, resource_type: ResourceType, body: bytes, content_type: str | None
+    ) -> PatchOp[Any]:
+        return super().read_patch(resource_type, _of_a_user(resource_type, body), content_type)
 
     def apply_patch(
         self, current: Resource[Any], patch_op: PatchOp[Any], conditions: Conditions
@@ -125,13 +147,50 @@ def scim_service() -> ScimService:
         remove_value_as_filter=ScimPolicy.RemoveValue.apply,
         unmatched_path_filter=ScimPolicy.UnmatchedPathFilter.create,
     )
-    provider = ScimProvider.from_discovery(
-        load_default_schemas().values(),
-        load_default_resource_types().values(),
-        config=config,
-        policy=policy,
-    )
+    schemas, resource_types = _kept_schemas()
+    provider = ScimProvider.from_discovery(schemas, resource_types, config=config, policy=policy)
     return PortalScimService(provider)
+
+
+USER_URN = "urn:ietf:params:scim:schemas:core:2.0:User"
+GROUP_URN = "urn:ietf:params:scim:schemas:core:2.0:Group"
+# What the portal keeps and answers: attribute -> its sub-attributes kept (None: all).
+KEPT: dict[str, dict[str, set[str] | None]] = {
+    USER_URN: {
+        "userName": None,
+        "name": {"givenName", "familyName"},
+        "active": None,
+        "emails": {"value", "type", "primary"},
+        "groups": None,
+    },
+    GROUP_URN: {"displayName": None, "members": None},
+}
+
+
+def _kept_schemas() -> tuple[list[Any], list[Any]]:
+    """RFC 7643's User and Group, with only the attributes the portal keeps and returns;
+    no enterprise extension (its values are accepted and dropped: `read_body`)."""
+    schemas = load_default_schemas()
+    kept = []
+    for urn, attributes in KEPT.items():
+        schema = schemas[urn]
+        chosen = []
+        for attribute in schema.attributes or []:
+            if attribute.name not in attributes:
+                continue
+            subs = attributes[attribute.name]
+            if subs is not None and attribute.sub_attributes:
+                attribute.sub_attributes = [
+                    sub for sub in attribute.sub_attributes if sub.name in subs
+                ]
+            chosen.append(attribute)
+        schema.attributes = chosen
+        kept.append(schema)
+    resource_types = []
+    for resource_type in load_default_resource_types().values():
+        resource_type.schema_extensions = []
+        resource_types.append(resource_type)
+    return kept, resource_types
 
 
 def _empty_schemas_dropped(model: type[Any], body: bytes) -> bytes:
@@ -159,3 +218,124 @@ def _empty_schemas_dropped(model: type[Any], body: bytes) -> bytes:
     if len(kept) == len(schemas):
         return body
     return json.dumps({**payload, "schemas": kept}).encode()
+
+
+_PATCH_URN = "urn:ietf:params:scim:api:messages:2.0:patchop"
+# Attributes RFC 7643 defines on a User or Group (and the enterprise extension), which a
+# provider may send and the portal does not keep: dropped, not refused.
+_RFC_USER = {
+    "displayname",
+    "nickname",
+    "profileurl",
+    "title",
+    "usertype",
+    "preferredlanguage",
+    "locale",
+    "timezone",
+    "password",
+    "phonenumbers",
+    "ims",
+    "photos",
+    "addresses",
+    "entitlements",
+    "roles",
+    "x509certificates",
+}
+_ENTERPRISE = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:user"
+_SUB_KEPT = {
+    "name": {"givenname", "familyname"},
+    "emails": {"value", "type", "primary"},
+}
+
+
+def _of_a_user(resource_type: ResourceType, body: bytes) -> bytes:
+    """A User's body without what the portal does not keep (`_not_kept_dropped`)."""
+    return _not_kept_dropped(body) if resource_type.id == "User" else body
+
+
+def _not_kept_dropped(body: bytes) -> bytes:
+    """`body` without what RFC 7643 defines that the portal does not keep: of a resource,
+    those attributes and sub-attributes and the enterprise extension; of a PATCH, the
+    operations on them, and those keys of a path-less operation's value. Unchanged if
+    there is nothing to drop, or if it is not JSON (the validation then says so)."""
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return body
+    if not isinstance(payload, dict):
+        return body
+    schemas = [str(urn).lower() for urn in payload.get("schemas") or [] if isinstance(urn, str)]
+    if _PATCH_URN in schemas:
+        operations = payload.get("Operations")
+        if not isinstance(operations, list):
+            return body
+        kept = [op for op in map(_operation_kept, operations) if op is not None]
+        # Every operation on what is not kept: nothing changes (a PATCH needs one).
+        changed = {**payload, "Operations": kept or [{"op": "add", "value": {}}]}
+    else:
+        changed = _resource_kept(payload)
+    return body if changed == payload else json.dumps(changed).encode()
+
+
+def _resource_kept(values: dict[str, Any]) -> dict[str, Any]:
+    kept: dict[str, Any] = {}
+    for key, value in values.items():
+        name = str(key).lower()
+        if name in _RFC_USER or name == _ENTERPRISE:
+            continue
+        if name in _SUB_KEPT:
+            value = _sub_kept(name, value)
+        kept[key] = value
+    return kept
+
+
+def _sub_kept(name: str, value: Any) -> Any:
+    def one(item: Any) -> Any:
+        if not isinstance(item, dict):
+            return item
+        return {k: v for k, v in item.items() if str(k).lower() in _SUB_KEPT[name]}
+
+    return [one(item) for item in value] if isinstance(value, list) else one(value)
+
+
+def _operation_kept(operation: Any) -> Any:
+    if not isinstance(operation, dict):
+        return operation
+    path = operation.get("path")
+    if isinstance(path, str) and path:
+        lowered = path.lower()
+        if lowered.startswith(_ENTERPRISE):
+            return None
+        first = re.split(
+            r"[.\[]",
+            lowered.removeprefix("urn:ietf:params:scim:schemas:core:2.0:user:"),
+            maxsplit=1,
+        )[0]
+        if first in _RFC_USER:
+            return None
+        sub = lowered.split(".", 1)[1] if "." in lowered and "[" not in lowered else None
+        if first in _SUB_KEPT and sub is not None and sub not in _SUB_KEPT[first]:
+            return None
+        if first in _SUB_KEPT and "value" in operation:
+            return (
+                {**operation, "value": _sub_kept(first, operation["value"])}
+                if sub is None
+                else operation
+            )
+        return operation
+    value = operation.get("value")
+    if isinstance(value, dict):
+        kept = {}
+        for key, item in _resource_kept(value).items():
+            dotted = str(key).lower().split(".", 1)
+            if (
+                dotted[0] in _SUB_KEPT
+                and len(dotted) == 2
+                and dotted[1] not in _SUB_KEPT[dotted[0]]
+            ):
+                continue
+            if str(key).lower().startswith(_ENTERPRISE):
+                continue
+            kept[key] = item
+        return {**operation, "value": kept}
+    return operation

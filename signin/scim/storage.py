@@ -201,14 +201,19 @@ class PortalStorage(ScimStorage):
         # Kept as pushed, pending: alerts go to the address the person's sign-in confirmed
         # (`admission`), never to one a push alone gives (a leaked token would point a
         # manager's fines at any mailbox).
-        email = _primary_email(resource.emails or [])
-        if email and email_vouched_for(
-            email=email, provider_id=self.provider, request=self.request
+        chosen = _primary_email(resource.emails or [])
+        email = str(chosen.value or "") if chosen is not None else ""
+        if (
+            chosen is not None
+            and email
+            and email_vouched_for(email=email, provider_id=self.provider, request=self.request)
         ):
             scim_user.email = email
+            scim_user.email_type = str(chosen.type or "")[:20]
+            scim_user.email_primary = chosen.primary
         elif created:
-            scim_user.email = ""
-        scim_user.save(update_fields=["email", "updated_at"])
+            scim_user.email, scim_user.email_type, scim_user.email_primary = "", "", None
+        scim_user.save(update_fields=["email", "email_type", "email_primary", "updated_at"])
         # What the provider says is kept as its own; the account follows it unless an
         # administrator blocked the person (`signin.blocks`), which no push lifts.
         active = resource.active is not False
@@ -256,7 +261,13 @@ class PortalStorage(ScimStorage):
             "name": {"givenName": user.first_name or None, "familyName": user.last_name or None},
             # The one e-mail kept, as Entra and Okta send and address it (`emails[type
             # eq "work"].value`).
-            "emails": [{"value": scim_user.email, "type": "work", "primary": True}]
+            "emails": [
+                {
+                    "value": scim_user.email,
+                    "type": scim_user.email_type or None,
+                    "primary": scim_user.email_primary,
+                }
+            ]
             if scim_user.email
             else None,
             "groups": [{"value": str(pk), "display": name} for pk, name in groups] or None,
@@ -366,9 +377,9 @@ def _live_members(group: ScimGroup) -> list[ScimUser]:
     return found
 
 
-def _primary_email(emails: list[Email]) -> str:
-    chosen = next((email for email in emails if email.primary), emails[0] if emails else None)
-    return str(chosen.value or "") if chosen is not None else ""
+def _primary_email(emails: list[Email]) -> Email | None:
+    """The one e-mail kept of those pushed: the primary one, else the first."""
+    return next((email for email in emails if email.primary), emails[0] if emails else None)
 
 
 def _free_username(user_name: str) -> str:

@@ -5,6 +5,8 @@ RFC 7643's User and the enterprise extension were advertised, and most of it not
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.signin.conftest import PATCH_SCHEMA, USER_SCHEMA
@@ -14,7 +16,7 @@ pytestmark = pytest.mark.django_db
 ENTERPRISE = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"
 
 
-def attributes(schema: dict) -> dict[str, set[str]]:
+def attributes(schema: dict[str, Any]) -> dict[str, set[str]]:
     return {
         attribute["name"]: {sub["name"] for sub in attribute.get("subAttributes", [])}
         for attribute in schema["attributes"]

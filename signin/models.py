@@ -210,9 +210,9 @@ class ScimUser(models.Model):
     )
     user_name = models.CharField(_("userName"), max_length=255)
     external_id = models.CharField(_("externalId"), max_length=255, blank=True)
-    # What the provider last said (`active`); the portal user is active when this is and
-    # no administrator blocked them (`AccessBlock`).
-    active = models.BooleanField(_("active at the provider"), default=True)
+    # What the provider last said (`active`; None: nothing, which is active); the portal
+    # user is active when this is and no administrator blocked them (`AccessBlock`).
+    active = models.BooleanField(_("active at the provider"), null=True, default=True)
     # The e-mail the provider pushed: pending until the person signs in with it (then it
     # is their account's, where alerts go); a push alone never points alerts elsewhere.
     email = models.EmailField(_("e-mail pushed"), blank=True)

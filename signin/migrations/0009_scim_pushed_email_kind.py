@@ -30,4 +30,11 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.RunPython(as_answered, migrations.RunPython.noop),
+        migrations.AlterField(
+            model_name="scimuser",
+            name="active",
+            field=models.BooleanField(
+                default=True, null=True, verbose_name="active at the provider"
+            ),
+        ),
     ]

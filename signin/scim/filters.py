@@ -49,13 +49,16 @@ class _Column:
     case_exact: bool = True
     # An empty string is no value (`pr` is false, `eq null` true).
     blank_is_absent: bool = True
+    # What a NULL of a boolean counts as, if anything.
+    null_is: bool | None = None
 
 
 _USER_COLUMNS: Final = {
     "id": _Column("pk", uuid.UUID),
     "username": _Column("user_name", str, case_exact=False),
     "externalid": _Column("external_id", str),
-    "active": _Column("active", bool),  # as the provider said (`ScimUser.active`)
+    # As the provider said (`ScimUser.active`): not said is active.
+    "active": _Column("active", bool, null_is=True),
     "name.givenname": _Column("user__first_name", str),
     "name.familyname": _Column("user__last_name", str),
     "emails": _Column("email", str, case_exact=False),  # as pushed (`ScimUser.email`)
@@ -165,6 +168,15 @@ class _Translator:
                 raise InvalidFilterException(detail=f"{op} compares text only")
             if column.kind in (bool, uuid.UUID) and op != CompareOperator.eq:
                 raise InvalidFilterException(detail=f"{op} does not order this attribute")
+        if column.kind is bool and column.null_is is not None:
+            # Not said (NULL) counts as `null_is` (a user the provider says nothing of
+            # `active` about is active).
+            found = Q(**{column.lookup: value})
+            return (
+                found | Q(**{f"{column.lookup}__isnull": True})
+                if value == column.null_is
+                else found
+            )
         lookup = _TEXT_LOOKUPS[op]
         if column.kind is str and not column.case_exact:
             lookup = _CASELESS.get(lookup, lookup)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, Final
 
 from scim2_models import (
     AuthenticationScheme,
@@ -68,19 +69,17 @@ class PortalScimService(ScimService):
     def read_creation(
         self, resource_type: ResourceType, body: bytes, content_type: str | None
     ) -> Resource[Any]:
-        return super().read_creation(resource_type, _of_a_user(resource_type, body), content_type)
+        return super().read_creation(resource_type, _kept_of(resource_type, body), content_type)
 
     def read_replacement(
         self, resource_type: ResourceType, body: bytes, content_type: str | None
     ) -> Resource[Any]:
-        return super().read_replacement(
-            resource_type, _of_a_user(resource_type, body), content_type
-        )
+        return super().read_replacement(resource_type, _kept_of(resource_type, body), content_type)
 
     def read_patch(
         self, resource_type: ResourceType, body: bytes, content_type: str | None
     ) -> PatchOp[Any]:
-        return super().read_patch(resource_type, _of_a_user(resource_type, body), content_type)
+        return super().read_patch(resource_type, _kept_of(resource_type, body), content_type)
 
     def apply_patch(
         self, current: Resource[Any], patch_op: PatchOp[Any], conditions: Conditions
@@ -163,7 +162,9 @@ KEPT: dict[str, dict[str, set[str] | None]] = {
         "emails": {"value", "type", "primary"},
         "groups": None,
     },
-    GROUP_URN: {"displayName": None, "members": None},
+    # A member is a User, shown by the userName the portal knows: its type and display
+    # are not kept as sent, and not advertised.
+    GROUP_URN: {"displayName": None, "members": {"value", "$ref"}},
 }
 
 
@@ -221,39 +222,63 @@ def _empty_schemas_dropped(model: type[Any], body: bytes) -> bytes:
 
 
 _PATCH_URN = "urn:ietf:params:scim:api:messages:2.0:patchop"
-# Attributes RFC 7643 defines on a User or Group (and the enterprise extension), which a
-# provider may send and the portal does not keep: dropped, not refused.
-_RFC_USER = {
-    "displayname",
-    "nickname",
-    "profileurl",
-    "title",
-    "usertype",
-    "preferredlanguage",
-    "locale",
-    "timezone",
-    "password",
-    "phonenumbers",
-    "ims",
-    "photos",
-    "addresses",
-    "entitlements",
-    "roles",
-    "x509certificates",
-}
 _ENTERPRISE = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:user"
-_SUB_KEPT = {
-    "name": {"givenname", "familyname"},
-    "emails": {"value", "type", "primary"},
-}
 
 
-def _of_a_user(resource_type: ResourceType, body: bytes) -> bytes:
-    """A User's body without what the portal does not keep (`_not_kept_dropped`)."""
-    return _not_kept_dropped(body) if resource_type.id == "User" else body
+@dataclass(frozen=True, slots=True)
+class _NotKept:
+    """What a resource type's bodies may carry that the portal drops: attributes RFC 7643
+    defines (and the enterprise extension), sub-attributes of those it keeps."""
+
+    core: str  # its URN, lower case: a path may start with it
+    dropped: frozenset[str]
+    subs: dict[str, frozenset[str]]  # attribute -> the sub-attributes kept
 
 
-def _not_kept_dropped(body: bytes) -> bytes:
+_USER_NOT_KEPT: Final = _NotKept(
+    core="urn:ietf:params:scim:schemas:core:2.0:user",
+    dropped=frozenset(
+        {
+            "displayname",
+            "nickname",
+            "profileurl",
+            "title",
+            "usertype",
+            "preferredlanguage",
+            "locale",
+            "timezone",
+            "password",
+            "phonenumbers",
+            "ims",
+            "photos",
+            "addresses",
+            "entitlements",
+            "roles",
+            "x509certificates",
+            _ENTERPRISE,
+        }
+    ),
+    subs={
+        "name": frozenset({"givenname", "familyname"}),
+        "emails": frozenset({"value", "type", "primary"}),
+    },
+)
+# A member is a User, shown by the userName the portal knows: its type and display are
+# the portal's, not kept as sent.
+_GROUP_NOT_KEPT: Final = _NotKept(
+    core="urn:ietf:params:scim:schemas:core:2.0:group",
+    dropped=frozenset(),
+    subs={"members": frozenset({"value", "$ref"})},
+)
+
+
+def _kept_of(resource_type: ResourceType, body: bytes) -> bytes:
+    """`body` of a request on `resource_type` without what the portal does not keep."""
+    not_kept = _USER_NOT_KEPT if resource_type.id == "User" else _GROUP_NOT_KEPT
+    return _not_kept_dropped(body, not_kept)
+
+
+def _not_kept_dropped(body: bytes, not_kept: _NotKept) -> bytes:
     """`body` without what RFC 7643 defines that the portal does not keep: of a resource,
     those attributes and sub-attributes and the enterprise extension; of a PATCH, the
     operations on them, and those keys of a path-less operation's value. Unchanged if
@@ -269,36 +294,44 @@ def _not_kept_dropped(body: bytes) -> bytes:
         operations = payload.get("Operations")
         if not isinstance(operations, list):
             return body
-        kept = [op for op in map(_operation_kept, operations) if op is not None]
+        kept = [op for op in (_operation_kept(op, not_kept) for op in operations) if op]
         # Every operation on what is not kept: nothing changes (a PATCH needs one).
         changed = {**payload, "Operations": kept or [{"op": "add", "value": {}}]}
     else:
-        changed = _resource_kept(payload)
+        changed = _resource_kept(payload, not_kept)
     return body if changed == payload else json.dumps(changed).encode()
 
 
-def _resource_kept(values: dict[str, Any]) -> dict[str, Any]:
+def _resource_kept(values: dict[str, Any], not_kept: _NotKept) -> dict[str, Any]:
     kept: dict[str, Any] = {}
     for key, value in values.items():
         name = str(key).lower()
-        if name in _RFC_USER or name == _ENTERPRISE:
+        if name.startswith(_ENTERPRISE):  # the extension, or one of its attributes
             continue
-        if name in _SUB_KEPT:
-            value = _sub_kept(name, value)
+        name = name.removeprefix(f"{not_kept.core}:")
+        if name in not_kept.dropped:
+            continue
+        dotted = name.split(".", 1)
+        if len(dotted) == 2 and dotted[1] not in not_kept.subs.get(dotted[0], {dotted[1]}):
+            continue  # a path-less PATCH's dotted key (`name.middleName`)
+        if name in not_kept.subs:
+            value = _sub_kept(not_kept.subs[name], value)
         kept[key] = value
     return kept
 
 
-def _sub_kept(name: str, value: Any) -> Any:
+def _sub_kept(subs: frozenset[str], value: Any) -> Any:
     def one(item: Any) -> Any:
         if not isinstance(item, dict):
             return item
-        return {k: v for k, v in item.items() if str(k).lower() in _SUB_KEPT[name]}
+        return {k: v for k, v in item.items() if str(k).lower() in subs}
 
     return [one(item) for item in value] if isinstance(value, list) else one(value)
 
 
-def _operation_kept(operation: Any) -> Any:
+def _operation_kept(operation: Any, not_kept: _NotKept) -> Any:
+    """The operation as the portal applies it, or None when it is only about what the
+    portal does not keep."""
     if not isinstance(operation, dict):
         return operation
     path = operation.get("path")
@@ -306,36 +339,17 @@ def _operation_kept(operation: Any) -> Any:
         lowered = path.lower()
         if lowered.startswith(_ENTERPRISE):
             return None
-        first = re.split(
-            r"[.\[]",
-            lowered.removeprefix("urn:ietf:params:scim:schemas:core:2.0:user:"),
-            maxsplit=1,
-        )[0]
-        if first in _RFC_USER:
+        first = re.split(r"[.\[]", lowered.removeprefix(f"{not_kept.core}:"), maxsplit=1)[0]
+        if first in not_kept.dropped:
             return None
         sub = lowered.split(".", 1)[1] if "." in lowered and "[" not in lowered else None
-        if first in _SUB_KEPT and sub is not None and sub not in _SUB_KEPT[first]:
+        subs = not_kept.subs.get(first)
+        if subs is not None and sub is not None and sub not in subs:
             return None
-        if first in _SUB_KEPT and "value" in operation:
-            return (
-                {**operation, "value": _sub_kept(first, operation["value"])}
-                if sub is None
-                else operation
-            )
+        if subs is not None and sub is None and "value" in operation and "[" not in lowered:
+            return {**operation, "value": _sub_kept(subs, operation["value"])}
         return operation
     value = operation.get("value")
     if isinstance(value, dict):
-        kept = {}
-        for key, item in _resource_kept(value).items():
-            dotted = str(key).lower().split(".", 1)
-            if (
-                dotted[0] in _SUB_KEPT
-                and len(dotted) == 2
-                and dotted[1] not in _SUB_KEPT[dotted[0]]
-            ):
-                continue
-            if str(key).lower().startswith(_ENTERPRISE):
-                continue
-            kept[key] = item
-        return {**operation, "value": kept}
+        return {**operation, "value": _resource_kept(value, not_kept)}
     return operation

@@ -194,10 +194,12 @@ class PortalStorage(ScimStorage):
         scim_user.user_name, scim_user.external_id = user_name, external_id
         scim_user.save()
         user = scim_user.user
+        # As RFC 7644 has it: what a replacement leaves out, or a PATCH removes, is no more
+        # (a name; the pushed e-mail, never the address a sign-in confirmed; `active`,
+        # then not said: active).
         name = resource.name
-        if name is not None:
-            user.first_name = str(name.given_name or "")[:150]
-            user.last_name = str(name.family_name or "")[:150]
+        user.first_name = str(name.given_name or "")[:150] if name is not None else ""
+        user.last_name = str(name.family_name or "")[:150] if name is not None else ""
         # Kept as pushed, pending: alerts go to the address the person's sign-in confirmed
         # (`admission`), never to one a push alone gives (a leaked token would point a
         # manager's fines at any mailbox).
@@ -211,14 +213,14 @@ class PortalStorage(ScimStorage):
             scim_user.email = email
             scim_user.email_type = str(chosen.type or "")[:20]
             scim_user.email_primary = chosen.primary
-        elif created:
+        elif chosen is None:
             scim_user.email, scim_user.email_type, scim_user.email_primary = "", "", None
         scim_user.save(update_fields=["email", "email_type", "email_primary", "updated_at"])
         # What the provider says is kept as its own; the account follows it unless an
         # administrator blocked the person (`signin.blocks`), which no push lifts.
         active = resource.active is not False
-        if active != scim_user.active:
-            scim_user.active = active
+        if resource.active != scim_user.active:
+            scim_user.active = resource.active
             scim_user.save(update_fields=["active", "updated_at"])
         reactivated = active and not user.is_active and not access_blocked(user)
         if reactivated:
@@ -331,8 +333,6 @@ class PortalStorage(ScimStorage):
             {
                 "value": str(member.id),
                 "$ref": f"Users/{member.id}",
-                "type": "User",
-                "display": member.user_name,
             }
             for member in _live_members(group)
         ]

@@ -36,6 +36,7 @@ def people(acme):
         ("externalId pr", ["Bia@a.example", "ana@a.example"]),
         ('externalId eq "00U-ANA"', []),  # case-exact
         ("active eq false", ["Bia@a.example"]),
+        ("active eq true", ["ana@a.example", "caio@b.example"]),
         ('not (active eq false) and userName ne "caio@b.example"', ["ana@a.example"]),
         ('name.givenName eq "Ana" or externalId eq "00u-bia"', ["Bia@a.example", "ana@a.example"]),
         ('groups.display eq "FLEET-SP"', ["Bia@a.example", "ana@a.example"]),

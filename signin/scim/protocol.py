@@ -43,7 +43,6 @@ from scim2_server.service import ScimService
 from scim2_server.utils import load_default_resource_types, load_default_schemas
 
 MAX_RESULTS = 200
-_MANAGER = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:user:manager"
 
 
 class TooManyRequestsException(SCIMException):
@@ -85,9 +84,8 @@ class PortalScimService(ScimService):
         self, current: Resource[Any], patch_op: PatchOp[Any], conditions: Conditions
     ) -> Resource[Any] | None:
         """Entra names each member it removes with `"$ref": null` beside its value: a
-        null is no value (RFC 7643 §2.5), not one the member must have. Its default
-        mapping sends a user's manager as the bare id (`"value": "<id>"`), not the
-        complex attribute the enterprise extension defines (`{"value": "<id>"}`)."""
+        null is no value (RFC 7643 §2.5), not one the member must have. (Its manager,
+        of the enterprise extension, is dropped before: `_kept_of`.)"""
         for operation in patch_op.operations or []:
             if operation.op == PatchOperation.Op.remove and isinstance(operation.value, list):
                 operation.value = [
@@ -96,15 +94,6 @@ class PortalScimService(ScimService):
                     else entry
                     for entry in operation.value
                 ]
-            elif str(operation.path or "").lower() == _MANAGER and isinstance(operation.value, str):
-                operation.value = {"value": operation.value}
-            elif operation.path is None and isinstance(operation.value, dict):
-                operation.value = {
-                    key: {"value": item}
-                    if str(key).lower() == _MANAGER and isinstance(item, str)
-                    else item
-                    for key, item in operation.value.items()
-                }
         return super().apply_patch(current, patch_op, conditions)
 
     def patch_response(

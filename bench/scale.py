@@ -1,13 +1,15 @@
 """Every page at the size of the largest fleets, against the bare view in the same run.
 
     python -m bench.scale [--vehicles 1000000] [--fines 10000000] [--notifications N]
-                          [--database-url URL] [--keep DIR] [--rounds 20]
+                          [--database-url URL] [--keep DIR] [--rounds 20] [--fill-only]
 
 It builds the data set (`bench.scale_fill`: the emulator's fleet, named drivers,
 regions, years of fines and notifications, the tallies; the time of each part printed)
 in a fresh SQLite database, or in `--database-url` (a PostgreSQL on this machine). With
 `--keep DIR` the database (SQLite's file, or a note of what PostgreSQL's holds) is kept
-in DIR and reused by a run of the same sizes: a re-run costs minutes.
+in DIR and reused by a run of the same sizes: a re-run costs minutes. `--fill-only`
+builds it (into `--keep`) and stops: the fill may run while the machine is busy, the
+timing only on an idle one.
 
 Then the emulator of that fleet, the portal under gunicorn (one worker, one thread,
 `make run`'s per-process cache: no shared cache) and its worker, and, page by page, in
@@ -53,10 +55,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notifications", type=int, default=None, help="default: fines / 10")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--keep", type=Path, help="a folder that keeps the data set for re-runs")
+    parser.add_argument(
+        "--fill-only", action="store_true", help="build the data set into --keep, time nothing"
+    )
     add_database_argument(parser)
     options = parser.parse_args(argv)
     if options.notifications is None:
         options.notifications = options.fines // 10
+    if options.fill_only and options.keep is None:
+        parser.error("--fill-only needs --keep DIR: the data set is built to be kept")
     return bench_main(lambda workdir: run(options, options.keep or workdir))
 
 
@@ -69,6 +76,8 @@ def run(options: argparse.Namespace, folder: Path) -> int:
         environment = portal_environment(database=folder / "unused", emulator_url=emulator.url)
         environment |= {"DATABASE_URL": database, "DJANGO_SETTINGS_MODULE": "bench.settings"}
         data = _data_set(options, folder, environment)
+        if options.fill_only:
+            return 0
         with running_portal(environment, folder, workers=1, threads=1) as portal:
             results = scale_pages.measure(
                 portal=portal,

@@ -107,19 +107,17 @@ def drivers_find(
     words = sorted(name_words(text)[:SEARCH_WORDS], key=len, reverse=True)
     if not words or limit < 1:
         return []
-    drivers = Driver.objects.all()
-    for word in words[1:]:
-        drivers = drivers.filter(pk__in=_beginning(word).values("driver_id"))
-    if not scope.whole_fleet:
-        drivers = drivers.filter(Exists(_sees(scope).filter(driver_id=OuterRef("driver_id"))))
     # Through the longest word's range of the index, in its order; a driver two of whose
-    # words begin with it comes twice.
-    found = (
-        _beginning(words[0])
-        .filter(driver__in=drivers)
-        .order_by("word", "driver_id")
-        .values_list("word", "driver__driver_id", "driver__name")[: limit * 2]
-    )
+    # words begin with it comes twice. Each condition only when there is one: an
+    # `IN (every driver)` made SQLite read the drivers first (25 ms at 126,000 names).
+    ranged = _beginning(words[0])
+    for word in words[1:]:
+        ranged = ranged.filter(driver_id__in=_beginning(word).values("driver_id"))
+    if not scope.whole_fleet:
+        ranged = ranged.filter(Exists(_sees(scope).filter(driver_id=OuterRef("driver__driver_id"))))
+    found = ranged.order_by("word", "driver_id").values_list(
+        "word", "driver__driver_id", "driver__name"
+    )[: limit * 2]
     choices: dict[int, DriverChoice] = {}
     for word, found_id, name in found:
         if word.startswith(words[0]):  # a collation may order other words in the range

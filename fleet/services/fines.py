@@ -34,7 +34,13 @@ from fleet.services.dashboard import (
     month_start,
 )
 from fleet.services.drivers import prefix_end
-from fleet.services.list_walks import checked, conditions_walked, scope_walked, states_checked
+from fleet.services.list_walks import (
+    checked,
+    conditions_walked,
+    scope_past_counted,
+    scope_walked,
+    states_checked,
+)
 from fleet.services.paging import CappedPaginator
 from fleet.services.scopes import VehicleScope
 from fleet.services.tallies import (
@@ -131,11 +137,12 @@ def fine_search(*, scope: VehicleScope, page: int = 1, **filters: Any) -> Page[F
     `_fines_walked` how the page reads them."""
     walked = _fines_walked(scope=scope, page=page, **filters)
     tallied = _whole_fleet_tally(scope, filters)
+    known = COUNTED + 1 if _part_past_counted(scope, filters) else None
     return CappedPaginator(
         fine_filtered(scope=scope, walked=walked, **filters),
         PER_PAGE,
         counted=fine_filtered(scope=scope, counting=True, **filters),
-        known=None if tallied is None else tallied.count,
+        known=known if tallied is None else tallied.count,
     ).get_page(page)
 
 
@@ -195,6 +202,8 @@ def fine_list_total(*, scope: VehicleScope, **filters: Any) -> ListTotal:
     `COUNTED` or fewer."""
     if (tallied := _whole_fleet_tally(scope, filters)) is not None:
         return ListTotal(tallied.count, tallied.amount)
+    if _part_past_counted(scope, filters):
+        return ListTotal(COUNTED, None, more=True)
     fines = fine_filtered(scope=scope, counting=True, **filters).order_by()
     counted = fines[: COUNTED + 1].count()
     if counted > COUNTED:
@@ -207,6 +216,13 @@ def _whole_fleet_tally(scope: VehicleScope, filters: dict[str, Any]) -> Total | 
     chosen = {name: value for name, value in filters.items() if value not in (None, "")}
     chosen.pop("sort", None)
     return _tallied(chosen) if scope.whole_fleet else None
+
+
+def _part_past_counted(scope: VehicleScope, filters: dict[str, Any]) -> bool:
+    """Whether the unfiltered list of a part of the fleet holds more fines than a list
+    counts, known without counting them (`scope_past_counted`)."""
+    chosen = [name for name, value in filters.items() if value not in (None, "")]
+    return chosen in ([], ["sort"]) and scope_past_counted(Fine, scope)
 
 
 def _tallied(chosen: dict[str, Any]) -> Total | None:
@@ -399,7 +415,9 @@ def notification_search(
         ).order_by(*LIST_ORDER)
         for counting in (False, True)
     )
-    return CappedPaginator(listed, PER_PAGE, counted=counted).get_page(page)
+    unfiltered = not (q or plate) and treated is None
+    known = COUNTED + 1 if unfiltered and scope_past_counted(Notification, scope) else None
+    return CappedPaginator(listed, PER_PAGE, counted=counted, known=known).get_page(page)
 
 
 def notification_export(

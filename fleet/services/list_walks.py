@@ -58,6 +58,23 @@ def scope_walked(scope: VehicleScope) -> bool:
     return walked
 
 
+def scope_past_counted(model: type[Fine] | type[Notification], scope: VehicleScope) -> bool:
+    """Whether a part of the fleet holds more of `model`'s records than a list counts
+    (`COUNTED`): then its unfiltered list says "more than" without counting them (a
+    region's count read ten thousand fines through its plates, at every page). Counted
+    once an hour per part: past the cap only deleting records changes the answer, and
+    records are kept (the README's "What grows"); a part that grows past it meanwhile
+    is counted with its list until then, as below it."""
+    if scope.whole_fleet or scope.empty:
+        return False
+    key = f"fleet:scope-past-counted:{model._meta.model_name}:{scope.key}"
+    past: bool | None = cache.get(key)
+    if past is None:
+        past = scope.records(model.objects.order_by())[: COUNTED + 1].count() > COUNTED
+        cache.set(key, past, timeout=WALKED_SECONDS)
+    return past
+
+
 def conditions_walked(
     model: type[Fine] | type[Notification],
     *,

@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import pytest
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from fleet.models import Fine, Notification, VehicleGroup, VehicleGroupPlate, of_vehicle
@@ -27,6 +28,7 @@ from fleet.services.fines import (
     LIST_ORDER,
     PER_PAGE,
     fine_filtered,
+    fine_list_total,
     fine_search,
     notification_search,
 )
@@ -267,7 +269,9 @@ def test_a_deep_page_skips_its_records_in_the_index_alone(planned):
     index), then fifty records by id."""
     lines = plan(fine_filtered(scope=WHOLE_FLEET).values_list("pk", flat=True))
     if connection.vendor == "sqlite":
-        assert any("USING COVERING INDEX fleet_fine_list_plate" in line for line in lines), lines
+        assert any("USING COVERING INDEX fleet_fine_listed" in line for line in lines), lines
+        # The index holds the whole order: not even the ties of one moment are sorted.
+        assert not any("TEMP B-TREE" in line for line in lines), lines
     else:
         assert read_from_an_index(lines), "\n".join(lines)
 
@@ -295,12 +299,13 @@ def test_a_region_with_many_fines_walks_the_list_in_its_order():
     fines = fine_filtered(scope=scope)
     if connection.vendor == "sqlite":  # PostgreSQL's planner chooses by its statistics
         lines = plan(fines)
-        assert any("USING INDEX fleet_fine_list_plate" in line for line in lines), lines
+        assert any("USING INDEX fleet_fine_listed" in line for line in lines), lines
         assert read_from_an_index(lines), "\n".join(lines)
         assert in_its_order(fines, lines), "\n".join(lines)
         # A deep page skips its entries by their plates in the index: no fine read for each.
         lines = plan(fines.values_list("pk", flat=True))
-        assert any("USING COVERING INDEX fleet_fine_list_plate" in line for line in lines), lines
+        assert any("USING COVERING INDEX fleet_fine_listed" in line for line in lines), lines
+        assert not any("TEMP B-TREE" in line for line in lines), lines
     walked = list(fines.values_list("pk", flat=True)[:200])
     by_plate = scope.records(Fine.objects.order_by(*LIST_ORDER))
     assert walked == list(by_plate.values_list("pk", flat=True)[:200])
@@ -310,3 +315,53 @@ def test_a_region_with_many_fines_walks_the_list_in_its_order():
     assert "EXISTS" in str(cast(Any, paginator.object_list).query)
     assert "EXISTS" not in str(paginator.counted.query)
     assert (paginator.count, paginator.capped) == (COUNTED, True)
+
+
+def test_a_region_past_the_count_says_so_without_counting_at_each_page():
+    """A region holding more fines and notifications than a list counts: its unfiltered
+    lists say "more than COUNTED" from what was counted once (an hour); a filter is
+    counted as before, and a region below the cap at every page (a new fine counts at
+    once)."""
+    fines_of(["AAA1A11", "BBB2B22"], COUNTED + 10)
+    Notification.objects.bulk_create(
+        Notification(
+            key=f"n{n}",
+            payload={"id": n},
+            registration="AAA1A11",
+            treated=False,
+            received_at=timezone.now(),
+            updated_at=timezone.now(),
+        )
+        for n in range(COUNTED + 1)
+    )
+    large, small = region("large", ["AAA1A11", "BBB2B22"]), region("small", ["BBB2B22"])
+    fine_search(scope=large), fine_list_total(scope=large), notification_search(scope=large)
+
+    with CaptureQueriesContext(connection) as queries:
+        fines = fine_search(scope=large)
+        total = fine_list_total(scope=large, sort="-amount")
+        notifications = notification_search(scope=large)
+    assert not [query for query in queries if "COUNT(" in query["sql"].upper()], queries
+    assert (fines.paginator.count, cast(CappedPaginator, fines.paginator).capped) == (
+        COUNTED,
+        True,
+    )
+    assert (total.count, total.more) == (COUNTED, True)
+    assert cast(CappedPaginator, notifications.paginator).capped
+
+    # A filter selects some of them: counted.
+    assert fine_list_total(scope=large, treated=True).count == (COUNTED + 10 + 2) // 3
+    # Below the cap, counted at each page: the list's count follows a new fine at once.
+    before = fine_list_total(scope=small).count
+    assert fine_search(scope=small).paginator.count == before == (COUNTED + 10) // 2
+    now = timezone.now()
+    Fine.objects.create(
+        key="new",
+        payload={},
+        registration="BBB2B22",
+        treated=False,
+        received_at=now,
+        updated_at=now,
+    )
+    assert fine_list_total(scope=small).count == fine_search(scope=small).paginator.count
+    assert fine_search(scope=small).paginator.count == before + 1

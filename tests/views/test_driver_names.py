@@ -10,6 +10,8 @@ import re
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils.html import strip_tags
 
 from fleet.models import Driver, Fine
@@ -206,6 +208,25 @@ def test_the_choices_stay_few_however_many_drivers_a_name_fits(manager_client, d
     assert found[1].count("<li>") == 10
     assert page.count("Ana ") < 20
     assert suggested(manager_client, "ana 2999") == [(12_999, "Ana 2999")]
+
+
+def test_a_name_is_found_in_the_range_of_its_word_in_the_index(manager_client, drivers):
+    """A word typed, the whole fleet: the drivers are read from the word's range of the
+    index, in its order, and stop at the tenth; no condition over every driver (with
+    one, SQLite read all the drivers first: 25 ms at 126,000 names)."""
+    Driver.objects.bulk_create(Driver(driver_id=10_000 + n, name=f"Ana {n}") for n in range(300))
+    driver_words_write(Driver.objects.filter(driver_id__gte=10_000))
+
+    with CaptureQueriesContext(connection) as queries:
+        assert len(suggested(manager_client, "ana")) == 10
+    [words] = [query["sql"] for query in queries if "fleet_driverword" in query["sql"]]
+    assert "SELECT" not in words.upper().split(" FROM ", 1)[1], words
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN QUERY PLAN {words}")
+            plan = [row[3] for row in cursor.fetchall()]
+        assert "INDEX fleet_driver_word (word>? AND word<?)" in plan[0], plan
+        assert not any("TEMP B-TREE" in line for line in plan), plan
 
 
 def test_the_vehicle_page_links_its_driver_by_name(manager_client, drivers):

@@ -135,6 +135,13 @@ def _data_set(
         if kept["sizes"] == wanted:
             print(f"The data set in {folder} ({_sizes(options)}): reused.")
             portal_migrate(environment)
+            # Its groups' tallies, if it was built before they had them (or a fill stopped).
+            subprocess.run(
+                [sys.executable, "manage.py", "fine_tallies", "--groups"],
+                cwd=ROOT,
+                env=environment,
+                check=True,
+            )
             return dict(kept["data"])
         raise ServerFailed(f"{stamp} holds another data set: {kept['sizes']}; empty the folder")
     print(f"Building the data set: {_sizes(options)}.", flush=True)

@@ -20,7 +20,16 @@ from django.db.models import Index
 
 # The tables that grow with the fleet and the years (the README's table of what grows).
 LARGE_MODELS: Final = frozenset(
-    {"fine", "notification", "webhookdelivery", "finetally", "driver", "driverword", "wording"}
+    {
+        "fine",
+        "notification",
+        "webhookdelivery",
+        "finetally",
+        "grouptally",
+        "driver",
+        "driverword",
+        "wording",
+    }
 )
 
 

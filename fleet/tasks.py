@@ -19,6 +19,7 @@ from fleet.services.cnh import cnh_lookup_process
 from fleet.services.cnh_privacy import cnh_lookups_purge as purge_old_lookups
 from fleet.services.cnh_privacy import cnh_purge_next_run
 from fleet.services.cnh_recovery import cnh_lookups_recover_all
+from fleet.services.tallies import group_tallies_catch_up as group_tallies_count_changed
 from fleet.throttle import Throttle
 from fleet.webhooks.processing import deliveries_process_received
 from fleet.webhooks.retention import delivery_bodies_purge, delivery_bodies_purge_next_run
@@ -38,6 +39,13 @@ def cnh_lookups_recover() -> int:
 
 
 logger = logging.getLogger(__name__)
+
+
+@task()
+def group_tallies_catch_up() -> int:
+    """Count again the tallies of the vehicle groups whose plates changed (each in a
+    snapshot: writers of fines go on); while the database is busy, it waits and goes on."""
+    return worker.while_busy(group_tallies_count_changed, what="counting vehicle groups' tallies")
 
 
 @task()

@@ -67,6 +67,7 @@ def test_the_large_tables_are_those_that_grow_without_bound():
         "driverword",
         "fine",
         "finetally",
+        "grouptally",
         "notification",
         "webhookdelivery",
         "wording",

@@ -34,7 +34,7 @@ from fleet.models.groups import (
     VehicleGroupPlate,
 )
 from fleet.models.saved_views import SavedFineView
-from fleet.models.tallies import FineTally, TallyDimension
+from fleet.models.tallies import FineTally, GroupTally, TallyDimension
 from fleet.models.webhooks import (
     BODY_PURGED_STATUSES,
     REPLAYABLE_STATUSES,
@@ -72,6 +72,7 @@ __all__ = [
     "Fine",
     "FineTally",
     "FleetAccount",
+    "GroupTally",
     "MintOutcome",
     "MintPurpose",
     "Notification",

@@ -24,6 +24,11 @@ class VehicleGroup(models.Model):
     description = models.CharField(_("description"), max_length=300, blank=True)
     # Counts the changes of its plates: part of the cache keys of what its members see.
     revision = models.PositiveIntegerField(_("revision"), default=0, editable=False)
+    # The revision its own tallies (`GroupTally`) were counted at; None: not yet. Its
+    # dashboard reads them only while they are of its revision (`fleet.services.tallies`).
+    tallied_revision = models.PositiveIntegerField(
+        _("figures counted at revision"), null=True, blank=True, editable=False
+    )
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:

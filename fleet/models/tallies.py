@@ -1,9 +1,12 @@
-"""The dashboard's running sums of fines (`fleet.services.tallies` keeps them)."""
+"""The dashboard's running sums of fines, the whole fleet's and each vehicle group's
+(`fleet.services.tallies` keeps them)."""
 
 from __future__ import annotations
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+
+from fleet.models.groups import VehicleGroup
 
 
 class TallyDimension(models.TextChoices):
@@ -17,7 +20,7 @@ class TallyDimension(models.TextChoices):
     VERSION = "version", _("changes of the tallies")
 
 
-class FineTally(models.Model):
+class Tally(models.Model):
     """How many fines one figure of the dashboard counts, and their R$ in cents.
 
     One row per dimension and key: "" for a total, the month committed (`2026-11`) or
@@ -32,6 +35,13 @@ class FineTally(models.Model):
     count = models.BigIntegerField(_("fines"), default=0)
     # In cents, whole: sums that stay exact however many times they are added to.
     cents = models.BigIntegerField(_("amount (R$ cents)"), default=0)
+
+    class Meta:
+        abstract = True
+
+
+class FineTally(Tally):
+    """A `Tally` of the whole fleet's fines."""
 
     class Meta:
         verbose_name = _("fine tally")
@@ -49,3 +59,41 @@ class FineTally(models.Model):
 
     def __str__(self) -> str:
         return f"{self.dimension} {self.key}: {self.count}"
+
+
+class GroupTally(Tally):
+    """What a `FineTally` counts, of the fines of one vehicle group's vehicles only: a
+    region's dashboard reads a few rows, not its millions of fines. Written with the
+    fleet's, in the same transaction, by adding to it; counted again from the fines
+    when the group's plates change (`VehicleGroup.tallied_revision`)."""
+
+    # No constraint in the database: a writer may add to a group deleted meanwhile (its
+    # rows are deleted with it, those of such a race left unread).
+    group = models.ForeignKey(
+        VehicleGroup,
+        on_delete=models.CASCADE,
+        db_constraint=False,
+        db_index=False,  # the key's constraint begins with it
+        related_name="tallies",
+        verbose_name=_("group"),
+    )
+    class Meta:
+        verbose_name = _("vehicle group's fine tally")
+        verbose_name_plural = _("vehicle groups' fine tallies")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["group", "dimension", "key"], name="fleet_group_tally_key"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["group", "dimension", "-cents", "-count", "key"],
+                name="fleet_group_tally_amount",
+            ),
+            models.Index(
+                fields=["group", "dimension", "-count", "key"], name="fleet_group_tally_count"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group_id} {self.dimension} {self.key}: {self.count}"

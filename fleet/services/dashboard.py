@@ -6,9 +6,11 @@ Every figure is read from the running sums that the writes of fines keep in thei
 transaction (`fleet.services.tallies`): a few rows each, however many fines there are.
 The figures are kept in the cache under the tallies' version and today's date, so that
 a dashboard reads one row while no fine changed, and a handful of small indexed
-queries, never the fines, once one did: a fine written shows at once. A part of the
-fleet (a region) has no tallies of its own: its figures are summed from its fines after
-a page's response and shown from the cache (`_scoped_figures`). The writers of
+queries, never the fines, once one did: a fine written shows at once. A vehicle group
+(a region) has tallies of its own, read the same way once they count its plates as
+they are; until then, and for a part of the fleet made of several groups, the figures
+are summed from its fines after a page's response and shown from the cache
+(`_scoped_figures`). The writers of
 fines read them and render their fragment for the cache themselves: processing in the
 transaction that writes a run's last batch, for the moment it commits
 (`fine_figures_publish`), the others once they are done (`fine_figures_prepare`). With
@@ -37,14 +39,23 @@ from django.template.loader import render_to_string
 from django.urls import get_script_prefix
 from django.utils import timezone, translation
 
-from fleet import after_response
-from fleet.models import Fine, FineTally, Notification, TallyDimension, VehicleGroupPlate
+from fleet import after_response, worker
+from fleet.models import (
+    Fine,
+    FineTally,
+    GroupTally,
+    Notification,
+    TallyDimension,
+    VehicleGroupPlate,
+)
 from fleet.services.drivers import driver_names
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope
 from fleet.services.tallies import (
+    NOTIFICATIONS,
     day_key,
     fine_tallies_counted,
     fine_tallies_version,
+    group_tallies_current,
     month_key,
     tally_amount,
 )
@@ -211,27 +222,44 @@ def _untreated_notifications(scope: VehicleScope) -> int:
     on their list's index; a part of the fleet's through its plates, one look in the
     index of plates for each until that many are found: as many as the part has
     vehicles when few are untreated (a region of a third of a million vehicles, a tenth
-    of a second). So a part's is counted with its figures, which are kept: again only
-    once a notification or a fine changed (`fine_tallies_touch`), and after a page's
-    response (`_scoped_figures`)."""
+    of a second). So a part's is counted with its figures, and kept under the version
+    of the notifications (`fine_tallies_touch`): a fine that came does not count them
+    again."""
     notifications = scope.records(Notification.objects.filter(treated=False))
-    return notifications.order_by()[: COUNTED + 1].count()
+    if scope.whole_fleet:
+        return notifications.order_by()[: COUNTED + 1].count()
+    digest = hashlib.sha256(scope.key.encode()).hexdigest()[:24]
+    key = f"fleet:untreated-notifications:{digest}:{fine_tallies_version(NOTIFICATIONS)}"
+    counted: int | None = cache.get(key)
+    if counted is None:
+        counted = notifications.order_by()[: COUNTED + 1].count()
+        cache.set(key, counted, timeout=_SCOPED_CACHE_SECONDS)
+    return counted
 
 
 def fine_figures(*, scope: VehicleScope = WHOLE_FLEET) -> FineFigures:
-    """The figures of the fines `scope` sees: the whole fleet's from the cache while the
-    tallies' version is the one they were read at, else read from the tallies; a part
-    of the fleet's as `_scoped_figures` keeps them."""
+    """The figures of the fines `scope` sees, from the cache while the tallies' version is
+    the one they were read at, else read from the tallies: the whole fleet's, or its
+    group's (`GroupTally`) for a part of the fleet that is one group whose tallies count
+    its plates as they are; any other part's as `_scoped_figures` keeps them."""
     today = timezone.localdate()
+    tallies: QuerySet[FineTally] | QuerySet[GroupTally] = FineTally.objects.all()
+    part = ""
     if not scope.whole_fleet:
-        return _scoped_figures(today, scope)
+        if len(scope.group_ids) != 1:
+            return _scoped_figures(today, scope)
+        tallies = GroupTally.objects.filter(group_id=scope.group_ids[0])
+        part = f":group:{hashlib.sha256(scope.key.encode()).hexdigest()[:24]}"
     version = fine_tallies_version()
     for _attempt in range(_READ_ATTEMPTS):
-        key = _figures_key(today, version)
+        key = f"{_figures_key(today, version)}{part}"
         cached: FineFigures | None = cache.get(key)
         if cached is not None:
             return cached
-        figures = _computed(today, key, scope)
+        if part and not group_tallies_current(scope.group_ids[0]):
+            _catch_up_ask()
+            return _scoped_figures(today, scope)
+        figures = _computed(today, key, scope, tallies)
         # Read in several statements: they make one state only if no write came between.
         now = fine_tallies_version()
         if now == version:
@@ -241,8 +269,20 @@ def fine_figures(*, scope: VehicleScope = WHOLE_FLEET) -> FineFigures:
     return figures  # writes keep coming: as read, not kept
 
 
+def _catch_up_ask() -> None:
+    """Have the worker count the groups' tallies that are not of their plates (asked once
+    a minute per process: a change of plates asked already; this is for after an
+    upgrade, or a worker that was stopped)."""
+    if cache.add("fleet:group-tallies:asked", 1, timeout=60):
+        try:
+            worker.enqueue_unless_waiting("group_tallies_catch_up")
+        except Exception:
+            logger.exception("could not ask the worker to count the groups' tallies")
+
+
 def _scoped_figures(today: date, scope: VehicleScope) -> FineFigures:
-    """A part of the fleet has no tallies of its own: its figures are summed from its
+    """A part of the fleet whose tallies are not read (a group whose plates changed since
+    they were counted, or several groups): its figures are summed from its
     vehicles' tallies and from its fines (`_scoped_tallies`), which at a region of a
     large fleet takes seconds. So they are
     kept, with the version they were read at, and shown as kept; once a fine changed,
@@ -374,16 +414,25 @@ def _amount() -> Coalesce:
     return Coalesce(Sum("amount"), Value(_ZERO), output_field=DecimalField())
 
 
-def _computed(today: date, key: str, scope: VehicleScope = WHOLE_FLEET) -> FineFigures:
+def _computed(
+    today: date,
+    key: str,
+    scope: VehicleScope = WHOLE_FLEET,
+    tallies: QuerySet[FineTally] | QuerySet[GroupTally] | None = None,
+) -> FineFigures:
+    """`scope`'s figures: read from `tallies` (the whole fleet's, or its group's), else
+    summed from its fines (`_scoped_tallies`)."""
+    if tallies is None and scope.whole_fleet:
+        tallies = FineTally.objects.all()
     since = today - timedelta(days=RECENT_DAYS - 1)
     starts = [month_start(today, back=back) for back in range(MONTHS - 1, -1, -1)]
     rows: dict[tuple[str, str], tuple[int, int]]
     scoped: dict[tuple[str, str], tuple[int, int]] | None = None
-    if scope.whole_fleet:
+    if tallies is not None:
         # The totals, the months shown and the days counted as recent, in one query.
         rows = {
             (dimension, name): (count, cents)
-            for dimension, name, count, cents in FineTally.objects.filter(
+            for dimension, name, count, cents in tallies.filter(
                 Q(
                     dimension__in=[TallyDimension.UNTREATED, TallyDimension.WITHOUT_DOCUMENT],
                     key="",
@@ -410,12 +459,12 @@ def _computed(today: date, key: str, scope: VehicleScope = WHOLE_FLEET) -> FineF
     for start in starts:
         month = total(rows.get((TallyDimension.MONTH, month_key(start)), (0, 0)))
         months.append(MonthFigure(start, month.count, month.amount))
-    top_vehicles, most_fined = _top_vehicles(scoped) if untreated.count else ([], [])
+    top_vehicles, most_fined = _top_vehicles(scoped, tallies) if untreated.count else ([], [])
     return FineFigures(
         untreated=untreated,
         months=months,
         top_vehicles=top_vehicles,
-        top_drivers=_top_drivers(scoped) if untreated.count else [],
+        top_drivers=_top_drivers(scoped, tallies) if untreated.count else [],
         recent=recent,
         recent_since=since,
         without_document=rows.get((TallyDimension.WITHOUT_DOCUMENT, ""), (0, 0))[0],
@@ -426,7 +475,7 @@ def _computed(today: date, key: str, scope: VehicleScope = WHOLE_FLEET) -> FineF
 
 
 def _scoped_tallies(scope: VehicleScope, *, since: date, first_month: date) -> Tallies:
-    """What the dashboard shows of a part of the fleet, which has no tallies of its own,
+    """What the dashboard shows of a part of the fleet whose tallies are not read,
     as the tallies would count it: its vehicles' own tallies (untreated by vehicle,
     whose sum is its untreated total: its fines all name a vehicle); its fines summed
     by driver and without their document, and those of the months and days shown only
@@ -460,13 +509,18 @@ def _scoped_tallies(scope: VehicleScope, *, since: date, first_month: date) -> T
 
 
 def _first(
-    dimension: TallyDimension, scoped: Tallies | None, *order: str
+    dimension: TallyDimension,
+    scoped: Tallies | None,
+    tallies: QuerySet[FineTally] | QuerySet[GroupTally] | None,
+    *order: str,
 ) -> list[tuple[str, int, int]]:
     """The first `TOP` tallies of `dimension` that count some fine, in `order`: (key,
-    count, cents); of the tallies `scoped` of a part of the fleet, or the whole fleet's."""
+    count, cents); of `tallies` (from their index's end), or of the tallies `scoped`
+    summed for a part of the fleet."""
     if scoped is None:
+        assert tallies is not None
         return list(
-            FineTally.objects.filter(dimension=dimension, count__gt=0)
+            tallies.filter(dimension=dimension, count__gt=0)
             .order_by(*order)
             .values_list("key", "count", "cents")[:TOP]
         )
@@ -482,11 +536,13 @@ def _first(
     return found[:TOP]
 
 
-def _top_vehicles(scoped: Tallies | None) -> tuple[list[VehicleFigure], list[FinedVehicle]]:
+def _top_vehicles(
+    scoped: Tallies | None, tallies: QuerySet[FineTally] | QuerySet[GroupTally] | None
+) -> tuple[list[VehicleFigure], list[FinedVehicle]]:
     """The vehicles with the most untreated R$, and those with the most untreated fines,
     under either of their plates: their tallies, then the payloads of those few only."""
-    by_amount = _first(TallyDimension.VEHICLE, scoped, "-cents", "-count", "key")
-    by_count = _first(TallyDimension.VEHICLE, scoped, "-count", "key")
+    by_amount = _first(TallyDimension.VEHICLE, scoped, tallies, "-cents", "-count", "key")
+    by_count = _first(TallyDimension.VEHICLE, scoped, tallies, "-count", "key")
     named = _plates_named({row[0] for row in by_amount + by_count})
     return (
         [
@@ -522,10 +578,14 @@ def _plates_named(registrations: set[str]) -> dict[str, str]:
     )
 
 
-def _top_drivers(scoped: Tallies | None) -> list[DriverFigure]:
+def _top_drivers(
+    scoped: Tallies | None, tallies: QuerySet[FineTally] | QuerySet[GroupTally] | None
+) -> list[DriverFigure]:
     top = [
         (int(key), count, cents)
-        for key, count, cents in _first(TallyDimension.DRIVER, scoped, "-cents", "-count", "key")
+        for key, count, cents in _first(
+            TallyDimension.DRIVER, scoped, tallies, "-cents", "-count", "key"
+        )
     ]
     names = driver_names([driver for driver, _count, _cents in top])
     return [

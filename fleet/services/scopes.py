@@ -24,6 +24,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any, Final
 
 from django.contrib.auth.models import AnonymousUser, User
@@ -31,7 +32,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Exists, F, Model, OuterRef, QuerySet
 
-from fleet import plates
+from fleet import plates, worker
 from fleet.bounded import bounded_put
 from fleet.models import (
     WHOLE_FLEET_PERMISSION,
@@ -44,6 +45,7 @@ from fleet.models import (
     VehicleGroupMember,
     VehicleGroupPlate,
 )
+from fleet.services.tallies import fine_tallies_touch
 from fleet.services.vehicle_index import Within
 
 _KEPT: Final = 64  # scopes' registrations this process keeps
@@ -226,8 +228,16 @@ def grouped_registrations(key: str) -> frozenset[str]:
 
 
 def vehicle_groups_changed(group_ids: Iterable[int]) -> None:
-    """Count a change of these groups' plates: their members' scopes are read again."""
-    VehicleGroup.objects.filter(pk__in=list(group_ids)).update(revision=F("revision") + 1)
+    """Count a change of these groups' plates, in the caller's transaction that made it:
+    their members' scopes are read again, and their tallies are counted again by the
+    worker once it commits (until then their dashboards sum their fines). It takes the
+    tallies' lock, which the writers of fines hold while they read the groups of a
+    fine's vehicle (`fleet.services.tallies`): they see the plates before or after."""
+    wanted = list(group_ids)
+    if wanted:
+        fine_tallies_touch()
+        VehicleGroup.objects.filter(pk__in=wanted).update(revision=F("revision") + 1)
+        transaction.on_commit(partial(worker.enqueue_unless_waiting, "group_tallies_catch_up"))
     scopes_changed()
 
 

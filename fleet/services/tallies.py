@@ -16,11 +16,20 @@ figures by it; and its lock, taken first, puts the writers' tally updates in one
 (no deadlock). `fine_tallies_rebuild` recomputes every tally from scratch (after a bulk
 load, or if `fine_tallies_differences` finds one off) without making them wait: it
 counts in a snapshot and adds each tally's correction, as they add their changes.
+
+Each vehicle group has the same tallies of its vehicles' fines (`GroupTally`), written
+in the same transactions: a region's dashboard reads a few rows, not its millions of
+fines. The groups that hold a fine's vehicle are read under the version's lock, which
+a change of a group's plates also takes (`fleet.services.scopes.vehicle_groups_changed`):
+a writer adds to the groups as they are before that change commits, or after it. Such a
+change makes the group's tallies wrong for its new plates: they are counted again from
+the fines by the worker (`group_tallies_catch_up`, in a snapshot, as a rebuild), and
+read only once they are of the group's revision (`group_tallies_current`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
@@ -28,15 +37,24 @@ from decimal import Decimal
 from typing import Any, Final
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import CharField, Count, Func, QuerySet, Sum, Value
+from django.db.models import CharField, Count, Func, Q, QuerySet, Sum, Value
 from django.db.models.expressions import F
 from django.db.models.functions import Substr
 from django.utils import timezone
 
-from fleet.models import Fine, FineTally, TallyDimension
+from fleet.models import (
+    Fine,
+    FineTally,
+    GroupTally,
+    TallyDimension,
+    VehicleGroup,
+    VehicleGroupPlate,
+)
 
 # (dimension, key): a tally's row.
 TallyKey = tuple[str, str]
+# Where a change adds (a plate, or "" for the whole fleet; a group), its dimension and key.
+type _Deltas[P] = dict[tuple[P, str, str], tuple[int, int]]
 # What the tallies read of a fine (`FineState.of`).
 FINE_FIELDS: Final = (
     "treated",
@@ -102,37 +120,76 @@ def fine_contributions(state: FineState) -> list[tuple[str, str, int, int]]:
 
 def fine_tallies_apply(changes: Iterable[tuple[FineState | None, FineState | None]]) -> bool:
     """Count fines' changes, each as (before, after); None for a fine that did not exist
-    (or no longer does). In the caller's transaction (one of its own outside any), which
-    must have read each `before` under the fine's lock. Whether any tally changed."""
-    deltas: dict[TallyKey, tuple[int, int]] = {}
+    (or no longer does): in the whole fleet's tallies and in those of the groups that
+    hold each fine's vehicle. In the caller's transaction (one of its own outside any),
+    which must have read each `before` under the fine's lock. Whether any tally changed."""
+    changes = list(changes)
+    fleet = _deltas(changes, lambda state: "")
+    by_plate = {
+        where: delta
+        for where, delta in _deltas(changes, lambda state: state.registration).items()
+        if where[0]
+    }
+    if not fleet and not by_plate:
+        return False
+    with transaction.atomic(savepoint=False):
+        _add((TallyDimension.VERSION, ""), (1, 0))  # first: see the module's docstring
+        for (_fleet, dimension, key), delta in sorted(fleet.items()):
+            _add((dimension, key), delta)
+        for (group, dimension, key), delta in sorted(_by_group(by_plate).items()):
+            _add((dimension, key), delta, group=group)
+    return True
+
+
+def _deltas[P](
+    changes: list[tuple[FineState | None, FineState | None]], where: Callable[[FineState], P]
+) -> _Deltas[P]:
+    """What `changes` add to each tally, by `where` each fine counts (none that add 0)."""
+    deltas: _Deltas[P] = {}
     for before, after in changes:
         for state, sign in ((before, -1), (after, 1)):
             if state is None:
                 continue
+            part = where(state)
             for dimension, key, count, cents in fine_contributions(state):
-                had_count, had_cents = deltas.get((dimension, key), (0, 0))
-                deltas[dimension, key] = (had_count + sign * count, had_cents + sign * cents)
-    changed = sorted((tally, delta) for tally, delta in deltas.items() if delta != (0, 0))
-    if not changed:
-        return False
+                had_count, had_cents = deltas.get((part, dimension, key), (0, 0))
+                deltas[part, dimension, key] = (had_count + sign * count, had_cents + sign * cents)
+    return {tally: delta for tally, delta in deltas.items() if delta != (0, 0)}
+
+
+def _by_group(by_plate: _Deltas[str]) -> _Deltas[int]:
+    """What is added by plate, added to each group that holds the plate (one query)."""
+    groups: dict[str, list[int]] = {}
+    held = VehicleGroupPlate.objects.filter(registration__in={plate for plate, _, _ in by_plate})
+    for registration, group in held.values_list("registration", "group_id"):
+        groups.setdefault(registration, []).append(group)
+    summed: _Deltas[int] = {}
+    for (plate, dimension, key), (count, cents) in by_plate.items():
+        for group in groups.get(plate, ()):
+            had_count, had_cents = summed.get((group, dimension, key), (0, 0))
+            summed[group, dimension, key] = (had_count + count, had_cents + cents)
+    return {tally: delta for tally, delta in summed.items() if delta != (0, 0)}
+
+
+# The key of the version row that counts only the changes of untreated notifications.
+NOTIFICATIONS: Final = "notifications"
+
+
+def fine_tallies_touch(*, notifications: bool = False) -> None:
+    """A change the dashboard's figures show that no tally counts: one more version, in
+    the caller's transaction, as a tally's change would make. `notifications`: a
+    notification received or treated (a part of the fleet's figures count its untreated
+    ones, kept under their own version too, `fine_tallies_version(NOTIFICATIONS)`)."""
     with transaction.atomic(savepoint=False):
         _add((TallyDimension.VERSION, ""), (1, 0))  # first: see the module's docstring
-        for tally, delta in changed:
-            _add(tally, delta)
-    return True
+        if notifications:
+            _add((TallyDimension.VERSION, NOTIFICATIONS), (1, 0))
 
 
-def fine_tallies_touch() -> None:
-    """A change the dashboard's figures show that no tally counts (a notification
-    received, or treated: a part of the fleet's figures count its untreated ones): one
-    more version, in the caller's transaction, as a tally's change would make."""
-    with transaction.atomic(savepoint=False):
-        _add((TallyDimension.VERSION, ""), (1, 0))
-
-
-def fine_tallies_version() -> int:
-    """How many times the tallies changed: the version of the figures they make."""
-    found = FineTally.objects.filter(dimension=TallyDimension.VERSION, key="").values_list(
+def fine_tallies_version(key: str = "") -> int:
+    """How many times the tallies changed: the version of the figures they make (with
+    `NOTIFICATIONS`, how many times the untreated notifications did)."""
+    found = FineTally.objects.filter(dimension=TallyDimension.VERSION, key=key).values_list(
         "count", flat=True
     )
     return next(iter(found), 0)
@@ -252,9 +309,104 @@ def fine_tallies_rebuild() -> int:
     counted in one snapshot of the database, beside the tallies as they were in it;
     then what each tally was off by is added to it (`_add`), a chunk of tallies to a
     short transaction. Writers meanwhile added their own changes to the same rows,
-    which stay: each tally ends as the fines sum up to. How many tallies count some
-    fine."""
+    which stay: each tally ends as the fines sum up to. Then each group's, the same way
+    (`group_tallies_count`). How many of the fleet's tallies count some fine."""
     stored, counted = _snapshot_read()
+    _corrections_add(stored, counted)
+    group_tallies_catch_up(every=True)
+    return len(counted)
+
+
+def group_tallies_catch_up(*, every: bool = False) -> int:
+    """Count again the tallies of each group whose plates changed since they were counted
+    (of every group with `every`), one group at a time, each as a rebuild is made: what
+    the worker runs after a group's plates changed. How many groups were counted."""
+    groups = VehicleGroup.objects.order_by("pk")
+    if not every:
+        groups = groups.filter(_not_current())
+    return sum(group_tallies_count(pk) for pk in groups.values_list("pk", flat=True))
+
+
+def group_tallies_count(group_id: int) -> bool:
+    """Count a group's tallies from its vehicles' fines, in one snapshot with the group's
+    revision and its tallies as they were, and add what each was off by; then mark them
+    of that revision (unless it changed meanwhile: then they are counted again, as the
+    change asked). Whether the group was there."""
+    read = _group_snapshot_read(group_id)
+    if read is None:
+        return False
+    revision, stored, counted = read
+    _corrections_add(stored, counted, group=group_id)
+    with transaction.atomic():
+        _add((TallyDimension.VERSION, ""), (1, 0))  # its figures are read from them now
+        VehicleGroup.objects.filter(pk=group_id, revision=revision).update(
+            tallied_revision=revision
+        )
+    return True
+
+
+def group_tallies_differences() -> dict[tuple[int, str, str], tuple[tuple[int, int], ...]]:
+    """The tallies of the groups whose tallies are read (of their plates as they are) that
+    are not what their fines sum up to: (group, dimension, key): (count, cents) stored
+    and counted; each group read in one snapshot."""
+    found: dict[tuple[int, str, str], tuple[tuple[int, int], ...]] = {}
+    current = VehicleGroup.objects.exclude(_not_current()).order_by("pk")
+    for group_id in current.values_list("pk", flat=True):
+        read = _group_snapshot_read(group_id)
+        if read is None:
+            continue
+        _revision, stored, counted = read
+        for dimension, key in sorted(stored.keys() | counted.keys()):
+            if stored.get((dimension, key)) != counted.get((dimension, key)):
+                found[group_id, dimension, key] = (
+                    stored.get((dimension, key), (0, 0)),
+                    counted.get((dimension, key), (0, 0)),
+                )
+    return found
+
+
+def _group_snapshot_read(
+    group_id: int,
+) -> tuple[int, dict[TallyKey, tuple[int, int]], dict[TallyKey, tuple[int, int]]] | None:
+    """A group's revision, its tallies stored and as its vehicles' fines sum up, read in
+    one snapshot (`_snapshot`); None if there is no such group."""
+    with _snapshot():
+        revision = (
+            VehicleGroup.objects.filter(pk=group_id).values_list("revision", flat=True).first()
+        )
+        if revision is None:
+            return None
+        stored = {
+            (dimension, key): (count, cents)
+            for dimension, key, count, cents in GroupTally.objects.filter(
+                group_id=group_id
+            ).values_list("dimension", "key", "count", "cents")
+            if count or cents
+        }
+        plates = VehicleGroupPlate.objects.filter(group_id=group_id).values("registration")
+        counted = fine_tallies_counted(
+            Fine.objects.exclude(registration="").filter(registration__in=plates)
+        )
+    return revision, stored, counted
+
+
+def group_tallies_current(group_id: int) -> bool:
+    """Whether a group's tallies count its fines as its plates are now."""
+    return not VehicleGroup.objects.filter(_not_current(), pk=group_id).exists()
+
+
+def _not_current() -> Q:
+    return Q(tallied_revision__isnull=True) | ~Q(tallied_revision=F("revision"))
+
+
+def _corrections_add(
+    stored: dict[TallyKey, tuple[int, int]],
+    counted: dict[TallyKey, tuple[int, int]],
+    *,
+    group: int | None = None,
+) -> None:
+    """Add to each tally (of `group`, or the whole fleet's) what `stored` was off by from
+    `counted`, a chunk of tallies to a transaction."""
     corrections = [
         (key, (found[0] - had[0], found[1] - had[1]))
         for key in sorted(stored.keys() | counted.keys())
@@ -263,35 +415,42 @@ def fine_tallies_rebuild() -> int:
     for start in range(0, len(corrections), REBUILD_CHUNK):
         with transaction.atomic():
             _add((TallyDimension.VERSION, ""), (1, 0))  # first: see the module's docstring
-            _correct(dict(corrections[start : start + REBUILD_CHUNK]))
-    return len(counted)
+            _correct(dict(corrections[start : start + REBUILD_CHUNK]), group=group)
 
 
-def _correct(corrections: dict[TallyKey, tuple[int, int]]) -> None:
-    """Add each correction to its tally: the tallies there are, one UPDATE each; those
-    not there yet (all of them after a bulk load: a million vehicles' own), created in
-    one INSERT, unless a writer created one of them meanwhile (then each is added to
-    or created on its own, `_add`)."""
+def _correct(corrections: dict[TallyKey, tuple[int, int]], *, group: int | None = None) -> None:
+    """Add each correction to its tally (of `group`, or the whole fleet's): the tallies
+    there are, one UPDATE each; those not there yet (all of them after a bulk load: a
+    million vehicles' own), created in one INSERT, unless a writer created one of them
+    meanwhile (then each is added to or created on its own, `_add`)."""
     existing: set[TallyKey] = set()
     for dimension in {dimension for dimension, _key in corrections}:
         keys = [key for tally_dimension, key in corrections if tally_dimension == dimension]
         existing.update(
-            FineTally.objects.filter(dimension=dimension, key__in=keys).values_list(
-                "dimension", "key"
-            )
+            _tallies(group)
+            .filter(dimension=dimension, key__in=keys)
+            .values_list("dimension", "key")
         )
     for key in existing:
-        _add(key, corrections[key])
+        _add(key, corrections[key], group=group)
     new = {key: delta for key, delta in corrections.items() if key not in existing}
     try:
         with transaction.atomic():  # a savepoint: a clash undoes these INSERTs alone
-            FineTally.objects.bulk_create(
-                FineTally(dimension=dimension, key=name, count=count, cents=cents)
-                for (dimension, name), (count, cents) in new.items()
-            )
+            if group is None:
+                FineTally.objects.bulk_create(
+                    FineTally(dimension=dimension, key=name, count=count, cents=cents)
+                    for (dimension, name), (count, cents) in new.items()
+                )
+            else:
+                GroupTally.objects.bulk_create(
+                    GroupTally(
+                        group_id=group, dimension=dimension, key=name, count=count, cents=cents
+                    )
+                    for (dimension, name), (count, cents) in new.items()
+                )
     except IntegrityError:  # a writer created one since the check
         for key, delta in new.items():
-            _add(key, delta)
+            _add(key, delta, group=group)
 
 
 def fine_tallies_differences() -> dict[TallyKey, tuple[tuple[int, int], tuple[int, int]]]:
@@ -371,16 +530,29 @@ def _local(moment: datetime) -> date:
     return timezone.localtime(moment, timezone.get_default_timezone()).date()
 
 
-def _add(key: TallyKey, delta: tuple[int, int]) -> None:
-    """Add `delta` (count, cents) to the tally `key`, created if it is not there yet."""
+def _tallies(group: int | None) -> QuerySet[Any]:
+    """The whole fleet's tallies, or `group`'s."""
+    return FineTally.objects.all() if group is None else GroupTally.objects.filter(group_id=group)
+
+
+def _add(key: TallyKey, delta: tuple[int, int], *, group: int | None = None) -> None:
+    """Add `delta` (count, cents) to the tally `key` (of `group`, or the whole fleet's),
+    created if it is not there yet."""
     (dimension, name), (count, cents) = key, delta
-    rows = FineTally.objects.filter(dimension=dimension, key=name)
+    rows = _tallies(group).filter(dimension=dimension, key=name)
     for _attempt in range(_CREATE_ATTEMPTS):
         if rows.update(count=F("count") + count, cents=F("cents") + cents):
             return
         try:
             with transaction.atomic():  # a savepoint: a clash undoes this INSERT alone
-                FineTally.objects.create(dimension=dimension, key=name, count=count, cents=cents)
+                if group is None:
+                    FineTally.objects.create(
+                        dimension=dimension, key=name, count=count, cents=cents
+                    )
+                else:
+                    GroupTally.objects.create(
+                        group_id=group, dimension=dimension, key=name, count=count, cents=cents
+                    )
         except IntegrityError:  # another writer created it since: add to theirs
             continue
         return

@@ -285,8 +285,8 @@ def _write(reads: Sequence[_Read]) -> bool:
         for key, record in records.items()
         if isinstance(record, Fine)
     )
-    if not tallies_changed and _notifications_counted_changed(created, changed):
-        fine_tallies_touch()
+    if _notifications_counted_changed(created, changed):
+        fine_tallies_touch(notifications=True)
         tallies_changed = True
     for read in applied:
         if (record := links.get(read.delivery.pk)) is not None:

@@ -37,24 +37,24 @@ class HeldAtFirstRead:
         return execute(sql, *args)
 
 
-def test_a_fine_written_while_the_rebuild_counts_waits_for_nothing_and_is_counted(client, fleet):
-    deliver(client, frame(1, plate=fleet[0]["car_plate"]), frame(2, months_ago=2))
-    Fine.objects.filter(external_id="1").update(amount=Decimal("7.00"))  # past the tallies
-    store(client, frame(3, plate=fleet[1]["car_plate"], amount="55.10"))  # not processed yet
+def written_while_counting[T](count: Callable[[], T]) -> T:
+    """Run `count` in a thread held at its first read of the fines; meanwhile process the
+    deliveries waiting, in another thread, which must not wait for it (a fine's processing
+    takes milliseconds); then let it go on. What `count` returned."""
     hold = HeldAtFirstRead()
-    rebuilt: list[int] = []
+    counted: list[T] = []
 
-    def rebuild() -> None:
+    def counting() -> None:
         try:
             with connection.execute_wrapper(hold):
-                rebuilt.append(fine_tallies_rebuild())
+                counted.append(count())
         finally:
             connections.close_all()
 
-    rebuilding = threading.Thread(target=rebuild)
-    rebuilding.start()
+    counter = threading.Thread(target=counting)
+    counter.start()
     try:
-        assert hold.reading.wait(timeout=120), "the rebuild did not begin counting"
+        assert hold.reading.wait(timeout=120), "the count did not begin"
         written: list[Any] = []
 
         def write() -> None:
@@ -65,14 +65,24 @@ def test_a_fine_written_while_the_rebuild_counts_waits_for_nothing_and_is_counte
 
         writer = threading.Thread(target=write)
         writer.start()
-        writer.join(timeout=60)  # a fine's processing takes milliseconds: not held
-        assert not writer.is_alive(), "the fine's writer waited for the rebuild"
+        writer.join(timeout=60)  # not held: a fine's processing takes milliseconds
+        assert not writer.is_alive(), "the fine's writer waited for the count"
         assert written[0]["processed"] == 1
     finally:
         hold.go.set()
-        rebuilding.join(timeout=120)
-    assert not rebuilding.is_alive()
-    assert rebuilt
+        counter.join(timeout=120)
+    assert not counter.is_alive()
+    assert counted, "the count failed"
+    return counted[0]
+
+
+def test_a_fine_written_while_the_rebuild_counts_waits_for_nothing_and_is_counted(client, fleet):
+    deliver(client, frame(1, plate=fleet[0]["car_plate"]), frame(2, months_ago=2))
+    Fine.objects.filter(external_id="1").update(amount=Decimal("7.00"))  # past the tallies
+    store(client, frame(3, plate=fleet[1]["car_plate"], amount="55.10"))  # not processed yet
+
+    written_while_counting(fine_tallies_rebuild)
+
     assert Fine.objects.count() == 3
     assert_exact()
 

@@ -1,7 +1,9 @@
-"""A region's dashboard at any size: its figures are summed from its fines (it has no
-tallies of its own), which at a region of a large fleet takes seconds; so a page never
-waits for that once the region has been seen. After a fine changed, the next page shows
-the figures kept and reads them again after its response; the page after shows them new.
+"""A region's dashboard at any size while its own tallies are not counted (its plates
+just changed, or before the worker ran; also a manager of several groups): its figures
+are summed from its fines, which at a region of a large fleet takes seconds; so a page
+never waits for that once the region has been seen. After a fine changed, the next page
+shows the figures kept and reads them again after its response; the page after shows
+them new. (Once counted, a group's tallies are read: `tests/services/test_group_tallies.py`.)
 """
 
 from __future__ import annotations

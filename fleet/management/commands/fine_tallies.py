@@ -6,7 +6,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from fleet.services.tallies import fine_tallies_differences, fine_tallies_rebuild
+from fleet.services.tallies import (
+    fine_tallies_differences,
+    fine_tallies_rebuild,
+    group_tallies_catch_up,
+    group_tallies_differences,
+)
 
 _LISTED = 20
 
@@ -16,7 +21,7 @@ class Command(BaseCommand):
         "Compare the dashboard's tallies of fines with the sums computed from scratch over "
         "the fines, and list those that differ (exit status 1 if any); with --rebuild, "
         "recompute them all from the fines (counted in a snapshot: writers of fines never "
-        "wait for it)."
+        "wait for it). Each vehicle group's tallies too."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -25,13 +30,30 @@ class Command(BaseCommand):
             action="store_true",
             help="Recompute every tally from the fines (after loading fines past the ORM).",
         )
+        parser.add_argument(
+            "--groups",
+            action="store_true",
+            help=(
+                "Count the tallies of the vehicle groups whose plates changed since they were "
+                "counted (what the worker does after such a change)."
+            ),
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["groups"]:
+            count = group_tallies_catch_up()
+            self.stdout.write(self.style.SUCCESS(f"Counted the tallies of {count} groups."))
+            return
         if options["rebuild"]:
             count = fine_tallies_rebuild()
             self.stdout.write(self.style.SUCCESS(f"Recomputed the tallies: {count} count fines."))
             return
-        differences = fine_tallies_differences()
+        differences = {
+            (dimension, key): sums for (dimension, key), sums in fine_tallies_differences().items()
+        } | {
+            (f"{dimension} (vehicle group {group})", key): sums
+            for (group, dimension, key), sums in group_tallies_differences().items()
+        }
         for (dimension, key), (stored, counted) in list(differences.items())[:_LISTED]:
             self.stdout.write(
                 f"{dimension} {key or '-'}: stored {stored[0]} fines, {stored[1]} cents; "

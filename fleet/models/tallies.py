@@ -77,6 +77,7 @@ class GroupTally(Tally):
         related_name="tallies",
         verbose_name=_("group"),
     )
+
     class Meta:
         verbose_name = _("vehicle group's fine tally")
         verbose_name_plural = _("vehicle groups' fine tallies")

@@ -195,14 +195,20 @@ def _page_number(page: int | str) -> int:
         return 1
 
 
-def fine_list_total(*, scope: VehicleScope, **filters: Any) -> ListTotal:
+def fine_list_total(
+    *, scope: VehicleScope, listed: Page[Fine] | None = None, **filters: Any
+) -> ListTotal:
     """The count and R$ of the fines `filters` select: from the tallies (a few rows) when
     the whole fleet is filtered as the dashboard counts it (nothing, untreated, a month,
     without document, received since a day); else summed over them if they are
-    `COUNTED` or fewer."""
+    `COUNTED` or fewer. `listed`: a page of the same fines (`fine_search`), whose count
+    says already whether they are more (then they are not counted again)."""
     if (tallied := _whole_fleet_tally(scope, filters)) is not None:
         return ListTotal(tallied.count, tallied.amount)
-    if _part_past_counted(scope, filters):
+    paginator = None if listed is None else listed.paginator
+    if _part_past_counted(scope, filters) or (
+        isinstance(paginator, CappedPaginator) and paginator.count and paginator.capped
+    ):
         return ListTotal(COUNTED, None, more=True)
     fines = fine_filtered(scope=scope, counting=True, **filters).order_by()
     counted = fines[: COUNTED + 1].count()

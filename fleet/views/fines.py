@@ -54,7 +54,7 @@ def fine_list(request: AuthenticatedRequest) -> HttpResponse:
     filters = form.filters()
     page = fine_search(scope=scope, **filters)
     extra = {
-        "totals": fine_list_total(scope=scope, **FineFilterForm.every_page(filters)),
+        "totals": fine_list_total(scope=scope, listed=page, **FineFilterForm.every_page(filters)),
         "saved_views": saved_fine_views(user=request.user),
         "save_form": SavedFineViewForm(initial={"query": FineFilterForm.query_string(filters)}),
     }

@@ -25,6 +25,10 @@ a writer adds to the groups as they are before that change commits, or after it.
 change makes the group's tallies wrong for its new plates: they are counted again from
 the fines by the worker (`group_tallies_catch_up`, in a snapshot, as a rebuild), and
 read only once they are of the group's revision (`group_tallies_current`).
+
+It is one module because the fleet's and the groups' tallies are written in the same
+transactions, under one lock taken first and one version, and counted again the same
+way: apart, each half would have to keep the other's lock order and snapshot.
 """
 
 from __future__ import annotations

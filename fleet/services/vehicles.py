@@ -162,13 +162,7 @@ def fleet_driver_ids(*, scope: VehicleScope = WHOLE_FLEET) -> list[int]:
 def driver_vehicles(*, driver_id: int, scope: VehicleScope = WHOLE_FLEET) -> list[VehicleRow]:
     """The vehicles of `scope` the vehicle list gives to driver `driver_id`, in plate order."""
     snapshot, _freshness = current_snapshot()
-    has_driver = snapshot.has_driver
-    rows = [
-        index
-        for index, driver in enumerate(snapshot.drivers)
-        if driver == driver_id and has_driver[index]
-    ]
-    found = map(snapshot.row, rows)
+    found = map(snapshot.row, snapshot.rows_of_driver(driver_id))
     return sorted(
         (row for row in found if scope.covers(row.plate)), key=operator.attrgetter("plate")
     )

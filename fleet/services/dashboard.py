@@ -51,6 +51,14 @@ from fleet.models import (
     VehicleGroupPlate,
 )
 from fleet.services.drivers import driver_names
+from fleet.services.figures import (
+    DriverFigure,
+    FinedVehicle,
+    FineFigures,
+    MonthFigure,
+    Total,
+    VehicleFigure,
+)
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope
 from fleet.services.tallies import (
     NOTIFICATIONS,
@@ -93,110 +101,6 @@ class _Tallies:
         reads each through the index of the keys (with the part's condition apart, it read
         every row of the group, a million at a region of a million vehicles' fleet)."""
         return self.model.objects.filter(reduce(operator.or_, (self.part & c for c in conditions)))
-
-
-@dataclass(frozen=True, slots=True)
-class Total:
-    count: int
-    amount: Decimal  # R$; fines whose amount is unknown count as 0
-
-
-@dataclass(frozen=True, slots=True)
-class MonthFigure:
-    month: date  # its first day
-    count: int
-    amount: Decimal
-
-    @property
-    def query(self) -> str:
-        """The fines list's `month` parameter."""
-        return self.month.strftime("%Y-%m")
-
-
-@dataclass(frozen=True, slots=True)
-class VehicleFigure:
-    registration: str  # the fines list's `?plate=`
-    plate: str  # as its fines name it
-    count: int
-    amount: Decimal
-
-
-@dataclass(frozen=True, slots=True)
-class DriverFigure:
-    driver_id: int
-    name: str  # "" when the portal knows none
-    count: int
-    amount: Decimal
-
-
-@dataclass(frozen=True, slots=True)
-class Bar:
-    """One month's bar in the SVG's units: R$ as its height, its count written above it."""
-
-    month: MonthFigure
-    x: int
-    y: int
-    width: int
-    height: int
-    center: int  # where its texts are centred
-
-
-@dataclass(frozen=True, slots=True)
-class Chart:
-    """The months as bars, scaled to the largest month's R$; room below for the months'
-    names (`label_y`) and above the bars for their counts."""
-
-    width: int
-    height: int  # of the whole drawing
-    base: int  # the bars' baseline
-    label_y: int
-    bars: list[Bar]
-
-
-@dataclass(frozen=True, slots=True)
-class FineFigures:
-    untreated: Total
-    months: list[MonthFigure]  # oldest first, every month of the last twelve
-    top_vehicles: list[VehicleFigure]
-    top_drivers: list[DriverFigure]
-    recent: Total
-    recent_since: date  # the first day counted in `recent` (local)
-    without_document: int
-    most_fined: list[FinedVehicle]  # by their count of untreated fines
-    key: str  # in the cache
-    # A part of the fleet's untreated notifications, counted up to COUNTED with its
-    # figures (`record_counts`); None for the whole fleet's, counted at each poll.
-    untreated_notifications: int | None = None
-
-    @property
-    def months_total(self) -> Total:
-        return Total(
-            count=sum(m.count for m in self.months),
-            amount=sum((m.amount for m in self.months), _ZERO),
-        )
-
-    def chart(self, *, width: int = 600, height: int = 180) -> Chart:
-        top, bottom = 20, 24  # room for the counts above, the months below
-        base = height - bottom
-        room = base - top
-        largest = max((m.amount for m in self.months), default=_ZERO) or Decimal(1)
-        slot = width // max(len(self.months), 1)
-        bars = []
-        for number, month in enumerate(self.months):
-            # A month with fines but no known amount still shows a sliver.
-            tall = max(round(room * month.amount / largest), 2 if month.count else 0)
-            x = number * slot + slot // 8
-            bars.append(Bar(month, x, base - tall, slot * 3 // 4, tall, number * slot + slot // 2))
-        return Chart(width=width, height=height, base=base, label_y=height - 6, bars=bars)
-
-
-@dataclass(frozen=True, slots=True)
-class FinedVehicle:
-    """A vehicle with untreated fines, as the dashboard lists it."""
-
-    registration: str  # its plate in the Mercosul format: the fines list's `?plate=`
-    plate: str  # as its fines name it (the old format, for a vehicle that has one)
-    untreated: int
 
 
 # A list counts its records up to this many: past it, "10,000 or more" (and that many

@@ -27,13 +27,13 @@ from fleet.models import (
 )
 from fleet.services.dashboard import (
     COUNTED,
-    Total,
     fine_tallies_total,
     fine_totals,
     local_midnight,
     month_start,
 )
 from fleet.services.drivers import prefix_end
+from fleet.services.figures import Total
 from fleet.services.list_walks import (
     checked,
     conditions_walked,

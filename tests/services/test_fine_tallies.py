@@ -30,13 +30,12 @@ from fleet import plates, worker
 from fleet.models import DeliveryStatus, Driver, Fine, FineTally, WebhookDelivery
 from fleet.services.attribution import fine_drivers_attribute
 from fleet.services.dashboard import (
-    FineFigures,
-    Total,
     fine_figures,
     fine_figures_publish,
     local_midnight,
     month_start,
 )
+from fleet.services.figures import FineFigures, Total
 from fleet.services.tallies import (
     FineState,
     day_key,

@@ -19,6 +19,7 @@ from django.utils import timezone
 from fleet import plates
 from fleet.models import Fine, GroupTally, VehicleGroup, VehicleGroupMember
 from fleet.services import dashboard
+from fleet.services.figures import FineFigures
 from fleet.services.scopes import VehicleScope, scope_of, scopes_changed
 from fleet.services.tallies import (
     fine_tallies_counted,
@@ -60,13 +61,13 @@ def region(name: str, vehicles: list[dict[str, Any]]) -> VehicleGroup:
     return group
 
 
-def figures_apart(group: VehicleGroup) -> dashboard.FineFigures:
+def figures_apart(group: VehicleGroup) -> FineFigures:
     """The group's figures summed from its fines, as a part of several groups has them."""
     scope = VehicleScope(whole_fleet=False, group_ids=(group.pk,), key=f"apart:{group.pk}")
     return dashboard._computed(timezone.localdate(), "apart", scope)
 
 
-def same_figures(one: dashboard.FineFigures, other: dashboard.FineFigures) -> bool:
+def same_figures(one: FineFigures, other: FineFigures) -> bool:
     fields = ("untreated", "months", "top_vehicles", "top_drivers", "recent", "most_fined")
     return all(getattr(one, name) == getattr(other, name) for name in fields) and (
         one.without_document == other.without_document

@@ -41,7 +41,7 @@ from fleet.services.list_walks import (
     scope_walked,
     states_checked,
 )
-from fleet.services.paging import CappedPaginator
+from fleet.services.paging import CappedPaginator, streamed
 from fleet.services.scopes import VehicleScope
 from fleet.services.tallies import (
     day_key,
@@ -52,8 +52,6 @@ from fleet.webhooks.payloads import payload_plate, payload_text
 PER_PAGE = 50
 # Untreated first, then the latest changed.
 LIST_ORDER = ("treated", "-updated_at", "-id")
-# Rows an export reads from the database at a time.
-EXPORT_CHUNK = 500
 
 
 # Records a vehicle's page lists of each kind; the lists it links to have them all.
@@ -286,7 +284,7 @@ class ExportedFine(NamedTuple):
 def fine_export(*, scope: VehicleScope, **filters: Any) -> Iterator[ExportedFine]:
     """Every fine `fine_search` would list, in its order, read a chunk at a time."""
     rows = fine_filtered(scope=scope, **filters).values_list(*EXPORT_COLUMNS)
-    for payload, reference, amount, occurred_at, *rest in rows.iterator(EXPORT_CHUNK):
+    for payload, reference, amount, occurred_at, *rest in streamed(rows):
         amount_text = "" if amount is not None else payload_text(payload, "amount")
         occurred_at_text = "" if occurred_at is not None else payload_text(payload, "occurredAt")
         yield ExportedFine(
@@ -434,7 +432,7 @@ def notification_export(
     notifications = _records(
         Notification, scope=scope, states=_states(treated), plate=plate, conditions=searched
     )
-    return notifications.order_by(*LIST_ORDER).iterator(EXPORT_CHUNK)
+    return streamed(notifications.order_by(*LIST_ORDER))
 
 
 # Wordings a search looks for at most: a word most infractions have finds these.

@@ -169,3 +169,27 @@ def test_the_export_link_follows_the_filters_htmx_applies(manager_client, page, 
 def test_the_exports_require_login(client):
     for path in ("/fines/export.csv", "/notifications/export.csv"):
         assert client.get(path).status_code == 302
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_export_reads_its_rows_as_the_database_finds_them(client):
+    """On PostgreSQL a cursor declared outside a transaction is held past its commit (WITH
+    HOLD): the database reads and keeps the whole answer before the first row (at ten
+    million fines, minutes, and on after the download is given up). An export's cursor
+    is declared inside one: not held, its rows read as the list's index gives them."""
+    from django.db import connection
+
+    from fleet.services.fines import fine_export, notification_export
+    from fleet.services.scopes import WHOLE_FLEET
+
+    if connection.vendor != "postgresql":
+        pytest.skip("a cursor held past its transaction is PostgreSQL's; SQLite has none")
+    for number in (1, 2):
+        deliver(client, a_fine(number))
+        deliver(client, {"notification": {"id": number, "treated": False, "title": "Recall"}})
+    for records in (fine_export(scope=WHOLE_FLEET), notification_export(scope=WHOLE_FLEET)):
+        next(records)  # the first row read: the cursor is open
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT is_holdable FROM pg_cursors")
+            assert cursor.fetchall() == [(False,)]
+        assert len(list(records)) == 1

@@ -135,7 +135,8 @@ def fine_search(*, scope: VehicleScope, page: int = 1, **filters: Any) -> Page[F
     `_fines_walked` how the page reads them."""
     walked = _fines_walked(scope=scope, page=page, **filters)
     tallied = _whole_fleet_tally(scope, filters)
-    known = COUNTED + 1 if _part_past_counted(scope, filters) else None
+    past = _part_past_counted(scope, filters) or _search_past_counted(scope, filters)
+    known = COUNTED + 1 if past else None
     return CappedPaginator(
         fine_filtered(scope=scope, walked=walked, **filters),
         PER_PAGE,
@@ -227,6 +228,21 @@ def _part_past_counted(scope: VehicleScope, filters: dict[str, Any]) -> bool:
     counts, known without counting them (`scope_past_counted`)."""
     chosen = [name for name, value in filters.items() if value not in (None, "")]
     return chosen in ([], ["sort"]) and scope_past_counted(Fine, scope)
+
+
+def _search_past_counted(scope: VehicleScope, filters: dict[str, Any]) -> bool:
+    """Whether the fines of a search's infractions alone, with the other filters, are more
+    than a list counts: then the search's are too, and they are not counted. A search
+    finds in several ways at once (`records_searched`), and PostgreSQL reads every
+    fine of each way into one bitmap before it counts the first: 21 ms at ten million
+    fines for a word most infractions have, where the infractions' index alone gives
+    ten thousand of them in one or two."""
+    q = filters.get("q")
+    wordings = _wordings_found(q) if q else []
+    if not wordings:
+        return False
+    fines = fine_filtered(scope=scope, counting=True, **(filters | {"q": ""}))
+    return fines.filter(infraction_id__in=wordings).order_by()[: COUNTED + 1].count() > COUNTED
 
 
 def _tallied(chosen: dict[str, Any]) -> Total | None:
@@ -483,9 +499,13 @@ def records_searched(model: type[Fine] | type[Notification], q: str) -> Q:
     if model is Fine:
         for typed in dict.fromkeys((q, q.upper())):
             found |= Q(reference__gte=typed, reference__lt=prefix_end(typed))
-    wordings = list(
-        Wording.objects.filter(text__icontains=q).values_list("pk", flat=True)[:SEARCHED_WORDINGS]
-    )
-    if wordings:
+    if wordings := _wordings_found(q):
         found |= Q(**{f"{'infraction' if model is Fine else 'heading'}_id__in": wordings})
     return found
+
+
+def _wordings_found(q: str) -> list[int]:
+    """The wordings (`SEARCHED_WORDINGS` at most) that have `q`: infractions and titles."""
+    return list(
+        Wording.objects.filter(text__icontains=q).values_list("pk", flat=True)[:SEARCHED_WORDINGS]
+    )

@@ -15,7 +15,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from fleet.models import Fine, Notification, WebhookDelivery
+from fleet.models import Fine, Notification, WebhookDelivery, Wording
 from fleet.services.dashboard import COUNTED
 from fleet.services.tallies import fine_tallies_rebuild
 
@@ -162,3 +162,27 @@ def test_the_admins_list_of_deliveries_reads_no_body(admin_client):
     own = admin_client.get(f"/admin/fleet/webhookdelivery/{delivery.pk}/change/", headers=ENGLISH)
     assert own.status_code == 200
     assert "ABC1D23" in own.text
+
+
+def test_a_search_whose_infraction_alone_is_past_ten_thousand_counts_that_alone(
+    manager_client, many_fines
+):
+    """A search finds in several ways at once (an id, a notice number, an infraction);
+    PostgreSQL reads every fine of each into one bitmap before it counts: when the
+    fines of the infractions found are past the cap by themselves, only they are
+    counted, through their index, and the search says "more than"."""
+    speeding = Wording.objects.create(text="Excesso de velocidade", digest="1" * 64)
+    Fine.objects.update(infraction=speeding)
+
+    with CaptureQueriesContext(connection) as queries:
+        page = manager_client.get("/fines/", {"q": "velocidade"}, headers=ENGLISH).text
+
+    assert said(page) == ("More than 10,000 fines: narrow the filters to count them", None)
+    # The list's counts (on SQLite a walk of the list also counts what the search
+    # selects, up to what a page would walk, and keeps that an hour).
+    counts = [q["sql"] for q in queries.captured_queries if f"LIMIT {COUNTED + 1}" in q["sql"]]
+    assert len(counts) == 1, counts
+    assert " OR " not in counts[0], counts
+    assert '"infraction_id" IN' in counts[0], counts
+    treated = manager_client.get("/fines/", {"q": "velocidade", "treated": "1"}, headers=ENGLISH)
+    assert said(treated.text) == ("5,000 fines", "R$ 50,000.00 in all")

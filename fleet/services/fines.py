@@ -4,6 +4,9 @@ Records come only from webhooks (`fleet.webhooks.processing`); these are reads (
 attribution of fines to their drivers writes: `fleet.services.attribution`). Untreated
 records come first, then the most recently changed. A user's saved filters of the
 list: `fleet.services.saved_views`.
+
+One module: the lists of fines and of notifications select through the same records
+(`_records`), walks and counts, and each export reads exactly what its list shows.
 """
 
 from __future__ import annotations

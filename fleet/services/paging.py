@@ -8,7 +8,7 @@ from functools import cached_property
 from typing import Any, cast
 
 from django.core.paginator import Page, Paginator
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models import QuerySet
 
 from fleet.services.dashboard import COUNTED
@@ -18,13 +18,19 @@ EXPORT_CHUNK = 500
 
 
 def streamed[T](records: QuerySet[Any, T]) -> Iterator[T]:
-    """Every one of `records`, read `EXPORT_CHUNK` at a time as the database finds them,
-    inside one transaction: on PostgreSQL a cursor declared outside one is held past its
-    commit (WITH HOLD), which reads and keeps the whole answer before its first row — ten
-    million fines sorted, minutes, while the download waits and the database works on
-    after it is given up. Inside one, rows come as the list's index gives them. A read
-    takes no lock a writer waits for: the receiver and the worker go on meanwhile."""
-    with transaction.atomic():
+    """Every one of `records`, read `EXPORT_CHUNK` at a time as the database finds them.
+
+    On PostgreSQL inside one transaction: a cursor declared outside one is held past its
+    commit (WITH HOLD), which reads and keeps the whole answer before its first row —
+    ten million fines sorted, minutes, while the download waits and the database works
+    on after it is given up. A read there takes no lock a writer waits for. On SQLite
+    outside any: the portal's transactions begin IMMEDIATE (settings), so one would hold
+    the write lock for the export's length and stop the receiver and the worker; a read
+    in WAL mode holds off no writer."""
+    if connections[records.db].vendor != "postgresql":
+        yield from records.iterator(EXPORT_CHUNK)
+        return
+    with transaction.atomic(using=records.db):
         yield from records.iterator(EXPORT_CHUNK)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -100,15 +100,16 @@ class _ColumnsCollector:
     ) -> None:
         codes = self.codes
         try:
-            self.ids.extend(ids)
-            self.drivers.extend([driver or 0 for driver in driver_ids])
+            # `fromlist`, not `extend`: a list is read in C, twice as fast as an iterable.
+            self.ids.fromlist(ids)
+            self.drivers.fromlist([driver or 0 for driver in driver_ids])
         except OverflowError:
             raise ShapeError("a vehicle's id or driver id is out of range") from None
         self.plates.extend(plates)
         for model in dict.fromkeys(models):  # each model of the batch once, in order
             if model not in codes:
                 codes[model] = len(codes)
-        self.model_codes.extend(map(codes.__getitem__, models))
+        self.model_codes.fromlist(list(map(codes.__getitem__, models)))
         self.actives += actives
         self.has_driver += bytes([driver is not None for driver in driver_ids])
 
@@ -308,32 +309,54 @@ class _CarsAnswer(msgspec.Struct, gc=False):
     error: Any = None  # v1's envelope: `false`, or `true` for an error whatever the status
 
 
+class _WholeCars(msgspec.Struct, gc=False):
+    data: list[_Car]
+    total: int
+
+
+class _WholeCarsAnswer(msgspec.Struct, gc=False):
+    cars: _WholeCars
+    error: Any = None
+
+
 _CARS_DECODER: Final = msgspec.json.Decoder(_CarsAnswer)
 _CAR_BATCH_DECODER: Final = msgspec.json.Decoder(list[_Car])
+_WHOLE_CARS_DECODER: Final = msgspec.json.Decoder(_WholeCarsAnswer)
 # Vehicles decoded together: a million never exist as a million records at once.
 CAR_BATCH: Final = 10_000
+# An answer up to this size (about 120,000 vehicles, some 25 MB of records) is decoded
+# in one pass: batches cost a second pass over the bytes, which a cold page waits for.
+WHOLE_ANSWER_BYTES: Final = 16 * 1024 * 1024
 
 
-def vehicle_columns_from_bytes(content: bytes | bytearray) -> VehicleColumns | None:
+def vehicle_columns_from_bytes(
+    content: bytes | bytearray, *, whole_bytes: int = WHOLE_ANSWER_BYTES
+) -> VehicleColumns | None:
     """`vehicle_columns_from_json` straight from the answer's bytes; None unless the
     answer is exactly the shape spec 4.1 describes.
 
-    The answer's vehicles are found first (each a view of the bytes, not a copy),
-    then decoded `CAR_BATCH` at a time into typed records (msgspec) and added to the
-    columns: no dict per vehicle, and at a million vehicles no million records at
-    once either. The types are as strict as `vehicle_columns_from_json`'s (an int is
-    not a bool, unknown members are ignored); anything else, including a v1 error
-    envelope, returns None, and the caller reads the answer the usual way, which
-    says what is wrong with it.
+    An answer of up to `whole_bytes` is decoded at once into typed records
+    (msgspec), read column by column. A larger one's vehicles are found first (each
+    a view of the bytes, not a copy), then decoded `CAR_BATCH` at a time: no dict per
+    vehicle, and at a million vehicles no million records at once either. The types
+    are as strict as `vehicle_columns_from_json`'s (an int is not a bool, unknown
+    members are ignored); anything else, including a v1 error envelope, returns
+    None, and the caller reads the answer the usual way, which says what is wrong
+    with it.
     """
     try:
-        answer = _CARS_DECODER.decode(content)
+        answer: _CarsAnswer | _WholeCarsAnswer
+        batches: Iterable[list[_Car]]
+        if len(content) <= whole_bytes:
+            answer = _WHOLE_CARS_DECODER.decode(content)
+            batches = (answer.cars.data,)
+        else:
+            answer = _CARS_DECODER.decode(content)
+            batches = _car_batches(answer.cars.data)
         if answer.error is True:  # as `parse_v1_error` reads it: only `true` is an error
             return None
         collector = _ColumnsCollector()
-        raw = answer.cars.data
-        for start in range(0, len(raw), CAR_BATCH):
-            cars = _CAR_BATCH_DECODER.decode(b"[%b]" % b",".join(raw[start : start + CAR_BATCH]))
+        for cars in batches:
             collector.add(
                 [car.id for car in cars],
                 [car.car_plate for car in cars],
@@ -344,6 +367,12 @@ def vehicle_columns_from_bytes(content: bytes | bytearray) -> VehicleColumns | N
     except (msgspec.DecodeError, msgspec.ValidationError, ShapeError):
         return None
     return collector.columns(answer.cars.total)
+
+
+def _car_batches(raw: list[msgspec.Raw]) -> Iterator[list[_Car]]:
+    """The vehicles `raw` holds (each as sent), decoded `CAR_BATCH` at a time."""
+    for start in range(0, len(raw), CAR_BATCH):
+        yield _CAR_BATCH_DECODER.decode(b"[%b]" % b",".join(raw[start : start + CAR_BATCH]))
 
 
 def _first_bad_vehicle(data: list[Any]) -> str:

@@ -12,10 +12,13 @@ thousands of vehicles and no paging or filters. So the portal keeps a snapshot
   memory, creating objects only for the rows it shows;
 - refreshed after `FLEET_VEHICLES_TTL` by exactly one request of the whole
   deployment, the holder of a lock taken with `cache.add` and read back (while
-  Redis is unreachable no lock is kept, and no worker refreshes a list it has);
-  the others serve the stale copy or, with nothing to serve, wait briefly for that one, which
-  serves its page first and stores the new version after (`fleet.after_response`),
-  holding the lock until it is stored;
+  Redis is unreachable no lock is kept, and no worker refreshes a list it has).
+  That request serves the stale copy too and fetches the new one once its
+  response is out (`fleet.after_response`): at a million vehicles the call
+  takes seconds, which nobody waits for. It holds the lock until the new
+  version is stored; meanwhile the others serve the stale copy. With nothing
+  to serve at all, the first request fetches while the others wait briefly
+  for it, and it stores the list after its response;
 - served stale, saying since when and why, while the API fails or the route
   cools down after a Retry-After (`fleet.services.cooldown`, the same pause
   the client honours).
@@ -79,7 +82,8 @@ class Freshness:
 
     `stale`: older than `FLEET_VEHICLES_TTL`. `problem`: why the list was not
     replaced by a newer one; None when nothing went wrong, which a stale list
-    also is while another worker is fetching its successor. `retry_after`:
+    also is while its successor is being fetched (by another worker, or by this
+    one once its response is out). `retry_after`:
     seconds before the API may be called again, while the route cools down.
     """
 
@@ -109,6 +113,13 @@ def vehicle_list_fetched_at() -> float | None:
     one read of its small key, nothing decoded."""
     meta = _Meta.parse(cache.get(CacheKeys(fleet_cache_scope()).meta))
     return None if meta is None else meta.fetched_at
+
+
+def vehicle_list_version() -> str | None:
+    """The version of the vehicle list every worker serves, if there is one: one read of
+    its small key, nothing decoded."""
+    meta = _Meta.parse(cache.get(CacheKeys(fleet_cache_scope()).meta))
+    return None if meta is None else meta.version
 
 
 def cached_snapshot() -> Snapshot | None:
@@ -413,6 +424,9 @@ def _refreshed(keys: CacheKeys, snapshot: Snapshot, *, force: bool) -> tuple[Sna
             return latest, _freshness(latest)  # published while this one looked
         if (failed := _failed_since(keys, failure)) is not None:
             return snapshot, _freshness(snapshot, problem=failed.outcome)
+        if not force and after_response.in_request():
+            _fetch_later(keys, client, replaces=snapshot.version, lock=lock)
+            return snapshot, _freshness(snapshot)  # stale, no problem: on its way
         try:
             latest = _fetch(keys, client, replaces=snapshot.version, lock=lock, force=force)
         except errors.FleetError as error:
@@ -420,6 +434,25 @@ def _refreshed(keys: CacheKeys, snapshot: Snapshot, *, force: bool) -> tuple[Sna
                 snapshot, problem=error.outcome, retry_after=error.retry_after
             )
     return latest, _freshness(latest)
+
+
+def _fetch_later(keys: CacheKeys, client: FleetClient, *, replaces: str, lock: _Lock) -> None:
+    """Fetch and store the successor of version `replaces` once this request's response is
+    out, holding the refresh `lock` until it is stored or the call failed (`_fetch`
+    records the failure for every worker and logs it)."""
+    release = lock.hand_over()
+
+    def refresh() -> None:
+        held = _Lock(owned=True, unkept=False, release=release)
+        try:
+            _fetch(keys, client, replaces=replaces, lock=held, force=True)
+        except errors.FleetError:
+            pass  # recorded and logged: the next request says so
+        finally:
+            if not held.handed_over:  # the call failed before there was a list to store
+                release()
+
+    after_response.later(refresh)
 
 
 def _first(keys: CacheKeys, *, force: bool) -> tuple[Snapshot, Freshness]:

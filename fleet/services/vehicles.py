@@ -8,23 +8,28 @@ shows is (`Freshness`); with no list at all, `FleetDataUnavailable` says why.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from typing import Final
 
-from fleet import plates
+from django.conf import settings
+from django.core.cache import cache
+
+from fleet import after_response, plates
+from fleet.services.connection import fleet_cache_scope
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope, scope_within
 
 # Re-exported: the pages name these without knowing how the list is kept.
 from fleet.services.vehicle_cache import FleetDataUnavailable as FleetDataUnavailable
 from fleet.services.vehicle_cache import Freshness as Freshness
-from fleet.services.vehicle_cache import cached_snapshot, current_snapshot
+from fleet.services.vehicle_cache import cached_snapshot, current_snapshot, vehicle_list_version
 from fleet.services.vehicle_index import DEFAULT_SORT as DEFAULT_SORT
 from fleet.services.vehicle_index import SORTS as SORTS
 from fleet.services.vehicle_index import VehicleRow as VehicleRow
-from fleet.services.vehicle_index import mask_and
+from fleet.services.vehicle_index import Within, mask_and
 
 MAX_PER_PAGE: Final = 200
 
@@ -121,13 +126,39 @@ def fleet_registrations() -> frozenset[str] | None:
 
 
 def vehicles_ungrouped() -> int | None:
-    """How many vehicles of the list are in no vehicle group; None without a list."""
-    try:
-        snapshot, _freshness = current_snapshot()
-    except FleetDataUnavailable:
-        return None
+    """How many vehicles of the list are in no vehicle group; None without a list, or
+    while it is being counted.
+
+    At a million vehicles counting takes seconds (every grouped registration read and
+    looked up, the list decoded in a process that has not yet), so a request leaves it
+    for after its response and a later one shows it: the request reads two small cache
+    keys. The count is kept for every worker by the list's version and the groups' key.
+    """
     within = scope_within(WHOLE_FLEET, "none")
-    return 0 if within is None else snapshot.within_mask(within).count(1)
+    if within is None:
+        return 0
+    version = vehicle_list_version()
+    if version is not None and isinstance(found := cache.get(_ungrouped_key(version, within)), int):
+        return found
+
+    def count() -> int | None:
+        try:
+            snapshot, _freshness = current_snapshot()
+        except FleetDataUnavailable:
+            return None
+        counted = snapshot.within_mask(within, None).count(1)
+        keep = math.ceil(settings.FLEET_VEHICLES_KEEP)
+        cache.set(_ungrouped_key(snapshot.version, within), counted, timeout=keep)
+        return counted
+
+    if after_response.in_request():
+        after_response.later(count)
+        return None
+    return count()
+
+
+def _ungrouped_key(version: str, within: Within) -> str:
+    return f"fleet:vehicles:ungrouped:{fleet_cache_scope()}:{version}:{within.key}"
 
 
 def vehicle_drivers(*, registrations: Iterable[str], fetch: bool = True) -> dict[str, int] | None:

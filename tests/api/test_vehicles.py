@@ -13,6 +13,7 @@ from fleet.api.client import FleetClient
 from fleet.api.errors import FleetError, InvalidResponse
 from fleet.api.resources import (
     CAR_BATCH,
+    WHOLE_ANSWER_BYTES,
     VehicleColumns,
     vehicle_columns_from_bytes,
     vehicle_columns_from_json,
@@ -246,9 +247,12 @@ def test_a_v1_error_envelope_answered_200_is_still_an_error(
     assert not isinstance(raised.value, InvalidResponse)
 
 
-def test_the_fast_read_of_many_batches_keeps_every_vehicle_in_order() -> None:
-    """Vehicles are decoded `CAR_BATCH` at a time: across the batches' edges, none is
-    lost, doubled or moved, and the models seen in one batch keep their code in the next."""
+@pytest.mark.parametrize("whole_bytes", [0, WHOLE_ANSWER_BYTES], ids=["in batches", "at once"])
+def test_the_fast_read_of_many_batches_keeps_every_vehicle_in_order(whole_bytes: int) -> None:
+    """A large answer's vehicles are decoded `CAR_BATCH` at a time: across the batches'
+    edges, none is lost, doubled or moved, and the models seen in one batch keep their
+    code in the next. A smaller one (this one, by default) is decoded in one pass, to the
+    same columns."""
     count = 2 * CAR_BATCH + 1
     body = _envelope(
         *(
@@ -264,7 +268,7 @@ def test_the_fast_read_of_many_batches_keeps_every_vehicle_in_order() -> None:
         total=count,
     )
 
-    fast = vehicle_columns_from_bytes(json.dumps(body).encode())
+    fast = vehicle_columns_from_bytes(json.dumps(body).encode(), whole_bytes=whole_bytes)
 
     assert fast is not None
     assert fast == vehicle_columns_from_json(body)

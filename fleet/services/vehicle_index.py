@@ -21,6 +21,7 @@ import heapq
 import logging
 import math
 import operator
+import re
 import threading
 import unicodedata
 from array import array
@@ -265,16 +266,20 @@ class Snapshot:
 
     def rows_of_driver(self, driver_id: int) -> list[int]:
         """The rows whose driver is `driver_id`, in order: its id's bytes looked for in the
-        column's (a search in C, a million rows in a millisecond or two, where a loop over
-        them took 30), each find kept only where a row begins and has a driver."""
-        column = self.drivers.tobytes()
-        wanted = array(self.drivers.typecode, [driver_id]).tobytes()
-        width, found = len(wanted), []
-        at = column.find(wanted)
-        while at >= 0:
+        column's (a search in C, a million rows in under 3 ms, where a loop over them took
+        30), each find kept only where a row begins and has a driver.
+
+        The search reads the array's own bytes (`re` takes any buffer: no 8 MB copy, and
+        faster than `bytes.find` at this size); each search starts one byte after the last
+        find, so that a find across two rows cannot hide a row's own that overlaps it."""
+        wanted = re.compile(re.escape(array(self.drivers.typecode, [driver_id]).tobytes()))
+        width, found = self.drivers.itemsize, []
+        match = wanted.search(self.drivers)
+        while match is not None:
+            at = match.start()
             if at % width == 0 and self.has_driver[at // width]:
                 found.append(at // width)
-            at = column.find(wanted, at + 1)
+            match = wanted.search(self.drivers, at + 1)
         return found
 
     def driver(self, index: int) -> int | None:

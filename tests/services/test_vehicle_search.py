@@ -315,21 +315,25 @@ def test_the_drivers_of_registrations_are_found_by_plate_in_either_format(
 
 def test_a_drivers_rows_are_found_by_their_id_whole_never_by_bytes_across_two_rows():
     """`rows_of_driver` looks for the id's bytes in the column: a match that straddles two
-    rows' ids, or a row without a driver (its id a placeholder), is not one of its rows."""
+    rows' ids, or a row without a driver (its id a placeholder), is not one of its rows;
+    and a straddling match does not hide a row's own match that overlaps it."""
     from fleet.api.resources import VehicleColumns
     from fleet.services.vehicle_index import Snapshot
 
     straddling = int.from_bytes(
         (7).to_bytes(8, "little")[4:] + (9).to_bytes(8, "little")[:4], "little"
     )
-    driver_ids: list[int | None] = [7, 9, 7, None, 123_456_789, 7, 1 << 40]
+    # Its low and high halves alike: after a row whose high half is the same, it is also
+    # found four bytes before its row, across the two, overlapping its row's own find.
+    halves = (5 << 32) | 5
+    driver_ids: list[int | None] = [7, 9, 7, None, 123_456_789, 7, 1 << 40, (5 << 32) | 1, halves]
     fleet = VehicleColumns.of(
-        ids=list(range(1, 8)),
-        plates=[f"ABC1D{n:02d}" for n in range(1, 8)],
-        models=["Onix"] * 7,
-        actives=bytes(7),
+        ids=list(range(1, 10)),
+        plates=[f"ABC1D{n:02d}" for n in range(1, 10)],
+        models=["Onix"] * 9,
+        actives=bytes(9),
         driver_ids=driver_ids,
-        total=7,
+        total=9,
     )
     snapshot = Snapshot.from_columns(fleet, scope="test", version="1", fetched_at=0.0)
 
@@ -338,3 +342,4 @@ def test_a_drivers_rows_are_found_by_their_id_whole_never_by_bytes_across_two_ro
     assert snapshot.rows_of_driver(1 << 40) == [6]
     assert snapshot.rows_of_driver(straddling) == []
     assert snapshot.rows_of_driver(0) == []  # the row without a driver holds a placeholder
+    assert snapshot.rows_of_driver(halves) == [8]

@@ -344,6 +344,10 @@ _RECORD_FIELDS = (
     "updated_at",
 )
 
+# The JSON a record keeps as received, and its handling's history: read and decoded on its
+# own page only (a list of fifty read fifty of each, which it never shows).
+_RECORD_JSON = ("payload", "treated_history")
+
 
 def _records_found(queryset: QuerySet[Any], search_term: str) -> tuple[QuerySet[Any], bool]:
     """The admin's search, through indexes as the lists' is (`records_searched`): a key as
@@ -369,6 +373,7 @@ class FineAdmin(_LargeList, Scoped, _ReadOnly, _FineModelAdmin):
     ]
     list_filter = ["treated", "received_at"]
     search_fields = ["key"]  # the search box; what it finds: `_records_found`
+    list_deferred = _RECORD_JSON
     readonly_fields = (
         *_RECORD_FIELDS,
         "link_frame",
@@ -391,6 +396,7 @@ class NotificationAdmin(_LargeList, Scoped, _ReadOnly, _NotificationModelAdmin):
     list_display = ["external_id", "registration", "treated", "received_at", "updated_at"]
     list_filter = ["treated", "received_at"]
     search_fields = ["key"]  # the search box; what it finds: `_records_found`
+    list_deferred = _RECORD_JSON
     readonly_fields = (*_RECORD_FIELDS, "heading")
 
     def get_search_results(

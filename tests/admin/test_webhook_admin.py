@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import translation
 
-from fleet.models import Fine, UnknownWebhookKey, WebhookDelivery
+from fleet.models import Fine, Notification, UnknownWebhookKey, WebhookDelivery
 from fleet.webhooks.processing import deliveries_process_received
 
 pytestmark = pytest.mark.django_db
@@ -123,3 +125,26 @@ def test_a_delivery_shows_how_many_new_unknown_keys_were_not_recorded(admin, cli
     assert response.context["adminform"].form.instance.unknown_keys_unrecorded == 3
     assert "Unknown keys not recorded" in response.text
     assert '<div class="readonly">3</div>' in response.text
+
+
+@pytest.mark.parametrize("model", [Fine, Notification], ids=["fines", "notifications"])
+def test_the_records_lists_do_not_read_what_they_do_not_show(admin, client, model):
+    """A record's JSON (its payload, its handling's history) is read on its own page only:
+    a list of fifty read and decoded fifty of each for nothing."""
+    kind = "fine" if model is Fine else "notification"
+    deliver(
+        client, json.dumps({"frame": {"id": 5, "treated": False, "carPlate": "ABC1D23"}}).encode()
+    )
+    deliver(client, json.dumps({"notification": {"id": 6, "treated": False}}).encode())
+    record = model.objects.get()
+    table = model._meta.db_table
+
+    with CaptureQueriesContext(connection) as listed:
+        page = admin.get(reverse(f"admin:fleet_{kind}_changelist"))
+    with CaptureQueriesContext(connection) as shown:
+        own = admin.get(reverse(f"admin:fleet_{kind}_change", args=[record.pk]))
+
+    assert page.status_code == own.status_code == 200
+    rows = [q["sql"] for q in listed.captured_queries if f'FROM "{table}"' in q["sql"]]
+    assert rows and not any('"payload"' in sql or '"treated_history"' in sql for sql in rows)
+    assert any(f'"{table}"."payload"' in q["sql"] for q in shown.captured_queries)

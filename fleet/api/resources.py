@@ -34,9 +34,9 @@ class VehicleColumns:
     """The whole fleet column by column: row `i` is `ids[i]`, `plates[i]`,
     `model_names[model_codes[i]]`, `actives[i]`, and `driver_ids[i]` if `has_driver[i]`.
 
-    The compact shape for a fleet of a million vehicles: numbers in arrays (eight
-    bytes a row), each model's name once, a byte a row for being active (1) and for
-    having a driver (1).
+    The compact shape for a fleet of a million vehicles: numbers in arrays (four bytes
+    a row while every id fits in 32 bits, as they usually do, else eight), each
+    model's name once, a byte a row for being active (1) and for having a driver (1).
     """
 
     ids: array[int]
@@ -78,16 +78,35 @@ class VehicleColumns:
         return collector.columns(total)
 
 
+# Ids in four bytes (unsigned), until one does not fit: then in eight (signed, as JSON's
+# integers are read), which any larger number is refused from.
+_NARROW: Final = "I"
+_WIDE: Final = "q"
+
+
+def _extended(column: array[int], numbers: list[int]) -> array[int]:
+    """`column` with `numbers` added: the same array, or a wider copy when one of them
+    does not fit (once per fleet at most); `ShapeError` when no 64-bit integer holds one.
+    `fromlist`, not `extend`: a list is read in C, twice as fast as an iterable."""
+    try:
+        column.fromlist(numbers)  # on overflow, nothing of `numbers` is added
+    except OverflowError:
+        if column.typecode == _WIDE:
+            raise ShapeError("a vehicle's id or driver id is out of range") from None
+        return _extended(array(_WIDE, column), numbers)
+    return column
+
+
 class _ColumnsCollector:
     """`VehicleColumns` built a part of the fleet at a time (`add`)."""
 
     def __init__(self) -> None:
-        self.ids = array("q")
+        self.ids = array(_NARROW)
         self.plates: list[str] = []
         self.codes: dict[str, int] = {}
         self.model_codes = array("I")
         self.actives = bytearray()
-        self.drivers = array("q")
+        self.drivers = array(_NARROW)
         self.has_driver = bytearray()
 
     def add(
@@ -99,12 +118,8 @@ class _ColumnsCollector:
         driver_ids: list[int | None],
     ) -> None:
         codes = self.codes
-        try:
-            # `fromlist`, not `extend`: a list is read in C, twice as fast as an iterable.
-            self.ids.fromlist(ids)
-            self.drivers.fromlist([driver or 0 for driver in driver_ids])
-        except OverflowError:
-            raise ShapeError("a vehicle's id or driver id is out of range") from None
+        self.ids = _extended(self.ids, ids)
+        self.drivers = _extended(self.drivers, [driver or 0 for driver in driver_ids])
         self.plates.extend(plates)
         for model in dict.fromkeys(models):  # each model of the batch once, in order
             if model not in codes:

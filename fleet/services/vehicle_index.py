@@ -272,7 +272,10 @@ class Snapshot:
         The search reads the array's own bytes (`re` takes any buffer: no 8 MB copy, and
         faster than `bytes.find` at this size); each search starts one byte after the last
         find, so that a find across two rows cannot hide a row's own that overlaps it."""
-        wanted = re.compile(re.escape(array(self.drivers.typecode, [driver_id]).tobytes()))
+        try:
+            wanted = re.compile(re.escape(array(self.drivers.typecode, [driver_id]).tobytes()))
+        except OverflowError:  # an id the column's width cannot hold: nobody's
+            return []
         width, found = self.drivers.itemsize, []
         match = wanted.search(self.drivers)
         while match is not None:

@@ -277,3 +277,33 @@ def test_the_fast_read_of_many_batches_keeps_every_vehicle_in_order(whole_bytes:
         f"Modelo {number % 7}" for number in range(CAR_BATCH, CAR_BATCH + 3)
     ]
     assert len(fast.model_names) == 7
+
+
+def test_ids_are_kept_in_four_bytes_until_one_needs_eight() -> None:
+    """A million ids in 4 MB, not 8, while they fit; one that does not (in any batch)
+    widens the column once, every id before it kept, in order."""
+    small = VehicleColumns.of(
+        ids=[1, 2, 3],
+        plates=["ABC1D23", "ABC1D24", "ABC1D25"],
+        models=["Onix"] * 3,
+        actives=bytes(3),
+        driver_ids=[None, 4_294_967_295, 7],
+        total=3,
+    )
+    assert (small.ids.itemsize, small.drivers.itemsize) == (4, 4)
+
+    count = CAR_BATCH + 2
+    body = _envelope(
+        *(
+            _vehicle(id=number, car_plate=f"ABC{number:04d}"[-7:], driver_id=number)
+            for number in range(1, count)
+        ),
+        _vehicle(id=1 << 40, car_plate="ZZZ9Z99", driver_id=-5),
+        total=count,
+    )
+    wide = vehicle_columns_from_bytes(json.dumps(body).encode(), whole_bytes=0)
+
+    assert wide is not None
+    assert (wide.ids.itemsize, wide.drivers.itemsize) == (8, 8)
+    assert list(wide.ids) == [*range(1, count), 1 << 40]
+    assert wide.driver_ids == [*range(1, count), -5]

@@ -343,3 +343,23 @@ def test_a_drivers_rows_are_found_by_their_id_whole_never_by_bytes_across_two_ro
     assert snapshot.rows_of_driver(straddling) == []
     assert snapshot.rows_of_driver(0) == []  # the row without a driver holds a placeholder
     assert snapshot.rows_of_driver(halves) == [8]
+
+
+def test_a_driver_id_wider_than_the_column_is_nobodys():
+    from fleet.api.resources import VehicleColumns
+    from fleet.services.vehicle_index import Snapshot
+
+    fleet = VehicleColumns.of(
+        ids=[1, 2],
+        plates=["ABC1D01", "ABC1D02"],
+        models=["Onix"] * 2,
+        actives=bytes(2),
+        driver_ids=[7, 8],
+        total=2,
+    )
+    snapshot = Snapshot.from_columns(fleet, scope="test", version="1", fetched_at=0.0)
+
+    assert snapshot.drivers.itemsize == 4
+    assert snapshot.rows_of_driver(8) == [1]
+    assert snapshot.rows_of_driver(1 << 40) == []
+    assert snapshot.rows_of_driver(-1) == []

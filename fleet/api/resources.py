@@ -8,6 +8,10 @@ client reports as `InvalidResponse`. Where the spec does not show a member's
 name (inside an e-CRLV request, the two parts of a vehicle's e-CRLV view),
 the likely names are accepted, listed once in `_MEMBERS`; every other member
 is optional and a page simply does not show it when it is missing.
+
+One module: it is where the spec's shapes are read, each once, and the vehicle
+list's fast reader (straight from the bytes, in one pass or in batches) must
+accept and refuse exactly what its usual reader beside it does.
 """
 
 from __future__ import annotations

@@ -31,6 +31,9 @@ Cache keys, under `fleet:vehicles:<SNAPSHOT_FORMAT>:<scope>` (`fleet_cache_scope
 | `data:<version>` | the snapshot | once per version by each process |
 | `lock` | the refreshing worker's random token | when stale |
 | `failure` | the last failed refresh: outcome, Retry-After, when | when stale |
+
+One module: the keys, the lock and the choice between fresh, stale and none are one
+protocol between workers; each part is right only as the others use it.
 """
 
 from __future__ import annotations

@@ -114,15 +114,19 @@ _memo = _Memo()
 def vehicle_list_fetched_at() -> float | None:
     """When the vehicle list every worker serves was fetched (wall clock), if there is one:
     one read of its small key, nothing decoded."""
-    meta = _Meta.parse(cache.get(CacheKeys(fleet_cache_scope()).meta))
+    meta = _shared_meta()
     return None if meta is None else meta.fetched_at
 
 
 def vehicle_list_version() -> str | None:
     """The version of the vehicle list every worker serves, if there is one: one read of
     its small key, nothing decoded."""
-    meta = _Meta.parse(cache.get(CacheKeys(fleet_cache_scope()).meta))
+    meta = _shared_meta()
     return None if meta is None else meta.version
+
+
+def _shared_meta() -> _Meta | None:
+    return _Meta.parse(cache.get(CacheKeys(fleet_cache_scope()).meta))
 
 
 def cached_snapshot() -> Snapshot | None:
@@ -313,7 +317,7 @@ def _refresh_lock(keys: CacheKeys, client: FleetClient) -> Iterator[_Lock]:
 
 
 def _fetch(
-    keys: CacheKeys, client: FleetClient, *, replaces: str | None, lock: _Lock, force: bool
+    keys: CacheKeys, client: FleetClient, *, replaces: str | None, lock: _Lock, store_now: bool
 ) -> Snapshot:
     """Call the API; its answer is this worker's copy now and every worker's once
     stored, in place of version `replaces` (the one this worker, holding the
@@ -321,9 +325,10 @@ def _fetch(
 
     Storing waits until this request's response is out (`after_response.later`):
     the person who asked does not wait for it, and the lock is held until it is
-    done, so other workers wait for the stored copy rather than fetch one. A
-    forced refresh (the button) stores before answering: its answer is a
-    redirect, and the page it leads to may be served by another worker.
+    done, so other workers wait for the stored copy rather than fetch one. With
+    `store_now` it stores before returning: a forced refresh (the button), whose
+    answer is a redirect to a page another worker may serve, and a refresh that
+    already runs after its response (`_fetch_later`).
     """
     started = time.perf_counter()
     try:
@@ -367,7 +372,7 @@ def _fetch(
             (time.perf_counter() - storing) * 1000,
         )
 
-    if force:
+    if store_now:
         store()
     else:
         after_response.later(store)
@@ -431,7 +436,7 @@ def _refreshed(keys: CacheKeys, snapshot: Snapshot, *, force: bool) -> tuple[Sna
             _fetch_later(keys, client, replaces=snapshot.version, lock=lock)
             return snapshot, _freshness(snapshot)  # stale, no problem: on its way
         try:
-            latest = _fetch(keys, client, replaces=snapshot.version, lock=lock, force=force)
+            latest = _fetch(keys, client, replaces=snapshot.version, lock=lock, store_now=force)
         except errors.FleetError as error:
             return snapshot, _freshness(
                 snapshot, problem=error.outcome, retry_after=error.retry_after
@@ -448,7 +453,7 @@ def _fetch_later(keys: CacheKeys, client: FleetClient, *, replaces: str, lock: _
     def refresh() -> None:
         held = _Lock(owned=True, unkept=False, release=release)
         try:
-            _fetch(keys, client, replaces=replaces, lock=held, force=True)
+            _fetch(keys, client, replaces=replaces, lock=held, store_now=True)
         except errors.FleetError:
             pass  # recorded and logged: the next request says so
         finally:
@@ -484,7 +489,7 @@ def _first(keys: CacheKeys, *, force: bool) -> tuple[Snapshot, Freshness]:
                     if (failed := _failed_since(keys, failure)) is not None:
                         raise unavailable(failed.outcome)
                     try:
-                        snapshot = _fetch(keys, client, replaces=None, lock=lock, force=force)
+                        snapshot = _fetch(keys, client, replaces=None, lock=lock, store_now=force)
                     except errors.FleetError as error:
                         raise unavailable(error.outcome) from error
                 return snapshot, _freshness(snapshot)

@@ -11,11 +11,13 @@ One module: the lists of fines and of notifications select through the same reco
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from django.core.paginator import Page
 from django.db.models import Count, F, Q, QuerySet, Sum
@@ -133,6 +135,45 @@ class ListTotal:
     more: bool = False
 
 
+# What one page of the list looks up more than once while `fine_list_page` builds it
+# (a search's wordings, a tally), by what was looked up; None outside.
+_looked_up: ContextVar[dict[Hashable, Any] | None] = ContextVar(
+    "fleet_fines_looked_up", default=None
+)
+
+
+def _once[T](key: Hashable, look_up: Callable[[], T]) -> T:
+    """`look_up()`, done once per key while `fine_list_page` builds a page; else each time."""
+    found = _looked_up.get()
+    if found is None:
+        return look_up()
+    if key not in found:
+        found[key] = look_up()
+    return cast(T, found[key])
+
+
+def fine_list_page(
+    *, scope: VehicleScope, page: int = 1, **filters: Any
+) -> tuple[Page[Fine], ListTotal]:
+    """A page of the fines `filters` select (`fine_search`) and the count and R$ of all of
+    them (`fine_list_total`), each looking up what both need once: the wordings a search
+    finds, the tallies, the count (up to `COUNTED`)."""
+    with _looking_up_once():
+        listed = fine_search(scope=scope, page=page, **filters)
+        return listed, fine_list_total(scope=scope, listed=listed, **filters)
+
+
+@contextmanager
+def _looking_up_once() -> Iterator[None]:
+    """Within, `_once` looks each thing up once (and not beyond: a list's next page looks
+    again)."""
+    unset = _looked_up.set({})
+    try:
+        yield
+    finally:
+        _looked_up.reset(unset)
+
+
 def fine_search(*, scope: VehicleScope, page: int = 1, **filters: Any) -> Page[Fine]:
     """One page of fines; `fine_filtered` says what `filters` select and in which order,
     `_fines_walked` how the page reads them."""
@@ -175,10 +216,10 @@ def _fines_walked(
     selected = {}
     if "month" in conditions:
         key = month_key(filters["month"])
-        selected["month"] = fine_tallies_total(TallyDimension.MONTH, key).count
+        selected["month"] = _tally(TallyDimension.MONTH, key).count
     if "received_from" in conditions:
         since = day_key(filters["received_from"])
-        selected["received_from"] = fine_tallies_total(TallyDimension.DAY, since=since).count
+        selected["received_from"] = _tally(TallyDimension.DAY, since=since).count
     return conditions_walked(
         Fine, read=_page_number(page) * PER_PAGE, conditions=conditions, selected=selected
     )
@@ -208,13 +249,14 @@ def fine_list_total(
     if (tallied := _whole_fleet_tally(scope, filters)) is not None:
         return ListTotal(tallied.count, tallied.amount)
     paginator = None if listed is None else listed.paginator
-    if _part_past_counted(scope, filters) or (
-        isinstance(paginator, CappedPaginator) and paginator.count and paginator.capped
-    ):
+    if _part_past_counted(scope, filters):
         return ListTotal(COUNTED, None, more=True)
     fines = fine_filtered(scope=scope, counting=True, **filters).order_by()
-    counted = fines[: COUNTED + 1].count()
-    if counted > COUNTED:
+    if isinstance(paginator, CappedPaginator):
+        counted = paginator.count  # the same fines, counted for the page
+        if paginator.capped:
+            return ListTotal(COUNTED, None, more=True)
+    elif (counted := fines[: COUNTED + 1].count()) > COUNTED:
         return ListTotal(COUNTED, None, more=True)
     return ListTotal(counted, fine_totals(fines).amount)
 
@@ -248,19 +290,26 @@ def _search_past_counted(scope: VehicleScope, filters: dict[str, Any]) -> bool:
     return fines.filter(infraction_id__in=wordings).order_by()[: COUNTED + 1].count() > COUNTED
 
 
+def _tally(dimension: TallyDimension, key: str | None = None, *, since: str = "") -> Total:
+    """`fine_tallies_total`, once per page (`_once`)."""
+    return _once(
+        ("tally", dimension, key, since), lambda: fine_tallies_total(dimension, key, since=since)
+    )
+
+
 def _tallied(chosen: dict[str, Any]) -> Total | None:
     """The dashboard's tally of these filters, if one counts exactly them."""
     if not chosen:
-        return fine_tallies_total(TallyDimension.DAY)
+        return _tally(TallyDimension.DAY)
     if chosen == {"treated": False}:
-        return fine_tallies_total(TallyDimension.UNTREATED, "")
+        return _tally(TallyDimension.UNTREATED, "")
     if chosen == {"document": False}:
-        return fine_tallies_total(TallyDimension.WITHOUT_DOCUMENT, "")
+        return _tally(TallyDimension.WITHOUT_DOCUMENT, "")
     if set(chosen) == {"month"}:
-        return fine_tallies_total(TallyDimension.MONTH, month_key(chosen["month"]))
+        return _tally(TallyDimension.MONTH, month_key(chosen["month"]))
     if set(chosen) == {"received_from"}:
         since = day_key(chosen["received_from"])
-        return fine_tallies_total(TallyDimension.DAY, since=since)
+        return _tally(TallyDimension.DAY, since=since)
     return None
 
 
@@ -509,6 +558,5 @@ def records_searched(model: type[Fine] | type[Notification], q: str) -> Q:
 
 def _wordings_found(q: str) -> list[int]:
     """The wordings (`SEARCHED_WORDINGS` at most) that have `q`: infractions and titles."""
-    return list(
-        Wording.objects.filter(text__icontains=q).values_list("pk", flat=True)[:SEARCHED_WORDINGS]
-    )
+    wordings = Wording.objects.filter(text__icontains=q).values_list("pk", flat=True)
+    return _once(("wordings", q), lambda: list(wordings[:SEARCHED_WORDINGS]))

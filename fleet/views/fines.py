@@ -28,8 +28,7 @@ from fleet.services.fines import (
     ExportedFine,
     fine_export,
     fine_get,
-    fine_list_total,
-    fine_search,
+    fine_list_page,
     notification_export,
     notification_get,
     notification_search,
@@ -52,9 +51,9 @@ def fine_list(request: AuthenticatedRequest) -> HttpResponse:
     scope = scope_of(request.user)
     form = FineFilterForm(request.GET, scope=scope)
     filters = form.filters()
-    page = fine_search(scope=scope, **filters)
+    page, totals = fine_list_page(scope=scope, **filters)
     extra = {
-        "totals": fine_list_total(scope=scope, listed=page, **FineFilterForm.every_page(filters)),
+        "totals": totals,
         "saved_views": saved_fine_views(user=request.user),
         "save_form": SavedFineViewForm(initial={"query": FineFilterForm.query_string(filters)}),
     }

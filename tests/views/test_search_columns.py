@@ -5,6 +5,7 @@ title, either by the platform's id; what they read is written by processing."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from importlib import import_module
 
 import pytest
@@ -96,6 +97,15 @@ def test_no_filter_reads_the_payloads_json(manager_client, fines, path):
     conditions = [_conditions(query["sql"]) for query in queries.captured_queries]
     assert conditions
     assert [found for found in conditions if _JSON.search(found)] == []
+
+
+@pytest.mark.parametrize("path", [path for path in FILTERED if "export" not in path])
+def test_a_list_page_asks_the_database_each_thing_once(manager_client, fines, path):
+    """A search's wordings, a tally, a count: the page and its total need the same ones."""
+    with CaptureQueriesContext(connection) as queries:
+        assert manager_client.get(path).status_code == 200
+    asked = Counter(query["sql"] for query in queries.captured_queries)
+    assert [sql for sql, times in asked.items() if times > 1] == []
 
 
 def _conditions(sql: str) -> str:

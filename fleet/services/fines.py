@@ -42,6 +42,7 @@ from fleet.services.figures import Total
 from fleet.services.list_walks import (
     checked,
     conditions_walked,
+    past_counted,
     scope_past_counted,
     scope_walked,
     states_checked,
@@ -244,18 +245,18 @@ def fine_list_total(
     """The count and R$ of the fines `filters` select: from the tallies (a few rows) when
     the whole fleet is filtered as the dashboard counts it (nothing, untreated, a month,
     without document, received since a day); else summed over them if they are
-    `COUNTED` or fewer. `listed`: a page of the same fines (`fine_search`), whose count
-    says already whether they are more (then they are not counted again)."""
+    `COUNTED` or fewer. `listed`: a page of the same fines (`fine_search`), counted
+    already for the page (up to `COUNTED`): they are not counted again."""
     if (tallied := _whole_fleet_tally(scope, filters)) is not None:
         return ListTotal(tallied.count, tallied.amount)
     paginator = None if listed is None else listed.paginator
     if _part_past_counted(scope, filters):
         return ListTotal(COUNTED, None, more=True)
+    if isinstance(paginator, CappedPaginator) and paginator.count and paginator.capped:
+        return ListTotal(COUNTED, None, more=True)  # the same fines, counted for the page
     fines = fine_filtered(scope=scope, counting=True, **filters).order_by()
     if isinstance(paginator, CappedPaginator):
-        counted = paginator.count  # the same fines, counted for the page
-        if paginator.capped:
-            return ListTotal(COUNTED, None, more=True)
+        counted = paginator.count
     elif (counted := fines[: COUNTED + 1].count()) > COUNTED:
         return ListTotal(COUNTED, None, more=True)
     return ListTotal(counted, fine_totals(fines).amount)
@@ -281,13 +282,17 @@ def _search_past_counted(scope: VehicleScope, filters: dict[str, Any]) -> bool:
     finds in several ways at once (`records_searched`), and PostgreSQL reads every
     fine of each way into one bitmap before it counts the first: 21 ms at ten million
     fines for a word most infractions have, where the infractions' index alone gives
-    ten thousand of them in one or two."""
+    ten thousand of them in one or two. Searched alone, past is kept (`past_counted`)."""
     q = filters.get("q")
     wordings = _wordings_found(q) if q else []
     if not wordings:
         return False
-    fines = fine_filtered(scope=scope, counting=True, **(filters | {"q": ""}))
-    return fines.filter(infraction_id__in=wordings).order_by()[: COUNTED + 1].count() > COUNTED
+    others = {name: value for name, value in filters.items() if name not in ("q", "sort")}
+    fines = fine_filtered(scope=scope, counting=True, **others)
+    found = fines.filter(infraction_id__in=wordings)
+    if any(value not in (None, "") for value in others.values()):
+        return found.order_by()[: COUNTED + 1].count() > COUNTED  # states change
+    return past_counted(found, f"search:{scope.key}:{wordings}")
 
 
 def _tally(dimension: TallyDimension, key: str | None = None, *, since: str = "") -> Total:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping
+from typing import Any, cast
 
 from django.core.cache import cache
 from django.db import connection
@@ -35,6 +36,8 @@ from fleet.services.scopes import VehicleScope
 # How long what a walk is decided on is kept: the share of the fleet a part holds, the
 # records a condition selects.
 WALKED_SECONDS = 3600
+# How long the span of the records' ids is kept (`_span`).
+_SPAN_SECONDS = 60
 
 
 def scope_walked(scope: VehicleScope) -> bool:
@@ -67,11 +70,22 @@ def scope_past_counted(model: type[Fine] | type[Notification], scope: VehicleSco
     is counted with its list until then, as below it."""
     if scope.whole_fleet or scope.empty:
         return False
-    key = f"fleet:scope-past-counted:{model._meta.model_name}:{scope.key}"
-    past: bool | None = cache.get(key)
-    if past is None:
-        past = scope.records(model.objects.order_by())[: COUNTED + 1].count() > COUNTED
-        cache.set(key, past, timeout=WALKED_SECONDS)
+    records = scope.records(model.objects.order_by())
+    return past_counted(records, f"scope-past-counted:{model._meta.model_name}:{scope.key}")
+
+
+def past_counted(records: QuerySet[Any], key: str) -> bool:
+    """Whether `records` are more than a list counts (`COUNTED`), counted through their
+    index up to there. Once they are, that is kept an hour under `key` (what `records`
+    are, as the caller names them): records are kept (the README's "What grows"), so
+    only a record's deletion could make it untrue meanwhile. Fewer are counted again
+    each time, as they may grow."""
+    cache_key = "fleet:past-counted:" + hashlib.sha256(key.encode()).hexdigest()[:32]
+    if cache.get(cache_key):
+        return True
+    past = records.order_by()[: COUNTED + 1].count() > COUNTED
+    if past:
+        cache.set(cache_key, True, timeout=WALKED_SECONDS)
     return past
 
 
@@ -113,10 +127,15 @@ def conditions_walked(
 def _span(model: type[Fine] | type[Notification]) -> int:
     """How many records there are, about: the span of their ids, which are given in
     order (the oldest deleted first, if any is), read from the ends of the key's index
-    (two queries: SQLite reads a whole table for a MIN and a MAX together)."""
-    first: int | None = model.objects.aggregate(first=Min("pk"))["first"]
-    last: int | None = model.objects.aggregate(last=Max("pk"))["last"]
-    return 0 if first is None or last is None else last - first + 1
+    (two queries: SQLite reads a whole table for a MIN and a MAX together), kept a
+    minute: an estimate, which the records of a minute do not change."""
+
+    def span() -> int:
+        first: int | None = model.objects.aggregate(first=Min("pk"))["first"]
+        last: int | None = model.objects.aggregate(last=Max("pk"))["last"]
+        return 0 if first is None or last is None else last - first + 1
+
+    return cast(int, cache.get_or_set(f"fleet:span:{model._meta.model_name}", span, _SPAN_SECONDS))
 
 
 def _selected(model: type[Fine] | type[Notification], name: str, condition: Q, enough: int) -> int:

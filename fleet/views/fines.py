@@ -248,17 +248,12 @@ def _filters_rendered(
     request: AuthenticatedRequest, form: FineFilterForm | NotificationFilterForm
 ) -> SafeString:
     """The list's filter form (`_record_parts.html#filters`), rendered once per process
-    for what it shows: the values as typed (and so its errors), in the page's language,
-    at its address. Not kept with a driver typed: the field then shows the driver's
-    name (`FineFilterForm.filters`) and a name fits the drivers there are, both of
-    which change."""
-    shown = [field.name for field in form.visible_fields()]
-    typed = tuple((name, tuple(request.GET.getlist(name))) for name in shown)
-    key = (
-        None
-        if request.GET.get("driver", "").strip()
-        else (type(form).__name__, request.path, get_language(), typed)
-    )
+    for what it shows: the values as the form shows them (a driver chosen by name or id
+    shows as the driver is named now, `FineFilterForm.filters`) and its errors, in the
+    page's language, at its address."""
+    values = tuple((field.name, str(field.value())) for field in form.visible_fields())
+    errors = tuple((name, tuple(map(str, found))) for name, found in form.errors.items())
+    key = (type(form).__name__, request.path, get_language(), values, errors)
     return _filter_forms.render(
         request, "fleet/_record_parts.html#filters", lambda: {"form": form}, key=key
     )

@@ -21,7 +21,14 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from fleet.models import Fine, Notification, VehicleGroup, VehicleGroupPlate, of_vehicle
+from fleet.models import (
+    Fine,
+    Notification,
+    VehicleGroup,
+    VehicleGroupPlate,
+    Wording,
+    of_vehicle,
+)
 from fleet.services.dashboard import COUNTED
 from fleet.services.fines import (
     FINE_SORTS,
@@ -312,6 +319,26 @@ def test_a_region_with_many_fines_walks_the_list_in_its_order():
     assert "EXISTS" in str(cast(Any, paginator.object_list).query)
     assert "EXISTS" not in str(paginator.counted.query)
     assert (paginator.count, paginator.capped) == (COUNTED, True)
+
+
+def test_a_search_past_the_count_says_so_without_counting_at_each_page():
+    """A word whose infractions have more fines than a list counts: its list says "more
+    than COUNTED" from what was counted once (an hour); with another filter, which a
+    fine's handling changes, it is counted at each page."""
+    fines_of(["AAA1A11", "BBB2B22"], COUNTED + 10)
+    Fine.objects.update(infraction=Wording.objects.create(text="Velocidade", digest="v"))
+    fine_search(scope=WHOLE_FLEET, q="velocidade")
+
+    for sort in ("", "-amount"):
+        with CaptureQueriesContext(connection) as queries:
+            page = fine_search(scope=WHOLE_FLEET, q="velocidade", sort=sort)
+        assert cast(CappedPaginator, page.paginator).capped
+        assert not [query for query in queries if "COUNT(" in query["sql"].upper()], queries
+
+    with CaptureQueriesContext(connection) as queries:
+        page = fine_search(scope=WHOLE_FLEET, q="velocidade", treated=False)
+    assert page.paginator.count == Fine.objects.filter(treated=False).count() < COUNTED
+    assert [query for query in queries if "COUNT(" in query["sql"].upper()]
 
 
 def test_a_region_past_the_count_says_so_without_counting_at_each_page():

@@ -11,11 +11,13 @@ page once (`_record_parts.html#app_link`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from django.conf import settings
 from django.core.cache import caches
 from django.template.base import Origin
 from django.template.loader import get_template
@@ -49,10 +51,21 @@ def rows_rendered(template_name: str, records: Sequence[WebhookRecord]) -> list[
 
 
 def _template_version(template_name: str) -> str:
-    """The template's name and a digest of the files beside it (its parts), as they are
-    now: a deployment, or an edit while developing, renders the rows again."""
+    """The template's name and a digest of the files beside it (its parts): a deployment
+    (new processes), or an edit while developing (`DEBUG`: read at each page), renders
+    the rows again."""
+    if settings.DEBUG:
+        return _template_files_version(template_name)
+    return _template_files_kept(template_name)
+
+
+def _template_files_version(template_name: str) -> str:
     origin: Origin = cast(Any, get_template(template_name)).origin
     folder = Path(origin.name).parent
     files = sorted((path.name, path.stat()) for path in folder.glob("*.html"))
     stamps = ";".join(f"{name}:{stat.st_mtime_ns}:{stat.st_size}" for name, stat in files)
     return f"{template_name}:{hashlib.sha256(stamps.encode()).hexdigest()[:16]}"
+
+
+# A process's templates do not change without DEBUG: their versions, read once.
+_template_files_kept = functools.cache(_template_files_version)

@@ -4,9 +4,14 @@ time, and a page seen again renders none of its rows."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
+from django.template.loader import get_template
 from django.test.signals import template_rendered
 
+from fleet.views import rows
 from tests.views.test_fines import ENGLISH, a_fine, deliver
 
 pytestmark = pytest.mark.django_db
@@ -74,3 +79,21 @@ def test_a_row_is_in_the_readers_language(manager_client, client):
     assert "Untreated" in english
     assert "Não tratada" in portuguese
     assert "Untreated" not in portuguese
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_an_edited_template_renders_the_rows_again_while_developing(settings, debug):
+    """A row's template as deployed is part of its key: read at each page under DEBUG,
+    where templates are edited; else once per process, as a deployment starts new ones."""
+    settings.DEBUG = debug
+    rows._template_files_kept.cache_clear()
+    name = "fleet/fines.html#row"
+    before = rows._template_version(name)
+    origin = Path(get_template(name).origin.name)  # type: ignore[attr-defined]
+    stat = origin.stat()
+    try:
+        os.utime(origin, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+        assert (rows._template_version(name) != before) is debug
+    finally:
+        os.utime(origin, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        rows._template_files_kept.cache_clear()

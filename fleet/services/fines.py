@@ -249,31 +249,36 @@ def fine_list_total(
     already for the page (up to `COUNTED`): they are not counted again."""
     if (tallied := _whole_fleet_tally(scope, filters)) is not None:
         return ListTotal(tallied.count, tallied.amount)
-    paginator = None if listed is None else listed.paginator
     if _part_past_counted(scope, filters):
         return ListTotal(COUNTED, None, more=True)
-    if isinstance(paginator, CappedPaginator) and paginator.count and paginator.capped:
-        return ListTotal(COUNTED, None, more=True)  # the same fines, counted for the page
     fines = fine_filtered(scope=scope, counting=True, **filters).order_by()
+    paginator = None if listed is None else listed.paginator
     if isinstance(paginator, CappedPaginator):
-        counted = paginator.count
-    elif (counted := fines[: COUNTED + 1].count()) > COUNTED:
+        counted, past = paginator.count, paginator.capped  # the same fines, for the page
+    else:
+        counted = fines[: COUNTED + 1].count()
+        past = counted > COUNTED
+    if past:
         return ListTotal(COUNTED, None, more=True)
     return ListTotal(counted, fine_totals(fines).amount)
 
 
 def _whole_fleet_tally(scope: VehicleScope, filters: dict[str, Any]) -> Total | None:
     """The dashboard's tally of what `filters` select, if one counts exactly that."""
-    chosen = {name: value for name, value in filters.items() if value not in (None, "")}
-    chosen.pop("sort", None)
-    return _tallied(chosen) if scope.whole_fleet else None
+    return _tallied(_chosen(filters)) if scope.whole_fleet else None
+
+
+def _chosen(filters: dict[str, Any]) -> dict[str, Any]:
+    """The filters given a value: those that select (the sort, which only orders, left out)."""
+    return {
+        name: value for name, value in filters.items() if value not in (None, "") and name != "sort"
+    }
 
 
 def _part_past_counted(scope: VehicleScope, filters: dict[str, Any]) -> bool:
     """Whether the unfiltered list of a part of the fleet holds more fines than a list
     counts, known without counting them (`scope_past_counted`)."""
-    chosen = [name for name, value in filters.items() if value not in (None, "")]
-    return chosen in ([], ["sort"]) and scope_past_counted(Fine, scope)
+    return not _chosen(filters) and scope_past_counted(Fine, scope)
 
 
 def _search_past_counted(scope: VehicleScope, filters: dict[str, Any]) -> bool:
@@ -287,10 +292,11 @@ def _search_past_counted(scope: VehicleScope, filters: dict[str, Any]) -> bool:
     wordings = _wordings_found(q) if q else []
     if not wordings:
         return False
-    others = {name: value for name, value in filters.items() if name not in ("q", "sort")}
+    others = _chosen(filters)
+    del others["q"]
     fines = fine_filtered(scope=scope, counting=True, **others)
     found = fines.filter(infraction_id__in=wordings)
-    if any(value not in (None, "") for value in others.values()):
+    if others:
         return found.order_by()[: COUNTED + 1].count() > COUNTED  # states change
     return past_counted(found, f"search:{scope.key}:{wordings}")
 

@@ -70,16 +70,20 @@ def scope_past_counted(model: type[Fine] | type[Notification], scope: VehicleSco
     is counted with its list until then, as below it."""
     if scope.whole_fleet or scope.empty:
         return False
-    records = scope.records(model.objects.order_by())
-    return past_counted(records, f"scope-past-counted:{model._meta.model_name}:{scope.key}")
+    key = f"fleet:scope-past-counted:{model._meta.model_name}:{scope.key}"
+    past: bool | None = cache.get(key)
+    if past is None:
+        past = scope.records(model.objects.order_by())[: COUNTED + 1].count() > COUNTED
+        cache.set(key, past, timeout=WALKED_SECONDS)
+    return past
 
 
 def past_counted(records: QuerySet[Any], key: str) -> bool:
     """Whether `records` are more than a list counts (`COUNTED`), counted through their
     index up to there. Once they are, that is kept an hour under `key` (what `records`
     are, as the caller names them): records are kept (the README's "What grows"), so
-    only a record's deletion could make it untrue meanwhile. Fewer are counted again
-    each time, as they may grow."""
+    only a deletion could make it untrue meanwhile. Fewer are counted again each time
+    (unlike `scope_past_counted`, which keeps either answer an hour)."""
     cache_key = "fleet:past-counted:" + hashlib.sha256(key.encode()).hexdigest()[:32]
     if cache.get(cache_key):
         return True

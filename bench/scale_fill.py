@@ -224,8 +224,11 @@ def _fines(
     columns = (
         "id", "key", "external_id", "treated", "treated_history", "payload", "registration",
         "received_at", "updated_at", "link_frame", "link", "amount", "occurred_at",
-        "driver_id", "reference", "infraction_id",
+        "driver_id", "driver_basis", "reference", "infraction_id",
     )  # fmt: skip
+    # The history of who had each vehicle covers the last 90 days; in them, one fine in
+    # 200 was committed while its vehicle changed hands (`fleet.services.attribution`).
+    covered = now - timedelta(days=90)
 
     def fine(number: int) -> tuple[Any, ...]:
         vehicle = rng.randrange(len(registrations))
@@ -248,10 +251,14 @@ def _fines(
             "amount": str(amount),
         }
         document = f"https://autoridade.example/{reference}.pdf" if rng.random() < 0.7 else ""
+        basis = "history" if occurred > covered else "list"
+        driver: int | None = drivers[vehicle]
+        if basis == "history" and number % 200 == 0:
+            basis, driver = "uncertain", None
         return (
             number, f"id:{number}", str(number), rng.random() < 0.6, [], payload,
             registrations[vehicle], received, received, document,
-            f"https://boletos.example/{reference}", amount, occurred, drivers[vehicle],
+            f"https://boletos.example/{reference}", amount, occurred, driver, basis,
             reference, wording,
         )  # fmt: skip
 

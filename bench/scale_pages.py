@@ -84,6 +84,8 @@ def pages(data: dict[str, object], post_fine: Callable[[], None]) -> list[Page]:
         Page("fines ?q= an infraction", "/fines/?q=velocidade"),
         Page("fines ?plate=", f"/fines/?plate={plates[3]}"),
         Page("fines ?driver=", f"/fines/?driver={drivers[4]}"),
+        Page("fines ?uncertain=", "/fines/?uncertain=on"),
+        Page("fines, region ?uncertain=", "/fines/?uncertain=on", region),
         Page("fines ?treated=0", "/fines/?treated=0"),
         Page("fines ?document=0", "/fines/?document=0"),
         Page("fines ?month=", f"/fines/?month={month}"),

@@ -55,6 +55,9 @@ every CNH lookup, then reads the portal's database and prints:
   (1: one host fetches it, never two); then, the worker-lag alert firing while every
   db_worker is killed and resolving once they are back; `/metrics` through nginx without
   the token (401), and no plate, CPF, e-mail or token in a scrape;
+- who had each vehicle: the history the hosts wrote against the emulator's record of
+  its hand-overs (`bench.soak_history`; the emulator's clock moved so that vehicles
+  change hands mid-traffic), 0 differences;
 - the last line: `soak: R requests, E unexplained 5xx, L lost deliveries, S stuck lookups`.
 
 Exit status 0 when E, L, S and the duplicate effects are all 0 (and every
@@ -86,7 +89,7 @@ from typing import Any
 
 import requests
 
-from bench import soak_subscribers, webhooks_reliability
+from bench import soak_history, soak_subscribers, webhooks_reliability
 from bench.nginx import NGINX, start_nginx
 from bench.portal_setup import (
     DEMO_FLEET_EMAIL,
@@ -103,6 +106,7 @@ from bench.servers import (
     stop,
     upstream_session,
 )
+from bench.soak_history import Placed, history_report, place_handovers
 from bench.soak_metrics import print_metrics
 from bench.soak_prometheus import Prometheus, start_prometheus
 from bench.soak_services import (
@@ -255,6 +259,8 @@ def _soak(folder: Path, args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         portal = _start(folder, args, stack)
         plan = _plan(folder, args, portal, timeline)
+        # A whole hour of the emulator's clock, when vehicles change hands, mid-traffic.
+        placed = place_handovers(portal.emulator_url, at=timeline.at(0.45))
         print(f"Traffic for {args.seconds} s through {portal.nginx_url} …", flush=True)
         slow = SlowConnections(portal.nginx_port, args.slow)
         stack.callback(slow.stop)
@@ -265,7 +271,7 @@ def _soak(folder: Path, args: argparse.Namespace) -> int:
         # do the alerts it had claimed.
         drained = _drain(portal, timeout=max(180.0, args.seconds / 4))
         state = portal_call(portal.environment, "bench.soak:portal_state")
-        return _report(plan, timeline, faults, slow, state, drained, portal)
+        return _report(plan, timeline, faults, slow, state, drained, portal, placed)
     return 2  # pragma: no cover (ExitStack does not swallow)
 
 
@@ -285,7 +291,10 @@ def _start(folder: Path, args: argparse.Namespace, stack: ExitStack) -> Portal:
     redis.start()
     stack.callback(redis.stop)
     emulator = stack.enter_context(
-        running_emulator(folder, "--vehicles", str(args.vehicles), "--cnh-timeout-wait", "3")
+        running_emulator(
+            folder,
+            *("--vehicles", str(args.vehicles), "--cnh-timeout-wait", "3", "--handovers"),
+        )
     )
     requests.post(f"{emulator.url}/_emulator/cnh", json={"retry_after": 2}, timeout=10)
     token = secrets.token_urlsafe(32)
@@ -637,6 +646,7 @@ def portal_state() -> dict[str, Any]:
         "deliveries": deliveries,
         "lookups": list(CnhLookup.objects.values_list("status", "reason")),
         "subscribers": soak_subscribers.portal_state(),
+        "history": soak_history.portal_state(),
     }
 
 
@@ -770,6 +780,7 @@ def _report(
     state: dict[str, Any],
     drained: float | None,
     portal: Portal,
+    placed: Placed,
 ) -> int:
     rows = _read_requests(plan)
     print("\n== Requests per route (through nginx; latency as locust measured it) ==")
@@ -808,8 +819,12 @@ def _report(
         lag_alert=LAG_ALERT,
         secrets=_secrets(portal, plan),
     )
+    history_differences = history_report(
+        state["history"], emulator_url=portal.emulator_url, placed=placed, slack=READ_TIMEOUT
+    )
     failed = bool(
-        metrics_problems
+        history_differences
+        or metrics_problems
         or unexplained
         or deliveries.lost
         or stuck

@@ -13,7 +13,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from emulator import auth, webhooks
+from emulator import auth, handovers, webhook_sender, webhooks
 from emulator.cnh import DEFAULT_TIMEOUT_WAIT, NO_LICENCE_CPF, TIMEOUT_CPF
 from emulator.fleet import MAX_VEHICLES, generate_vehicles
 from emulator.minimal import random_spelling_seed
@@ -68,6 +68,18 @@ def _add_send_arguments(parser: argparse.ArgumentParser) -> None:
         "--fleet-seed", type=int, default=1, help="the --seed of that emulator (default 1)"
     )
     parser.add_argument(
+        "--handovers",
+        action="store_true",
+        help="that emulator's vehicles change hands (its --handovers): about a third of the "
+        "fines about a vehicle fall within 3 hours of one of its hand-overs; needs --vehicles",
+    )
+    parser.add_argument(
+        "--within-hours",
+        type=_positive_float,
+        default=None,
+        help="spread the records over this many hours before now (default: the year before)",
+    )
+    parser.add_argument(
         "--duplicates", type=_share, default=0.0, help="share of exact duplicates, e.g. 0.2"
     )
     parser.add_argument(
@@ -91,6 +103,13 @@ def _add_send_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def send_webhooks(args: argparse.Namespace) -> int:
+    if args.handovers and not args.vehicles:
+        print("send-webhooks: --handovers needs --vehicles N", file=sys.stderr)
+        return 2
+    vehicles = generate_vehicles(args.vehicles, args.fleet_seed)
+    schedule = None
+    if args.handovers:
+        schedule = handovers.Schedule(args.fleet_seed, [v.driver_id for v in vehicles])
     try:
         batch = webhooks.generate(
             args.count,
@@ -99,10 +118,15 @@ def send_webhooks(args: argparse.Namespace) -> int:
             malformed=args.malformed,
             shuffle=args.shuffle,
             extra_keys=args.extra_keys,
-            plates=[v.car_plate for v in generate_vehicles(args.vehicles, args.fleet_seed)],
+            plates=[vehicle.car_plate for vehicle in vehicles],
+            within=None if args.within_hours is None else args.within_hours * 3600,
+            schedule=schedule,
         )
-        report = webhooks.send(
-            args.url, batch.deliveries, concurrency=args.concurrency, timeout=args.timeout
+        report = webhook_sender.send(
+            args.url,
+            [delivery.body for delivery in batch.deliveries],
+            concurrency=args.concurrency,
+            timeout=args.timeout,
         )
     except ValueError as error:
         print(f"send-webhooks: {error}", file=sys.stderr)
@@ -117,7 +141,7 @@ def send_webhooks(args: argparse.Namespace) -> int:
         answers = ", ".join(f"{status} x {n}" for status, n in sorted(report.statuses.items()))
         rate = counts["deliveries"] / report.seconds if report.seconds else 0.0
         print(
-            f"Sent {counts['deliveries']} deliveries to {webhooks.where(args.url)} in "
+            f"Sent {counts['deliveries']} deliveries to {webhook_sender.where(args.url)} in "
             f"{report.seconds:.1f} s ({rate:.0f}/s): {counts['events']} events of "
             f"{counts['records']} records, {counts['duplicates']} duplicates, "
             f"{counts['malformed']} malformed. Answers: {answers or 'none'}; "
@@ -180,6 +204,12 @@ def _add_serve_arguments(parser: argparse.ArgumentParser, *, defaults: bool) -> 
         " (default: a random one, printed at start-up)",
     )
     parser.add_argument(
+        "--handovers",
+        action="store_true",
+        default=default(False),
+        help="vehicles change hands as the emulator's clock moves (see emulator/README.md)",
+    )
+    parser.add_argument(
         "--verbose",
         action="store_true",
         default=default(False),
@@ -199,6 +229,7 @@ def serve(args: argparse.Namespace) -> int:
             spelling_seed=(
                 random_spelling_seed() if args.spelling_seed is None else args.spelling_seed
             ),
+            handovers=args.handovers,
         )
     )
     try:
@@ -245,6 +276,9 @@ def _banner(url: str, emulator: Emulator) -> str:
         f"  Minimal mode: on, spelling seed {settings.spelling_seed}"
         if settings.minimal
         else "  Minimal mode: off",
+        "  Hand-overs: on (vehicles change hands as the clock moves)"
+        if settings.handovers
+        else "  Hand-overs: off",
         f"  Control surface: {url}/_emulator/ (see emulator/README.md)",
     ]
     return "\n".join(lines)

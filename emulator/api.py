@@ -37,7 +37,11 @@ if TYPE_CHECKING:
 
 
 def list_cars(emulator: Emulator, call: Call) -> Response:
-    """GET /key/list-cars (4.1): the whole fleet, serialised once at start-up."""
+    """GET /key/list-cars (4.1): the whole fleet, serialised once at start-up; when
+    vehicles change hands, with the drivers of the clock's hour (made once per hour)."""
+    if emulator.handovers:
+        body = emulator.fleet.list_cars_body_at(emulator.clock.now(), call.minimal)
+        return Response(200, body, JSON)
     if call.minimal is not None:
         return Response(200, emulator.fleet.minimal_list_cars_body(call.minimal), JSON)
     return Response(200, emulator.fleet.list_cars_body, JSON)

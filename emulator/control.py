@@ -2,17 +2,19 @@
 
 It resets the emulator, arms faults, moves the clock, reads the traffic,
 sets the rate limit, creates e-CRLV requests, sets how the CNH lookups'
-timeout CPF behaves, switches minimal mode and sends webhooks. Its own
-answers are the same in minimal mode: tests read them. Answers are JSON; a
-bad body gets 400 with `{"error": "..."}` saying what to fix.
+timeout CPF behaves, switches minimal mode, switches hand-overs and lists
+them, and sends webhooks. Its own answers are the same in minimal mode:
+tests read them. Answers are JSON; a bad body gets 400 with
+`{"error": "..."}` saying what to fix.
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from emulator import api, webhooks
+from emulator import api, handovers, webhook_sender, webhooks
 from emulator.clock import isoformat, parse_isoformat
 from emulator.crlv import OUTCOMES, Status
 from emulator.faults import parse_fault
@@ -21,6 +23,10 @@ from emulator.routing import Route, Router
 
 if TYPE_CHECKING:
     from emulator.state import Emulator
+
+# `GET /_emulator/handovers` answers at most this many, over at most this long.
+MAX_HANDOVERS_LISTED = 100_000
+LONGEST_HANDOVER_WINDOW = timedelta(days=400)
 
 
 class ControlError(Exception):
@@ -174,6 +180,77 @@ def set_mode(emulator: Emulator, call: Call) -> Response:
     return read_mode(emulator, call)
 
 
+def switch_handovers(emulator: Emulator, call: Call) -> Response:
+    """`{"enabled": true}`: from now on, list-cars shows the drivers of the clock's hour."""
+    body = _body(call)
+    unknown = set(body) - {"enabled"}
+    if unknown:
+        raise ControlError(f"unknown fields: {sorted(unknown)}")
+    enabled = body.get("enabled")
+    if type(enabled) is not bool:
+        raise ControlError("enabled must be true or false")
+    emulator.handovers = enabled
+    return json_response(200, {"enabled": enabled})
+
+
+def list_handovers(emulator: Emulator, call: Call) -> Response:
+    """`?since=ISO&until=ISO[&plate=P]`: the schedule's hand-overs with since < at <= until,
+    by time then plate, whether the answers show them or not."""
+    query = parse_qs(call.request.query)
+    since, until = _query_moment(query, "since"), _query_moment(query, "until")
+    if until <= since:
+        raise ControlError("until must be later than since")
+    if until - since > LONGEST_HANDOVER_WINDOW:
+        raise ControlError(
+            f"since to until is longer than {LONGEST_HANDOVER_WINDOW.days} days:"
+            " ask for a shorter window"
+        )
+    fleet, indexes = emulator.fleet, None
+    if "plate" in query:
+        vehicle = fleet.find(query["plate"][0])
+        if vehicle is None:
+            raise ControlError("plate must be the plate of a vehicle of the fleet", status=404)
+        indexes = [fleet.index(vehicle)]
+    first, last = handovers.hour_of(since) + 1, handovers.hour_of(until)
+    count = fleet.schedule.count(first, last, indexes)
+    if count > MAX_HANDOVERS_LISTED:
+        raise ControlError(
+            f"{count} hand-overs from since to until, more than {MAX_HANDOVERS_LISTED}"
+            " in one answer: ask for a narrower window or for one plate"
+        )
+    listed = sorted(
+        (handover.hour, fleet.vehicles[handover.vehicle].car_plate, handover)
+        for handover in fleet.schedule.handovers(first, last, indexes)
+    )
+    return json_response(
+        200,
+        {
+            "enabled": emulator.handovers,
+            "handovers": [
+                {
+                    "plate": plate,
+                    "at": isoformat(handovers.start_of(hour)),
+                    "from": handover.previous,
+                    "to": handover.driver,
+                }
+                for hour, plate, handover in listed
+            ],
+        },
+    )
+
+
+def _query_moment(query: dict[str, list[str]], name: str) -> datetime:
+    if name not in query:
+        raise ControlError("give since and until: ?since=<ISO 8601>&until=<ISO 8601>")
+    try:
+        return parse_isoformat(query[name][0])
+    except ValueError:
+        raise ControlError(
+            f"{name} must be an ISO 8601 moment such as 2026-11-05T13:00:00Z"
+            " (in a query string, write a + of an offset as %2B)"
+        ) from None
+
+
 def list_crlv_requests(emulator: Emulator, call: Call) -> Response:
     now = emulator.clock.now()
     return json_response(
@@ -202,6 +279,9 @@ def send_webhooks(emulator: Emulator, call: Call) -> Response:
                 raise ControlError("events must be a non-empty list of payloads")
             batch = webhooks.events_batch(events)
         else:
+            within = None
+            if "within_hours" in body:
+                within = _number(body, "within_hours") * 3600
             batch = webhooks.generate(
                 _whole(body, "count", 10),
                 seed=_whole(body, "seed", 1),
@@ -211,10 +291,13 @@ def send_webhooks(emulator: Emulator, call: Call) -> Response:
                 extra_keys=body.get("extra_keys") is True,
                 now=emulator.clock.now(),
                 plates=[vehicle.car_plate for vehicle in emulator.fleet.vehicles],
+                within=within,
+                schedule=emulator.fleet.schedule if emulator.handovers else None,
             )
         # Given payloads go one after the other, in their order: a test may depend on it.
         concurrency = _whole(body, "concurrency", 1 if events is not None else 4)
-        report = webhooks.send(url, batch.deliveries, concurrency=concurrency)
+        bodies = [delivery.body for delivery in batch.deliveries]
+        report = webhook_sender.send(url, bodies, concurrency=concurrency)
     except ValueError as error:
         raise ControlError(str(error)) from None
     return json_response(
@@ -256,6 +339,8 @@ ROUTES = Router(
         Route("POST", "/_emulator/cnh", configure_cnh),
         Route("GET", "/_emulator/mode", read_mode),
         Route("POST", "/_emulator/mode", set_mode),
+        Route("GET", "/_emulator/handovers", list_handovers),
+        Route("POST", "/_emulator/handovers", switch_handovers),
         Route("POST", "/_emulator/webhooks", send_webhooks),
     ]
 )

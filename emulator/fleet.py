@@ -4,6 +4,10 @@ The same seed gives the same fleet byte for byte, so a test or a demo can
 name a plate. The `/key/list-cars` answer is serialised once here and served
 as bytes: the portal benchmarks against it and the emulator must not be the
 slow side. So is the minimal mode's, once per spelling seed, when first asked.
+
+When vehicles change hands (`emulator.handovers`), the answer changes with
+the hour: it is made once per hour from the serialised one, cut around each
+vehicle's `driver_id` (`_DriverSlots`), with that hour's drivers put in.
 """
 
 from __future__ import annotations
@@ -13,15 +17,21 @@ import string
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from datetime import datetime
 from typing import NamedTuple
 
-from emulator import minimal
+from emulator import handovers, minimal
 from emulator.messages import encode_json
 
 MAX_VEHICLES = 1_000_000
 # Minimal-mode list-cars answers kept, by spelling seed (about 13 MB each at
 # 100,000 vehicles); past this many, the least recently used is dropped.
 _MINIMAL_BODIES_KEPT = 2
+# With hand-overs, the answers of the last few hours (by hour and spelling
+# seed) and what they are made from (by spelling seed; None: normal mode).
+_HOURLY_BODIES_KEPT = 3
+_SLOTS_KEPT = 3
+_DRIVER_MEMBER = b'"driver_id":'
 
 # Common fleet vehicles in Brazil, weighted roughly as a mixed fleet would be.
 _MODELS: dict[str, int] = {
@@ -103,8 +113,9 @@ def normalise_plate(text: str) -> str:
 
 
 class Fleet:
-    def __init__(self, vehicles: Sequence[Vehicle]) -> None:
+    def __init__(self, vehicles: Sequence[Vehicle], *, seed: int) -> None:
         self.vehicles = tuple(vehicles)
+        self.seed = seed
         self._by_plate = {vehicle.car_plate: vehicle for vehicle in self.vehicles}
         self.active_count = sum(vehicle.active == "1" for vehicle in self.vehicles)
         self.list_cars_body = encode_json(
@@ -119,6 +130,11 @@ class Fleet:
         )
         self._minimal_lock = threading.Lock()
         self._minimal_bodies: OrderedDict[int, bytes] = OrderedDict()
+        self._schedule_lock = threading.Lock()
+        self._schedule: handovers.Schedule | None = None
+        self._hourly_lock = threading.Lock()
+        self._hourly_bodies: OrderedDict[tuple[int, int | None], bytes] = OrderedDict()
+        self._slots: OrderedDict[int | None, _DriverSlots] = OrderedDict()
 
     def minimal_list_cars_body(self, chosen: minimal.Spellings) -> bytes:
         """The minimal-mode `/key/list-cars` answer for these spellings, serialised once."""
@@ -132,8 +148,69 @@ class Fleet:
             self._minimal_bodies.move_to_end(chosen.seed)
             return body
 
+    @property
+    def schedule(self) -> handovers.Schedule:
+        """Who drives each vehicle when, drawn on first use (a million vehicles take a while)."""
+        with self._schedule_lock:
+            if self._schedule is None:
+                drivers = [vehicle.driver_id for vehicle in self.vehicles]
+                self._schedule = handovers.Schedule(self.seed, drivers)
+            return self._schedule
+
+    def list_cars_body_at(self, moment: datetime, chosen: minimal.Spellings | None) -> bytes:
+        """The `/key/list-cars` answer with the drivers of `moment`'s hour (`chosen`: the
+        minimal mode's spellings, None in normal mode), made once per hour."""
+        hour = handovers.hour_of(moment)
+        key = hour, None if chosen is None else chosen.seed
+        with self._hourly_lock:  # held while building: concurrent first calls wait for one
+            body = self._hourly_bodies.get(key)
+            if body is None:
+                body = self._driver_slots(chosen).fill(self.schedule.drivers_at(hour))
+                self._hourly_bodies[key] = body
+                while len(self._hourly_bodies) > _HOURLY_BODIES_KEPT:
+                    self._hourly_bodies.popitem(last=False)
+            self._hourly_bodies.move_to_end(key)
+            return body
+
+    def _driver_slots(self, chosen: minimal.Spellings | None) -> _DriverSlots:
+        seed = None if chosen is None else chosen.seed
+        slots = self._slots.get(seed)
+        if slots is None:
+            body = self.list_cars_body if chosen is None else self.minimal_list_cars_body(chosen)
+            slots = _DriverSlots(body, [vehicle.driver_id for vehicle in self.vehicles])
+            self._slots[seed] = slots
+            while len(self._slots) > _SLOTS_KEPT:
+                self._slots.popitem(last=False)
+        self._slots.move_to_end(seed)
+        return slots
+
     def find(self, plate: str) -> Vehicle | None:
         return self._by_plate.get(normalise_plate(plate))
+
+    def index(self, vehicle: Vehicle) -> int:
+        """The vehicle's place in the fleet (and in its schedule): ids run from 1."""
+        return vehicle.id - 1
+
+
+class _DriverSlots:
+    """A serialised list-cars answer cut at each vehicle's `"driver_id":`, so that other
+    drivers can be put in with one `join` instead of serialising the fleet again."""
+
+    def __init__(self, body: bytes, drivers: Sequence[int]) -> None:
+        head, *rests = body.split(_DRIVER_MEMBER)
+        # No other member or value holds the member's name: one cut per vehicle.
+        if len(rests) != len(drivers):
+            raise AssertionError("the answer does not hold one driver_id per vehicle")
+        # Each rest starts with the vehicle's own driver id: drop it.
+        self._pieces = [head] + [
+            rest[len(str(driver)) :] for rest, driver in zip(rests, drivers, strict=True)
+        ]
+
+    def fill(self, drivers: Sequence[int]) -> bytes:
+        pieces: list[bytes] = [b""] * (2 * len(drivers) + 1)
+        pieces[0::2] = self._pieces
+        pieces[1::2] = map((_DRIVER_MEMBER + b"%d").__mod__, drivers)
+        return b"".join(pieces)
 
 
 def generate_vehicles(count: int, seed: int) -> list[Vehicle]:

@@ -29,13 +29,14 @@ class Settings:
     cnh_timeout_wait: float = DEFAULT_TIMEOUT_WAIT  # seconds before the timeout CPF's 504
     minimal: bool = False  # answer only what the spec promises (minimal.py)
     spelling_seed: int = field(default_factory=random_spelling_seed)  # minimal mode's names
+    handovers: bool = False  # vehicles change hands as the clock moves (handovers.py)
 
 
 class Emulator:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.clock = Clock()
-        self.fleet = Fleet(generate_vehicles(settings.vehicles, settings.seed))
+        self.fleet = Fleet(generate_vehicles(settings.vehicles, settings.seed), seed=settings.seed)
         self.crlv = CrlvBook(self.fleet, seed=settings.seed)
         self.webapp = WebApp()
         self.faults = FaultQueue()
@@ -43,6 +44,10 @@ class Emulator:
         self.traffic = Traffic()
         self.cnh = CnhService(seed=settings.seed, timeout_wait=settings.cnh_timeout_wait)
         self.mode = Mode(minimal=settings.minimal, spelling_seed=settings.spelling_seed)
+        # Whether answers show the drivers of the clock's hour (on) or each vehicle's own.
+        # A bare bool: replacing it is atomic, and a call that read it just before a
+        # switch answers the old way, as with any switch.
+        self.handovers = settings.handovers
         self.reset()
 
     def reset(self) -> None:
@@ -56,3 +61,4 @@ class Emulator:
         self.traffic.clear()
         self.cnh.reset()
         self.mode.set(minimal=self.settings.minimal, spelling_seed=self.settings.spelling_seed)
+        self.handovers = self.settings.handovers

@@ -1,4 +1,4 @@
-"""Webhook events as the fleet platform pushes them (spec 2.6 and 6), made up and sent to a URL.
+"""Webhook events as the fleet platform pushes them (spec 2.6 and 6), made up.
 
 `generate` makes a deterministic batch for a seed: fines (`frame`) and
 notifications, each created with `treated: false` (a fine's `linkFrame`
@@ -6,24 +6,22 @@ null or a URL), some later updated (the official document arrives, the
 record is treated), optionally with keys the receiver cannot know, exact
 duplicates, malformed bodies and a shuffled order. It also says what a
 receiver should end up with: each record's final state. Its records are
-spread over the year before the clock's now, as a fleet's would be; a fine is
-one of the traffic code's infractions, at its amount (`emulator.infractions`).
+spread over the year before the clock's now, as a fleet's would be (or over a
+shorter window), some fines close to a hand-over of their vehicle when
+vehicles change hands (`emulator.handovers`); a fine is one of the traffic
+code's infractions, at its amount (`emulator.infractions`).
 
-`send` POSTs the batch as JSON over keep-alive connections, several at
-once, and counts the answers. A transport error or a 5xx is retried (as a
-platform would); anything else is an answer.
+`emulator.webhook_sender` sends a batch's bodies.
 """
 
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
+import math
 import random
 import re
 import string
-import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Sequence
@@ -31,13 +29,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import accumulate
 from typing import Any
-from urllib.parse import urlsplit
 
-from emulator import infractions
+from emulator import handovers, infractions
 from emulator.clock import isoformat
 
 MAX_COUNT = 100_000
-USER_AGENT = "FleetApiEmulator-Webhooks/1.0"
 
 _NOTICES = (
     ("license", "Licenciamento a vencer", "O licenciamento do veículo {plate} vence em 30 dias."),
@@ -56,6 +52,14 @@ MERCOSUL_LATER = 0.25  # a fleet's old plate written as the Mercosul plate that 
 SPAN = timedelta(days=365)
 RECENT_BIAS = 1.3
 NEWEST = timedelta(hours=2)  # the youngest record, so that its events fit before the batch
+# A window given instead of the year (`within`): from 2 hours to 10 years. Under 2 days
+# its records are spread evenly, not by day.
+SHORTEST_WITHIN, LONGEST_WITHIN = timedelta(hours=2), timedelta(days=3650)
+EVEN_UNDER = timedelta(days=2)
+# When vehicles change hands, this share of the fines about a fleet's vehicle is
+# committed this close to one of its hand-overs (before or after it): who was driving?
+NEAR_HANDOVER_SHARE = 1 / 3
+NEAR_HANDOVER = timedelta(hours=3)
 NOTICE_WITHIN = timedelta(days=30)  # a fine reaches the platform at most this long after
 BRASILIA = timedelta(hours=-3)
 # Fines by hour of the day, Brasília time: few at night, most in the rush hours.
@@ -106,6 +110,8 @@ def generate(
     extra_keys: bool = False,
     now: datetime | None = None,
     plates: Sequence[str] = (),
+    within: float | None = None,
+    schedule: handovers.Schedule | None = None,
 ) -> Batch:
     """`count` deliveries: that share of exact duplicates and of malformed bodies, the rest events.
 
@@ -113,7 +119,11 @@ def generate(
     of them far more often than others, sometimes under the Mercosul plate that
     replaced its old one (`_fleet_plate`); without, about a made-up plate.
 
-    Records are spread over the year before `now` (`_Records.moment`). Every
+    Records are spread over the year before `now` (`_Records.moment`), or over
+    the `within` seconds before it. With `schedule` (the hand-overs of the
+    vehicles of `plates`, in the same order), about a third of the fines about
+    a vehicle that changes hands in that window are committed within
+    NEAR_HANDOVER of one of its hand-overs, before or after it. Every
     event carries `updatedAt`: a record's first when the platform registered it
     (a notification's `createdAt`; a fine's, which follows its `occurredAt`), its
     updates later, all before the batch is sent (`sentAt`, one second apart, in
@@ -129,8 +139,20 @@ def generate(
     wanted_events = count - wanted_duplicates - wanted_malformed
     if wanted_events + wanted_malformed == 0:
         raise ValueError("a batch of duplicates only has nothing to duplicate")
-    clock = (now or datetime.now(UTC)) - timedelta(seconds=count + 60)
-    records = _Records(rng, seed=seed, extra_keys=extra_keys, plates=plates, until=clock)
+    if schedule is not None and len(schedule) != len(plates):
+        raise ValueError("the schedule is not that of the fleet of these plates")
+    now = now or datetime.now(UTC)
+    clock = now - timedelta(seconds=count + 60)
+    oldest, newest = _window(now, clock, within, count)
+    records = _Records(
+        rng,
+        seed=seed,
+        extra_keys=extra_keys,
+        plates=plates,
+        until=clock,
+        window=(oldest, newest),
+        schedule=schedule,
+    )
     batch = Batch()
     originals: list[Delivery] = []
     number = 0
@@ -156,6 +178,27 @@ def generate(
     return batch
 
 
+def _window(
+    now: datetime, until: datetime, within: float | None, count: int
+) -> tuple[datetime, datetime]:
+    """The oldest and the newest a record's own time may be: the year before `until` but
+    its last NEWEST, or the `within` seconds before `now` but what its events need."""
+    if within is None:
+        return until - SPAN, until - NEWEST
+    if not SHORTEST_WITHIN.total_seconds() <= within <= LONGEST_WITHIN.total_seconds():
+        raise ValueError("the window (within) must be 2 hours to 10 years long")
+    oldest = now - timedelta(seconds=within)
+    # The newest record leaves room for its notice and its updates before the batch.
+    newest = until - min(NEWEST, timedelta(seconds=within) / 4)
+    # Every record's time is its own second: the window holds at least one per delivery.
+    if newest - oldest < timedelta(seconds=count):
+        least = math.ceil((now - until + NEWEST + timedelta(seconds=count)) / timedelta(hours=1))
+        raise ValueError(
+            f"the window (within) is too short for {count} deliveries: give at least {least} hours"
+        )
+    return oldest, newest
+
+
 def events_batch(payloads: Sequence[object]) -> Batch:
     """A batch of these payloads, sent as they are (the control surface's `events`)."""
     return Batch([Delivery(_encode(payload), "event") for payload in payloads])
@@ -164,7 +207,7 @@ def events_batch(payloads: Sequence[object]) -> Batch:
 class _Records:
     """What a batch's records are drawn from: its random numbers, the fleet's plates (a
     few vehicles far more often than most, as a fleet has its frequent offenders), and
-    their times, all before `until`."""
+    their times, all in `window` (oldest, newest) and before `until`."""
 
     def __init__(
         self,
@@ -174,25 +217,54 @@ class _Records:
         extra_keys: bool,
         plates: Sequence[str],
         until: datetime,
+        window: tuple[datetime, datetime],
+        schedule: handovers.Schedule | None,
     ) -> None:
         self.rng, self.seed, self.extra_keys, self.until = rng, seed, extra_keys, until
-        self.plates = plates
+        self.plates, self.schedule = plates, schedule
+        self.oldest, self.newest = window
         # The vehicle ranked r (in an order drawn here) weighs 1 / (1 + 10 r / n).
         ranks = list(range(len(plates)))
         rng.shuffle(ranks)
         self._cum_weights = list(accumulate(1 / (1 + 10 * rank / len(ranks)) for rank in ranks))
         self._taken: set[datetime] = set()
 
-    def plate(self) -> str:
+    def vehicle(self) -> tuple[int | None, str]:
+        """The vehicle a record is about: its place in the fleet (None for a made-up
+        plate) and the plate the record names it by."""
         if not self.plates:
-            return _plate(self.rng)
+            return None, _plate(self.rng)
         return _fleet_plate(self.rng, self.plates, self._cum_weights)
 
-    def moment(self) -> datetime:
-        """A record's own time (a fine committed, a notification created), unique to the
-        second: up to SPAN before `until`, the recent months denser, mostly by day."""
+    def moment(self, vehicle: int | None = None) -> datetime:
+        """A record's own time (a fine committed at the wheel of fleet vehicle `vehicle`, a
+        notification created), unique to the second, inside the window."""
+        moment = None
+        if (
+            vehicle is not None
+            and self.schedule is not None
+            and self.rng.random() < NEAR_HANDOVER_SHARE
+        ):
+            moment = self._near_handover(vehicle)
+        if moment is None:
+            moment = self._spread()
+        # A notification's `createdAt` tells it apart (`_final`'s reference).
+        while moment in self._taken:
+            moment -= timedelta(seconds=1)
+            if moment < self.oldest:
+                moment = self.newest
+        self._taken.add(moment)
+        return moment
+
+    def _spread(self) -> datetime:
+        """A time in the window: the recent months denser, mostly by day, Brasília time;
+        in a window under EVEN_UNDER, anywhere in it alike."""
         rng = self.rng
-        back = timedelta(seconds=round(SPAN.total_seconds() * rng.random() ** RECENT_BIAS))
+        if self.newest - self.oldest < EVEN_UNDER:
+            room = int((self.newest - self.oldest).total_seconds())
+            return (self.oldest + timedelta(seconds=rng.randint(0, room))).replace(microsecond=0)
+        span = (self.until - self.oldest).total_seconds()
+        back = timedelta(seconds=round(span * rng.random() ** RECENT_BIAS))
         local = (self.until - back + BRASILIA).replace(
             hour=rng.choices(range(24), weights=_HOURS)[0],
             minute=rng.randrange(60),
@@ -200,15 +272,24 @@ class _Records:
             microsecond=0,
         )
         moment = local - BRASILIA
-        while moment > self.until - NEWEST:
+        while moment > self.newest:
             moment -= timedelta(days=1)
-        if moment < self.until - SPAN:
+        if moment < self.oldest:
             moment += timedelta(days=1)
-        # A notification's `createdAt` tells it apart (`_final`'s reference).
-        while moment in self._taken:
-            moment -= timedelta(seconds=1)
-        self._taken.add(moment)
         return moment
+
+    def _near_handover(self, vehicle: int) -> datetime | None:
+        """Up to NEAR_HANDOVER before or after one of the vehicle's hand-overs in the
+        window (never on the hour itself); None when it changes hands in none."""
+        assert self.schedule is not None
+        first = handovers.hour_of(self.oldest + NEAR_HANDOVER) + 1
+        last = handovers.hour_of(self.newest - NEAR_HANDOVER)
+        hours = self.schedule.handover_hours(vehicle, first, last)
+        if not hours:
+            return None
+        rng = self.rng
+        offset = rng.randint(1, int(NEAR_HANDOVER.total_seconds())) * rng.choice((-1, 1))
+        return handovers.start_of(rng.choice(hours)) + timedelta(seconds=offset)
 
     def notice(self, occurred: datetime) -> datetime:
         """When the platform registers a fine committed at `occurred`: ten minutes to
@@ -226,11 +307,11 @@ class _Records:
 def _record_events(records: _Records, number: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """A record's events in order, each with the record's state after it."""
     rng = records.rng
-    plate = records.plate()
+    vehicle, plate = records.vehicle()
     has_id = rng.random() >= NO_ID_SHARE
     if rng.random() < FINE_SHARE:
         infraction = infractions.infraction(rng)
-        occurred = records.moment()
+        occurred = records.moment(vehicle)
         created = records.notice(occurred)
         reference = f"E{records.seed % 100:02d}{number:07d}"
         data: dict[str, Any] = {
@@ -327,14 +408,18 @@ def _malformed(rng: random.Random, number: int, moment: datetime) -> bytes:
     return _encode({"notification": fake})  # `treated` missing
 
 
-def _fleet_plate(rng: random.Random, plates: Sequence[str], cum_weights: Sequence[float]) -> str:
-    """One of the fleet's plates; an old one (ABC1234) now and then as the Mercosul
-    plate that replaced it (ABC1C34: the fifth character's digit as a letter, 0 = A),
-    as the authorities write it once the vehicle has its new plate."""
-    plate = rng.choices(plates, cum_weights=cum_weights)[0]
+def _fleet_plate(
+    rng: random.Random, plates: Sequence[str], cum_weights: Sequence[float]
+) -> tuple[int, str]:
+    """One of the fleet's vehicles (its place) and its plate; an old one (ABC1234) now
+    and then as the Mercosul plate that replaced it (ABC1C34: the fifth character's
+    digit as a letter, 0 = A), as the authorities write it once the vehicle has its
+    new plate."""
+    index = rng.choices(range(len(plates)), cum_weights=cum_weights)[0]
+    plate = plates[index]
     if _OLD_PLATE.fullmatch(plate) and rng.random() < MERCOSUL_LATER:
-        return f"{plate[:4]}{string.ascii_uppercase[int(plate[4])]}{plate[5:]}"
-    return plate
+        return index, f"{plate[:4]}{string.ascii_uppercase[int(plate[4])]}{plate[5:]}"
+    return index, plate
 
 
 def _plate(rng: random.Random) -> str:
@@ -351,120 +436,3 @@ def _encode(payload: object) -> bytes:
 
 def _sha256(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
-
-
-# --- Sending -------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Report:
-    """What the receiver answered, by status; `errors`: deliveries never answered."""
-
-    statuses: Counter[int] = field(default_factory=Counter)
-    errors: int = 0
-    retries: int = 0
-    seconds: float = 0.0
-    error_samples: list[str] = field(default_factory=list)
-
-    @property
-    def answered(self) -> int:
-        return self.statuses.total()
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "answered": self.answered,
-            "statuses": {str(status): n for status, n in sorted(self.statuses.items())},
-            "errors": self.errors,
-            "retries": self.retries,
-            "seconds": round(self.seconds, 3),
-        }
-
-
-def send(
-    url: str,
-    deliveries: Sequence[Delivery],
-    *,
-    concurrency: int = 4,
-    timeout: float = 10.0,
-    attempts: int = 3,
-) -> Report:
-    """POST each delivery to `url`, `concurrency` at a time over keep-alive connections."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError("url must be an absolute http(s) URL")
-    target = parts.path or "/"
-    if parts.query:
-        target = f"{target}?{parts.query}"
-    report = Report()
-    lock = threading.Lock()
-    queue = iter(range(len(deliveries)))
-    started = time.monotonic()
-
-    def connect() -> http.client.HTTPConnection:
-        kind = (
-            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        )
-        return kind(parts.hostname or "", parts.port, timeout=timeout)
-
-    def worker() -> None:
-        connection = connect()
-        try:
-            while True:
-                with lock:
-                    index = next(queue, None)
-                if index is None:
-                    return
-                body = deliveries[index].body
-                for attempt in range(attempts):
-                    status, problem = _post(connection, target, body)
-                    if status is not None and status < 500:
-                        break
-                    connection.close()
-                    connection = connect()
-                    if attempt + 1 < attempts:
-                        with lock:
-                            report.retries += 1
-                        time.sleep(0.05 * 2**attempt)
-                with lock:
-                    if status is None:
-                        report.errors += 1
-                        if len(report.error_samples) < 5:
-                            report.error_samples.append(problem)
-                    else:
-                        report.statuses[status] += 1
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, concurrency))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    report.seconds = time.monotonic() - started
-    return report
-
-
-def _post(
-    connection: http.client.HTTPConnection, target: str, body: bytes
-) -> tuple[int | None, str]:
-    """The status of one POST (None on a transport error) and what went wrong, if anything."""
-    try:
-        connection.request(
-            "POST",
-            target,
-            body=body,
-            headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
-        )
-        response = connection.getresponse()
-        response.read()
-    except (OSError, http.client.HTTPException) as error:
-        return None, f"{type(error).__name__}: {error}"
-    if response.will_close:
-        connection.close()
-    return response.status, ""
-
-
-def where(url: str) -> str:
-    """`url` without its path: the path of a webhook URL holds its token."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"

@@ -228,7 +228,7 @@ class NotificationFilterForm(ListFilterForm):
 
 class FineFilterForm(NotificationFilterForm):
     """The fine list's query string: search, plate, treated and official-document filters,
-    driver, month, amount range, received since, sort, and page."""
+    driver, month, amount range, received since, driver uncertain, sort, and page."""
 
     SEARCH_PLACEHOLDER = _("Notice number or infraction")
 
@@ -296,6 +296,9 @@ class FineFilterForm(NotificationFilterForm):
         widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
         input_formats=["%Y-%m-%d"],
     )
+    # The fines whose vehicle changed hands around when they were committed: two
+    # candidates, no driver yet (`fleet.services.attribution`).
+    uncertain = forms.BooleanField(label=_("Driver uncertain"), required=False)
     sort = forms.ChoiceField(label=_("Sort by"), choices=SORT_CHOICES, required=False)
 
     # Drivers a name that fits several offers to choose from, below the filters.
@@ -356,6 +359,7 @@ class FineFilterForm(NotificationFilterForm):
             "amount_min": cleaned.get("amount_min"),
             "amount_max": cleaned.get("amount_max"),
             "received_from": cleaned.get("received_from"),
+            "uncertain": True if cleaned.get("uncertain") else None,
             "sort": cleaned.get("sort") or "",
         }
         self.driver_choices = [
@@ -384,3 +388,27 @@ class SavedFineViewForm(forms.Form):
 
     def clean_name(self) -> str:
         return " ".join(self.cleaned_data["name"].split())
+
+
+class FineDriverForm(forms.Form):
+    """Who was driving, set by hand on a fine's page: one of the candidates (`choice`, a
+    driver id) or another driver's id (`choice` "other", `other`), and why."""
+
+    REASON_LENGTH: ClassVar[int] = 500
+
+    choice = forms.CharField(required=False, max_length=20)
+    other = forms.IntegerField(
+        label=_("Another driver's id"), required=False, min_value=1, max_value=2**63 - 1
+    )
+    reason = forms.CharField(label=_("Why"), max_length=REASON_LENGTH, strip=True)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        choice = cleaned.get("choice") or ""
+        if choice.isdigit() and 0 < int(choice) < 2**63:
+            cleaned["driver_id"] = int(choice)
+        elif choice == "other" and cleaned.get("other"):
+            cleaned["driver_id"] = cleaned["other"]
+        elif "other" not in self.errors:
+            raise forms.ValidationError(_("Choose who was driving, or type the driver's id."))
+        return cleaned

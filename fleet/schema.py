@@ -27,6 +27,7 @@ LARGE_MODELS: Final = frozenset(
         "finetally",
         "grouptally",
         "driver",
+        "driverspan",
         "driverword",
         "wording",
     }

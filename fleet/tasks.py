@@ -9,12 +9,12 @@ shown by the admin.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.tasks import task
 
 from fleet import worker
-from fleet.services.attribution import fine_drivers_attribute
+from fleet.services.attribution import fine_drivers_attribute, fine_drivers_follow
 from fleet.services.cnh import cnh_lookup_process
 from fleet.services.cnh_privacy import cnh_lookups_purge as purge_old_lookups
 from fleet.services.cnh_privacy import cnh_purge_next_run
@@ -98,3 +98,13 @@ def webhook_bodies_purge() -> int:
 def fine_drivers_attribute_run() -> int:
     """Give the fines written without a vehicle list at hand their vehicle's driver."""
     return worker.while_busy(fine_drivers_attribute, what="attributing fines to drivers")
+
+
+@task()
+def fine_drivers_follow_run(since: str) -> int:
+    """Attribute again the fines committed since `since` (ISO 8601: the observation before
+    the one that asked), whose driver a new observation of the vehicle list may change."""
+    moment = datetime.fromisoformat(since)
+    return worker.while_busy(
+        lambda: fine_drivers_follow(moment), what="attributing recent fines again"
+    )

@@ -57,6 +57,7 @@ urlpatterns = [
     path("fines/export.csv", fines.fine_list_export, name="fines_export"),
     path("fines/drivers/", fines.fine_driver_choices, name="fine_drivers"),
     path("fines/<int:fine_id>/", fines.fine_detail, name="fine"),
+    path("fines/<int:fine_id>/driver", fines.fine_driver_set, name="fine_driver"),
     path("fines/views/", fines.fine_view_save, name="fine_view_save"),
     path("fines/views/<int:view_id>/delete", fines.fine_view_delete, name="fine_view_delete"),
     path("notifications/", fines.notification_list, name="notifications"),

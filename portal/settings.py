@@ -90,6 +90,9 @@ FLEET_VEHICLES_TTL = env.seconds("FLEET_VEHICLES_TTL", default=60.0, minimum=1.0
 FLEET_VEHICLES_KEEP = env.seconds(
     "FLEET_VEHICLES_KEEP", default=86400.0, minimum=FLEET_VEHICLES_TTL
 )
+# Whether each refresh of the vehicle list is taken into the history of who had each
+# vehicle (fleet/services/driver_history.py), which attributes fines to who was driving.
+FLEET_DRIVER_HISTORY = env.flag("FLEET_DRIVER_HISTORY", default=True)
 # How long a request with no data at all waits for another worker's refresh.
 FLEET_VEHICLES_WAIT = env.seconds("FLEET_VEHICLES_WAIT", default=5.0)
 # After a failed refresh (without Retry-After), no worker tries again for this long.

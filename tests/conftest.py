@@ -52,6 +52,20 @@ class Emulator:
     def advance(self, seconds: float) -> None:
         self.control("POST", "clock", advance=seconds)
 
+    def switch_handovers(self, enabled: bool) -> None:
+        """Vehicles change hands as the emulator's clock moves (on), or keep their own
+        driver (off, the start state; a reset switches them back)."""
+        self.control("POST", "handovers", enabled=enabled)
+
+    def handovers(self, since: str, until: str, plate: str | None = None) -> list[dict[str, Any]]:
+        """The emulator's hand-overs with since < at <= until (ISO 8601), by time then plate:
+        `{"plate", "at", "from", "to"}` (its schedule, whether switched on or not)."""
+        params = {"since": since, "until": until} | ({"plate": plate} if plate else {})
+        response = self.http.get(f"{self.url}/_emulator/handovers", params=params, timeout=30)
+        response.raise_for_status()
+        listed: list[dict[str, Any]] = response.json()["handovers"]
+        return listed
+
     def calls(self, key: str) -> int:
         counts: dict[str, int] = self.control("GET", "stats")["calls"]
         return counts.get(key, 0)

@@ -32,6 +32,7 @@ for _name in (
     "SESSION_IDLE_MINUTES",
     "SESSION_MAX_HOURS",
     "LOG_FORMAT",
+    "FLEET_DRIVER_HISTORY",
 ):
     os.environ.pop(_name, None)
 # A provider from a developer's shell would change every sign-in test: tests configure their own.
@@ -60,3 +61,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
 # beside `make run`). A test that talks to the API points at its own emulator
 # (`fleet_settings`).
 FLEET_BASE_URL = "http://127.0.0.1:1"
+# A refresh of the vehicle list writes the history of who had each vehicle in the
+# database, which most tests of the list do not open: those of the history turn it on
+# (`driver_history` in tests/conftest.py).
+FLEET_DRIVER_HISTORY = False

@@ -1,5 +1,5 @@
 """The Django admin of the fleet app: fleet logins, the audit trail of mints, CNH lookups,
-webhooks, vehicle groups.
+webhooks, vehicle groups, who had each vehicle.
 
 A fleet password is write-only here: it is typed, encrypted and never shown
 again, not even encrypted. Testing a login mints a key that is discarded.
@@ -43,6 +43,7 @@ from fleet.models import (
     DeliveryStatus,
     Driver,
     Fine,
+    FineDriverCorrection,
     FleetAccount,
     MintOutcome,
     Notification,
@@ -361,6 +362,28 @@ def _records_found(queryset: QuerySet[Any], search_term: str) -> tuple[QuerySet[
     return queryset.filter(found), False
 
 
+class FineDriverCorrectionInline(admin.TabularInline):  # type: ignore[type-arg]
+    """Who set the fine's driver by hand, when, from what, to what and why: read-only."""
+
+    model = FineDriverCorrection
+    extra = 0
+    can_delete = False
+    fields = readonly_fields = (
+        "at",
+        "user_name",
+        "from_driver_id",
+        "from_basis",
+        "to_driver_id",
+        "reason",
+    )
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
 @admin.register(Fine)
 class FineAdmin(_LargeList, Scoped, _ReadOnly, _FineModelAdmin):
     list_display = [
@@ -381,9 +404,12 @@ class FineAdmin(_LargeList, Scoped, _ReadOnly, _FineModelAdmin):
         "amount",
         "occurred_at",
         "driver_id",
+        "driver_basis",
+        "driver_span",
         "reference",
         "infraction",
     )
+    inlines = [FineDriverCorrectionInline]
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Fine], search_term: str
@@ -446,6 +472,9 @@ class UnknownWebhookKeyAdmin(WholeFleetOnly, _ReadOnly, _UnknownKeyModelAdmin):
 
 # CNH lookups and the record of full CPFs shown: fleet/admin/cnh.py
 from fleet.admin import cnh as cnh  # noqa: E402
+
+# Who had each vehicle (the history) and who set fines' drivers: fleet/admin/driving.py
+from fleet.admin import driving as driving  # noqa: E402
 
 # Vehicle groups, their members and the provider groups that give them: fleet/admin/groups.py
 from fleet.admin import groups as groups  # noqa: E402

@@ -5,6 +5,7 @@ here (`from fleet.models import Fine`).
 - `cnh`: driver licence lookups and the displays of full CPFs;
 - `webhooks`: what the fleet platform pushes (deliveries, fines, notifications, unknown keys);
 - `drivers`: the names of the fleet's drivers;
+- `driving`: who had each vehicle when (the history), and who set a fine's driver by hand;
 - `saved_views`: a user's saved views of the fines list;
 - `tallies`: the dashboard's running sums of fines;
 - `crlv`: the vehicle each e-CRLV request was seen for;
@@ -25,6 +26,12 @@ from fleet.models.cnh import (
 )
 from fleet.models.crlv import CrlvRequestVehicle
 from fleet.models.drivers import Driver, DriverWord
+from fleet.models.driving import (
+    DriverBasis,
+    DriverObservation,
+    DriverSpan,
+    FineDriverCorrection,
+)
 from fleet.models.groups import (
     WHOLE_FLEET_PERMISSION,
     DirectoryGroup,
@@ -67,9 +74,13 @@ __all__ = [
     "DeliveryStatus",
     "DirectoryGroup",
     "Driver",
+    "DriverBasis",
+    "DriverObservation",
+    "DriverSpan",
     "DriverWord",
     "EventKind",
     "Fine",
+    "FineDriverCorrection",
     "FineTally",
     "FleetAccount",
     "GroupTally",

@@ -12,6 +12,7 @@ from django_stubs_ext import StrOrPromise
 
 from fleet import formatting
 from fleet.api.values import AMOUNT_DIGITS
+from fleet.models.driving import DriverBasis
 from fleet.schema import DescendingIndex
 from fleet.webhooks.payloads import (
     REFERENCE_LENGTH,
@@ -258,6 +259,24 @@ class Fine(WebhookRecord):
     )
     occurred_at = models.DateTimeField(_("committed on"), null=True, blank=True)
     driver_id = models.PositiveBigIntegerField(_("driver id"), null=True, blank=True)
+    # How `driver_id` is known (`fleet.services.driving`); the period it was read from.
+    driver_basis = models.CharField(
+        _("how the driver is known"),
+        max_length=10,
+        choices=DriverBasis.choices,
+        blank=True,
+        default=DriverBasis.PENDING,
+    )
+    driver_span = models.ForeignKey(
+        "fleet.DriverSpan",
+        on_delete=models.DO_NOTHING,  # spans are never deleted
+        null=True,
+        blank=True,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+        verbose_name=_("period with a driver"),
+    )
     reference = models.CharField(
         _("notice number"), max_length=REFERENCE_LENGTH, blank=True, default=""
     )
@@ -267,6 +286,7 @@ class Fine(WebhookRecord):
         verbose_name = _("fine")
         verbose_name_plural = _("fines")
         ordering = ["treated", "-updated_at", "-id"]
+        permissions = [("change_fine_driver", _("Can set who was driving for a fine"))]
         indexes = [
             # The list's order, and the plate: a part of the fleet that walks it checks
             # each fine's plate from the index alone (`VehicleScope.records`). Not the
@@ -297,6 +317,18 @@ class Fine(WebhookRecord):
                 name="fleet_fine_driver",
             ),
             models.Index(fields=["occurred_at", "amount"], name="fleet_fine_occurred"),
+            # The fines the worker has still to attribute (`fleet.services.driving`), and
+            # the list's "uncertain" filter, in its order.
+            models.Index(
+                fields=["key"],
+                condition=models.Q(driver_basis="", driver_id__isnull=True),
+                name="fleet_fine_unattributed",
+            ),
+            models.Index(
+                fields=["treated", "-updated_at"],
+                condition=models.Q(driver_basis="uncertain"),
+                name="fleet_fine_uncertain",
+            ),
             # The list sorted by when committed or by amount, either way, NULLs last: a
             # page deep in it reads its rows from these indexes, not a sort of them all.
             DescendingIndex(fields=["-occurred_at", "-id"], name="fleet_fine_occurred_desc"),

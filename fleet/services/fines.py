@@ -11,12 +11,13 @@ One module: the lists of fines and of notifications select through the same reco
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
+from itertools import batched
 from typing import Any, NamedTuple, cast
 
 from django.core.paginator import Page
@@ -24,6 +25,7 @@ from django.db.models import Count, F, Q, QuerySet, Sum
 
 from fleet import plates
 from fleet.models import (
+    DriverBasis,
     Fine,
     Notification,
     TallyDimension,
@@ -37,7 +39,7 @@ from fleet.services.dashboard import (
     local_midnight,
     month_start,
 )
-from fleet.services.drivers import prefix_end
+from fleet.services.drivers import driver_names, prefix_end
 from fleet.services.figures import Total
 from fleet.services.list_walks import (
     checked,
@@ -47,7 +49,7 @@ from fleet.services.list_walks import (
     scope_walked,
     states_checked,
 )
-from fleet.services.paging import CappedPaginator, streamed
+from fleet.services.paging import EXPORT_CHUNK, CappedPaginator, streamed
 from fleet.services.scopes import VehicleScope
 from fleet.services.tallies import (
     day_key,
@@ -200,14 +202,16 @@ def _fines_walked(
     page: int,
     plate: str = "",
     driver: int | None = None,
+    uncertain: bool | None = None,
     sort: str = "",
     **filters: Any,
 ) -> frozenset[str]:
     """Which filters a page of fines checks fine by fine as it walks the list's index
     (`conditions_walked`): none for a vehicle's or a driver's fines (few), nor for a
-    small part of the fleet (found by its plates); a month and the fines received since
-    a day are counted by the tallies."""
-    if plate or driver is not None or not (scope.whole_fleet or scope_walked(scope)):
+    small part of the fleet (found by its plates), nor for the fines whose driver is
+    uncertain (their own index); a month and the fines received since a day are counted
+    by the tallies."""
+    if plate or driver is not None or uncertain or not (scope.whole_fleet or scope_walked(scope)):
         return frozenset()
     conditions = {
         name: condition
@@ -337,6 +341,14 @@ EXPORT_COLUMNS = (
     "received_at",
     "updated_at",
     "external_id",
+    "driver_id",
+    "driver_basis",
+    # Where the driver is uncertain: the candidates, and the window of the hand-over (the
+    # period after it: `fleet.services.attribution`).
+    "driver_span__previous_driver_id",
+    "driver_span__driver_id",
+    "driver_span__previous_seen",
+    "driver_span__first_seen",
 )
 
 
@@ -358,24 +370,40 @@ class ExportedFine(NamedTuple):
     received_at: datetime
     updated_at: datetime
     external_id: str
+    driver_id: int | None
+    driver_basis: str
+    span_previous_driver_id: int | None
+    span_driver_id: int | None
+    window_start: datetime | None
+    window_end: datetime | None
+    names: Mapping[int, str] = {}  # the drivers' names, of this fine and its neighbours
 
 
 def fine_export(*, scope: VehicleScope, **filters: Any) -> Iterator[ExportedFine]:
-    """Every fine `fine_search` would list, in its order, read a chunk at a time."""
+    """Every fine `fine_search` would list, in its order, read a chunk at a time; the
+    drivers' names looked up once per `EXPORT_CHUNK` fines."""
     rows = fine_filtered(scope=scope, **filters).values_list(*EXPORT_COLUMNS)
-    for payload, reference, amount, occurred_at, *rest in streamed(rows):
-        amount_text = "" if amount is not None else payload_text(payload, "amount")
-        occurred_at_text = "" if occurred_at is not None else payload_text(payload, "occurredAt")
-        yield ExportedFine(
-            payload_plate(payload),
-            payload_text(payload, "description"),
-            reference,
-            amount,
-            amount_text,
-            occurred_at,
-            occurred_at_text,
-            *rest,
-        )
+    for block in batched(streamed(rows), EXPORT_CHUNK, strict=False):
+        drivers = {d for row in block for d in (row[-6], row[-4], row[-3]) if d is not None}
+        names = driver_names(list(drivers)) if drivers else {}
+        for payload, reference, amount, occurred_at, *columns in block:
+            amount_text = "" if amount is not None else payload_text(payload, "amount")
+            occurred_at_text = (
+                "" if occurred_at is not None else payload_text(payload, "occurredAt")
+            )
+            yield ExportedFine._make(
+                [
+                    payload_plate(payload),
+                    payload_text(payload, "description"),
+                    reference,
+                    amount,
+                    amount_text,
+                    occurred_at,
+                    occurred_at_text,
+                    *columns,
+                    names,
+                ]
+            )
 
 
 def fine_get(*, scope: VehicleScope, fine_id: int) -> Fine | None:
@@ -400,6 +428,7 @@ def fine_filtered(
     amount_min: Decimal | None = None,
     amount_max: Decimal | None = None,
     received_from: date | None = None,
+    uncertain: bool | None = None,
     sort: str = "",
     walked: frozenset[str] = frozenset(),
     counting: bool = False,
@@ -410,7 +439,8 @@ def fine_filtered(
     `document` (has its official document); `plate` (the vehicle, in either plate
     format); `driver` (the driver id the fine was attributed to); `month` (committed
     in that month, local time; its first day); `amount_min`/`amount_max` (R$, both
-    included); `received_from` (received on or after that local day); `sort`, one of
+    included); `received_from` (received on or after that local day); `uncertain`
+    (the vehicle changed hands around when committed: `fleet.services.attribution`); `sort`, one of
     `FINE_SORTS` (else the default order); only those `scope` sees. The filters named
     in `walked` are checked fine by fine as the list's index is walked (`fine_search`);
     `counting`: to be counted, not listed (a part of the fleet found by its plates).
@@ -424,6 +454,8 @@ def fine_filtered(
     )
     if driver is not None:
         conditions["driver"] = Q(driver_id=driver)
+    if uncertain:
+        conditions["uncertain"] = Q(driver_basis=DriverBasis.UNCERTAIN)
     states = _states(treated)
     if document is not None:
         states.append(~Q(link_frame="") if document else Q(link_frame=""))

@@ -21,7 +21,10 @@ thousands of vehicles and no paging or filters. So the portal keeps a snapshot
   for it, and it stores the list after its response;
 - served stale, saying since when and why, while the API fails or the route
   cools down after a Retry-After (`fleet.services.cooldown`, the same pause
-  the client honours).
+  the client honours);
+- taken into the history of who had each vehicle (`fleet.services.driver_history`)
+  by the worker that refreshed it, once stored and still holding the lock: one
+  observation at a time, in the order fetched.
 
 Cache keys, under `fleet:vehicles:<SNAPSHOT_FORMAT>:<scope>` (`fleet_cache_scope()`):
 
@@ -57,6 +60,7 @@ from fleet.api import errors
 from fleet.api.client import LIST_VEHICLES, FleetClient
 from fleet.api.errors import Outcome
 from fleet.services.connection import fleet_cache_scope, fleet_client
+from fleet.services.driver_history import history_observe
 from fleet.services.vehicle_index import SNAPSHOT_FORMAT, Snapshot
 
 # The vehicle list's one logger, whichever of its modules logs.
@@ -355,13 +359,17 @@ def _fetch(
     )
     built = time.perf_counter()
     with _memo.lock:
-        _memo.snapshot = snapshot
+        previous, _memo.snapshot = _memo.snapshot, snapshot
+    if previous is not None and previous.version != replaces:
+        previous = None
     release = lock.hand_over()
 
     def store() -> None:
         storing = time.perf_counter()
         try:
             _store(keys, snapshot, replaces=replaces)
+            # Still holding the lock: one observation at a time, in the order fetched.
+            _history_observe(snapshot, previous)
         finally:
             release()
         logger.info(
@@ -377,6 +385,17 @@ def _fetch(
     else:
         after_response.later(store)
     return snapshot
+
+
+def _history_observe(snapshot: Snapshot, previous: Snapshot | None) -> None:
+    """Take the list just stored into the history of who had each vehicle; a failure is
+    logged, and the list stays stored (the next refresh compares with the database)."""
+    if not settings.FLEET_DRIVER_HISTORY:
+        return
+    try:
+        history_observe(snapshot, previous=previous)
+    except Exception:
+        logger.exception("vehicle list %s not taken into the history", snapshot.version)
 
 
 # --- Fresh, stale or none --------------------------------------------------------

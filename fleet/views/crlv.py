@@ -31,6 +31,7 @@ from fleet.services.crlv import (
     vehicle_crlv_download_url,
     vehicle_crlv_get,
 )
+from fleet.services.driver_history import vehicle_periods
 from fleet.services.drivers import driver_names
 from fleet.services.fines import vehicle_records
 from fleet.services.scopes import scope_of
@@ -170,6 +171,7 @@ def _vehicle_page(
             name = driver_names([driver_id]).get(driver_id, "")
             context["driver_label"] = formatting.driver(driver_id, name)
     context["records"] = vehicle_records(plate, scope=scope)
+    context["periods"] = vehicle_periods(plate)
     return _with_failure_status(render(request, "fleet/vehicle.html", context), failure)
 
 

@@ -1,5 +1,5 @@
-"""A driver's page: the vehicles the vehicle list gives them and the fines attributed to
-them (`Fine.driver_id`), with totals."""
+"""A driver's page: the vehicles the vehicle list gives them, their periods with each
+vehicle (the history), and the fines attributed to them (`Fine.driver_id`), with totals."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from fleet.services.dashboard import fine_totals
+from fleet.services.driver_history import driver_periods
 from fleet.services.drivers import driver_names
 from fleet.services.fines import PER_PAGE, fine_filtered
 from fleet.services.scopes import scope_of
@@ -29,12 +30,14 @@ def driver_detail(request: AuthenticatedRequest, driver_id: int) -> HttpResponse
         vehicles = None  # the page says the list could not be read
     fines = fine_filtered(scope=scope, driver=driver_id)
     totals = fine_totals(fines)
-    if not scope.whole_fleet and not vehicles and not totals.count:
+    periods = driver_periods(driver_id, scope=scope, fines=fines)
+    if not scope.whole_fleet and not vehicles and not totals.count and not periods:
         raise Http404
     context = {
         "driver_id": driver_id,
         "name": driver_names([driver_id]).get(driver_id, ""),
         "vehicles": vehicles,
+        "periods": periods,
         "fines": list(fines[:PER_PAGE]),
         "totals": totals,
         "untreated": fine_totals(fines.filter(treated=False)),

@@ -3,11 +3,12 @@ and their CSV exports."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page
 from django.http import Http404, HttpResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -20,9 +21,14 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from fleet import formatting, plates
-from fleet.forms import FineFilterForm, NotificationFilterForm, SavedFineViewForm
-from fleet.models import WebhookRecord
+from fleet.forms import FineDriverForm, FineFilterForm, NotificationFilterForm, SavedFineViewForm
+from fleet.models import DriverBasis, Fine, WebhookRecord
 from fleet.render_cache import RenderCache
+from fleet.services.attribution import (
+    FINE_DRIVER_PERMISSION,
+    fine_driver_correct,
+    fine_driver_story,
+)
 from fleet.services.drivers import drivers_find
 from fleet.services.fines import (
     ExportedFine,
@@ -122,7 +128,41 @@ def fine_detail(request: AuthenticatedRequest, fine_id: int) -> HttpResponse:
     record = fine_get(scope=scope_of(request.user), fine_id=fine_id)
     if record is None:
         raise Http404
-    return render(request, "fleet/fine.html", {"record": record})
+    return _fine_page(request, record, FineDriverForm())
+
+
+@require_POST
+@login_required
+def fine_driver_set(request: AuthenticatedRequest, fine_id: int) -> HttpResponse:
+    """Who was driving, set by hand (audited): with the permission, on a fine the user
+    sees (else not found, whether or not they may)."""
+    record = fine_get(scope=scope_of(request.user), fine_id=fine_id)
+    if record is None:
+        raise Http404
+    if not request.user.has_perm(FINE_DRIVER_PERMISSION):
+        raise PermissionDenied
+    form = FineDriverForm(request.POST)
+    if not form.is_valid():
+        return _fine_page(request, record, form, status=400)
+    fine_driver_correct(
+        fine_id=record.pk,
+        driver_id=form.cleaned_data["driver_id"],
+        reason=form.cleaned_data["reason"],
+        user=request.user,
+    )
+    messages.success(request, _("Driver set. The change is recorded with your reason."))
+    return redirect(record.get_absolute_url())
+
+
+def _fine_page(
+    request: AuthenticatedRequest, record: Fine, form: FineDriverForm, *, status: int = 200
+) -> HttpResponse:
+    context = {
+        "record": record,
+        "driver": fine_driver_story(record),
+        "driver_form": form if request.user.has_perm(FINE_DRIVER_PERMISSION) else None,
+    }
+    return render(request, "fleet/fine.html", context, status=status)
 
 
 @require_GET
@@ -142,10 +182,19 @@ def fine_list_export(request: AuthenticatedRequest) -> StreamingHttpResponse:
     scope = scope_of(request.user)
     filters = _export_filters(FineFilterForm(request.GET, scope=scope))
     handling = _handling()
+    known = _driver_known()
 
     moment = formatting.moments()
 
+    def named(driver_id: int | None, names: Mapping[int, str]) -> str:
+        if driver_id is None:
+            return ""
+        name = names.get(driver_id, "")
+        return f"{name} ({driver_id})" if name else str(driver_id)
+
     def row(fine: ExportedFine) -> list[object]:
+        uncertain = fine.driver_basis == DriverBasis.UNCERTAIN
+        candidates = [fine.span_previous_driver_id, fine.span_driver_id] if uncertain else []
         return [
             plates.display_if_plate(fine.plate),
             fine.description,
@@ -159,6 +208,12 @@ def fine_list_export(request: AuthenticatedRequest) -> StreamingHttpResponse:
             moment(fine.received_at),
             moment(fine.updated_at),
             fine.external_id,
+            fine.driver_id if fine.driver_id is not None else "",
+            fine.names.get(fine.driver_id, "") if fine.driver_id is not None else "",
+            known[fine.driver_basis if fine.driver_basis or fine.driver_id is None else "list"],
+            _(" or ").join(named(c, fine.names) or _("nobody") for c in candidates),
+            moment(fine.window_start) if uncertain else "",
+            moment(fine.window_end) if uncertain else "",
         ]
 
     header = [
@@ -173,6 +228,12 @@ def fine_list_export(request: AuthenticatedRequest) -> StreamingHttpResponse:
         _("Received"),
         _("Updated"),
         _("Id in the fleet platform"),
+        _("Driver id"),
+        _("Driver"),
+        _("How the driver is known"),
+        _("Candidates"),
+        _("Changed hands after"),
+        _("Changed hands before"),
     ]
     return csv_download(
         name="fines", header=header, records=fine_export(scope=scope, **filters), row=row
@@ -207,6 +268,11 @@ def notification_list_export(request: AuthenticatedRequest) -> StreamingHttpResp
 def _export_filters(form: FineFilterForm | NotificationFilterForm) -> dict[str, Any]:
     """The list's filters, without its page: an export has every page."""
     return form.every_page(form.filters())
+
+
+def _driver_known() -> dict[str, str]:
+    """How a fine's driver is known, as an export writes it, by `DriverBasis`."""
+    return {str(basis.value): str(basis.label) for basis in DriverBasis}
 
 
 def _handling() -> dict[bool, str]:

@@ -52,6 +52,7 @@ from fleet.models import (
     WebhookRecord,
     Wording,
 )
+from fleet.services.attribution import fine_verdicts
 from fleet.services.dashboard import fine_figures_prepare, fine_figures_publish
 from fleet.services.tallies import FineState, fine_tallies_apply, fine_tallies_touch
 from fleet.services.vehicles import vehicle_drivers
@@ -310,18 +311,20 @@ def _notifications_counted_changed(
 
 
 def _drivers_attribute(fines: Sequence[Fine]) -> None:
-    """Give new fines the driver of their vehicle, from a vehicle list already at hand
-    (no API call inside the transaction); without one, the worker does it after the
-    commit (`fine_drivers_attribute_run`), fetching the list."""
-    registrations = {fine.registration for fine in fines if fine.registration}
-    if not registrations:
+    """Give new fines their driver (`fleet.services.attribution`): from the history of who
+    had the vehicle when committed, else from a vehicle list already at hand (no API call
+    inside the transaction); without one, the worker does it after the commit
+    (`fine_drivers_attribute_run`), fetching the list."""
+    if not fines:
         return
-    drivers = vehicle_drivers(registrations=registrations, fetch=False)
-    if drivers is None:
+    verdicts = fine_verdicts(
+        fines, list_drivers=lambda wanted: vehicle_drivers(registrations=wanted, fetch=False)
+    )
+    for fine, verdict in zip(fines, verdicts, strict=True):
+        if verdict is not None:
+            fine.driver_basis, fine.driver_id, fine.driver_span_id = verdict
+    if None in verdicts:
         transaction.on_commit(_attribution_ask)
-        return
-    for fine in fines:
-        fine.driver_id = drivers.get(fine.registration)
 
 
 def _wordings_link(

@@ -22,6 +22,7 @@ import pytest
 import requests
 
 from emulator.fleet import generate_vehicles
+from emulator.handovers import Schedule, hour_of, start_of
 from emulator.webhooks import generate
 from tests.conftest import ROOT, Emulator
 
@@ -387,3 +388,174 @@ def test_the_control_surface_dates_its_events_by_the_emulators_clock(emulator: E
     assert all(moved - timedelta(days=366) < moment(when) < moved for when in records)
     assert all(moment(event["updatedAt"]) < moved for event in events)
     assert len({when[:7] for when in records}) >= 6
+
+
+# A window instead of the year, and fines around hand-overs
+
+
+def test_without_the_new_options_the_batch_is_the_same_bytes_as_before():
+    plates = [vehicle.car_plate for vehicle in generate_vehicles(500, 1)]
+
+    batch = generate(300, seed=1, now=NOW, plates=plates, extra_keys=True, duplicates=0.1)
+
+    sent = b"".join(delivery.body for delivery in batch.deliveries)
+    assert hashlib.sha256(sent).hexdigest() == (
+        "d96d6deb7e856f7710eecf101e3aa1acfdb09d3d5340a9c8d7034eab5574c66d"
+    )
+
+
+def own_times(batch: Any) -> list[datetime]:
+    """Each event's record's own time: a fine's `occurredAt`, a notification's `createdAt`."""
+    events = [event_of(parsed(delivery.body)) for delivery in batch.deliveries]
+    return [moment(event.get("occurredAt") or event["createdAt"]) for event in events]
+
+
+@pytest.mark.parametrize("hours", [2, 6, 72, 24 * 30])
+def test_within_keeps_every_record_inside_the_window(hours: int) -> None:
+    plates = [vehicle.car_plate for vehicle in generate_vehicles(500, 1)]
+
+    batch = generate(600, seed=4, now=NOW, plates=plates, within=hours * 3600)
+
+    times = own_times(batch)
+    assert all(NOW - timedelta(hours=hours) <= when < NOW for when in times)
+    # Spread over the window (its last part left for the events that follow a record).
+    assert min(times) < NOW - timedelta(hours=hours * 0.7)
+    assert max(times) > NOW - timedelta(hours=hours * 0.5)
+    events = [event_of(parsed(delivery.body)) for delivery in batch.deliveries]
+    assert all(moment(event["updatedAt"]) < NOW for event in events)
+
+
+@pytest.mark.parametrize(
+    ("count", "hours", "says"),
+    [(10, 1, "2 hours to 10 years"), (20_000, 3, "too short for 20000 deliveries")],
+)
+def test_a_window_that_cannot_hold_the_batch_is_refused(count: int, hours: int, says: str):
+    with pytest.raises(ValueError, match=says):
+        generate(count, seed=1, now=NOW, within=hours * 3600)
+
+
+def fleet_index(plates: list[str]) -> dict[str, int]:
+    """A fine's `carPlate` -> its vehicle's place in the fleet (the new plate of an old one too)."""
+    found = {as_mercosul(plate): index for index, plate in enumerate(plates)}
+    return found | {plate: index for index, plate in enumerate(plates)}
+
+
+def sides_of_handovers(
+    fines: list[Any], places: dict[str, int], handovers_of: Any
+) -> tuple[int, int]:
+    """How many fines were committed within 3 hours before, and after, one of their
+    vehicle's hand-overs (`handovers_of(place, around)`: that vehicle's hand-over times)."""
+    before = after = 0
+    for fine in fines:
+        occurred = moment(fine["occurredAt"])
+        near = handovers_of(places[fine["carPlate"]], occurred)
+        before += any(timedelta(0) < at - occurred <= timedelta(hours=3) for at in near)
+        after += any(timedelta(0) < occurred - at <= timedelta(hours=3) for at in near)
+    return before, after
+
+
+def test_with_handovers_a_third_of_the_fines_fall_around_a_handover_on_either_side():
+    vehicles = generate_vehicles(500, 1)
+    plates = [vehicle.car_plate for vehicle in vehicles]
+    schedule = Schedule(1, [vehicle.driver_id for vehicle in vehicles])
+    places = fleet_index(plates)
+
+    def handovers_of(place: int, around: datetime) -> list[datetime]:
+        hours = schedule.handover_hours(place, hour_of(around) - 3, hour_of(around) + 4)
+        return [start_of(hour) for hour in hours]
+
+    near, far = (
+        [
+            parsed(d.body)["frame"]
+            for d in generate(1500, seed=1, now=NOW, plates=plates, schedule=given).deliveries
+            if "frame" in parsed(d.body)
+        ]
+        for given in (schedule, None)
+    )
+    before, after = sides_of_handovers(near, places, handovers_of)
+    by_chance = sum(sides_of_handovers(far, places, handovers_of))
+
+    assert before > 50
+    assert after > 50
+    assert (before + after) / len(near) > 0.3 > 0.2 > by_chance / len(far)
+    again = generate(1500, seed=1, now=NOW, plates=plates, schedule=schedule).deliveries
+    assert [parsed(d.body)["frame"] for d in again if "frame" in parsed(d.body)] == near
+
+
+def test_the_control_surface_puts_fines_around_its_vehicles_handovers_within_the_window(
+    emulator: Emulator, receiver
+):
+    emulator.control("POST", "clock", set=NOW.isoformat())
+    emulator.switch_handovers(True)
+    plates = [vehicle["car_plate"] for vehicle in emulator.vehicles()]
+    since = NOW - timedelta(hours=73)
+    record = emulator.handovers(since.isoformat(), (NOW + timedelta(hours=1)).isoformat())
+
+    emulator.control("POST", "webhooks", url=receiver.url, count=300, within_hours=72)
+
+    events = [event_of(parsed(body)) for body in receiver.bodies]
+    assert all(
+        NOW - timedelta(hours=72) <= moment(event.get("occurredAt") or event["createdAt"]) < NOW
+        for event in events
+    )
+    places = fleet_index(plates)
+    assert_on_both_sides(events, record, places)
+
+
+def assert_on_both_sides(
+    events: list[dict[str, Any]], record: list[dict[str, Any]], places: dict[str, int]
+) -> None:
+    """Some of the fines among `events` fall before a hand-over of `record`, some after."""
+    at_by_place: dict[int, list[datetime]] = {}
+    for handover in record:
+        at_by_place.setdefault(places[handover["plate"]], []).append(moment(handover["at"]))
+    fines = [event for event in events if "occurredAt" in event]
+    before, after = sides_of_handovers(
+        fines, places, lambda place, _around: at_by_place.get(place, [])
+    )
+    assert before > 0
+    assert after > 0
+
+
+def test_the_control_surface_refuses_a_window_it_cannot_use(emulator: Emulator):
+    response = requests.post(
+        f"{emulator.url}/_emulator/webhooks",
+        json={"url": "http://127.0.0.1:9/", "within_hours": 0.5},
+        timeout=10,
+    )
+
+    assert response.status_code == 400
+    assert "2 hours" in response.json()["error"]
+
+
+def test_the_command_puts_fines_around_the_handovers_of_the_emulator_it_names(
+    emulator: Emulator, receiver
+):
+    completed = subprocess.run(
+        [sys.executable, "-m", "emulator", "send-webhooks", "--url", receiver.url,
+         "--count", "300", "--vehicles", "200", "--fleet-seed", "1", "--handovers",
+         "--within-hours", "48"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    ended = datetime.now(UTC)
+
+    assert completed.returncode == 0, completed.stderr
+    events = [event_of(parsed(body)) for body in receiver.bodies]
+    times = [moment(event.get("occurredAt") or event["createdAt"]) for event in events]
+    assert all(ended - timedelta(hours=48, minutes=1) <= when < ended for when in times)
+    # The emulator serving those vehicles (200, seed 1) lists the same hand-overs.
+    since = (ended - timedelta(hours=49)).isoformat()
+    record = emulator.handovers(since, ended.isoformat())
+    places = fleet_index([vehicle["car_plate"] for vehicle in emulator.vehicles()])
+    assert_on_both_sides(events, record, places)
+
+
+def test_the_command_needs_a_fleet_for_handovers():
+    completed = subprocess.run(
+        [sys.executable, "-m", "emulator", "send-webhooks", "--url", "http://127.0.0.1:9/",
+         "--handovers"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+    assert completed.returncode == 2
+    assert "--handovers needs --vehicles" in completed.stderr

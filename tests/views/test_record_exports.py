@@ -12,6 +12,7 @@ from tests.views.test_fines import DOCUMENT, ENGLISH, HTMX, a_fine, deliver
 pytestmark = pytest.mark.django_db
 
 PORTUGUESE = {"Accept-Language": "pt-BR"}
+ID = 10  # a fine's column "Id in the fleet platform"
 
 
 @pytest.fixture
@@ -51,6 +52,8 @@ def test_the_fines_export_is_every_fine_of_the_filter_as_brazilian_excel_reads_i
     assert header == [
         "Placa", "Infração", "Auto", "Cometida em", "Valor (R$)", "Tratamento",
         "Documento oficial", "Boleto", "Recebida em", "Atualizada em", "Id na plataforma da frota",
+        "Id do condutor", "Condutor", "Como o condutor é conhecido", "Candidatos",
+        "Trocou de mãos depois de", "Trocou de mãos antes de",
     ]  # fmt: skip
     assert [row[0] for row in rows] == ["ABC1D23", "ABC-1234"]  # untreated first
     new = rows[0]
@@ -76,9 +79,9 @@ def test_the_export_keeps_the_filters_of_the_list(manager_client, client):
     response = manager_client.get("/fines/export.csv", {"treated": "0", "plate": "abc1c34"})
 
     _header, *rows = read(response)
-    assert [row[-1] for row in rows] == ["2"]  # the same vehicle, under its Mercosul plate
+    assert [row[ID] for row in rows] == ["2"]  # the same vehicle, under its Mercosul plate
     _header, *rows = read(manager_client.get("/fines/export.csv", {"q": "infração 3"}))
-    assert [row[-1] for row in rows] == ["3"]
+    assert [row[ID] for row in rows] == ["3"]
 
 
 def test_the_export_uses_commas_and_points_in_english(manager_client, client):
@@ -96,9 +99,9 @@ def test_text_a_spreadsheet_would_run_as_a_formula_is_written_as_text(manager_cl
 
     _header, *rows = read(manager_client.get("/fines/export.csv"))
 
-    descriptions = {row[-1]: row[1] for row in rows}
+    descriptions = {row[ID]: row[1] for row in rows}
     assert descriptions == {"1": '\'=HYPERLINK("https://evil.example","Pagar")', "2": "'-2+3"}
-    assert {row[-1]: row[4] for row in rows}["2"] == "not a number"
+    assert {row[ID]: row[4] for row in rows}["2"] == "not a number"
 
 
 # Spreadsheets skip leading blanks and line breaks before they look for a formula.

@@ -247,6 +247,10 @@ def _paths(side: Side, other: Side) -> dict[str, list[tuple[str, str, dict[str, 
             ("404", f"/crlv/requests/{other.request_id}/download", {}),
         ],
         "fleet:fine": [("404", f"/fines/{other.fine}/", {})],
+        # Not found before the permission is asked for: 404 whether or not they may.
+        "fleet:fine_driver": [
+            ("404-POST", f"/fines/{other.fine}/driver", {"choice": "1", "reason": "lent"})
+        ],
         "fleet:notification": [("404", f"/notifications/{other.notification}/", {})],
         "fleet:driver": [("404", f"/drivers/{other.driver}/", {})],
         "fleet:fine_view_delete": [("404-POST", f"/fines/views/{other.saved_view}/delete", {})],

@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from fleet.services.driver_history import history_driver_ids
 from fleet.services.drivers import driver_names_add
 from fleet.services.vehicles import FleetDataUnavailable, fleet_driver_ids
 
@@ -80,6 +81,8 @@ class Command(BaseCommand):
                 f"the vehicle list could not be read from {settings.FLEET_BASE_URL} "
                 f"({exc.outcome}): is the emulator running?"
             ) from None
+        # And those the history of who had each vehicle holds (`demo_history`).
+        driver_ids = sorted(set(driver_ids) | set(history_driver_ids()))
         named = driver_names_add(names=demo_names(driver_ids))
         self.stdout.write(
             f"Demo drivers: {named} of the fleet's {len(driver_ids)} drivers named "

@@ -94,6 +94,12 @@ class Command(BaseCommand):
             whole_fleet = Permission.objects.get(
                 content_type__app_label="fleet", codename="view_whole_fleet"
             )
+            # Managers set who was driving when the history cannot tell (the fine page).
+            user.user_permissions.add(
+                Permission.objects.get(
+                    content_type__app_label="fleet", codename="change_fine_driver"
+                )
+            )
             if demo.whole_fleet:
                 user.user_permissions.add(whole_fleet)
             else:

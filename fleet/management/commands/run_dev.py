@@ -1,11 +1,12 @@
 """`manage.py run_dev`: the emulator, the portal and its worker together, for `make run`.
 
-Starts `python -m emulator` (when FLEET_ENVIRONMENT is `emulator`; once it answers,
-`demo_drivers` names its drivers), the demo identity provider (`idp/`, when Node.js
-and its packages are there and no OIDC_ISSUER is configured), the development
-server and the background worker (`manage.py db_worker`: webhook deliveries, CNH
-lookups and alerts) as child processes, waits until they are up, prints the
-addresses and the demo logins, and stops them all on Ctrl-C or when one exits.
+Starts `python -m emulator` (when FLEET_ENVIRONMENT is `emulator`, its vehicles changing
+hands as the hours go by; once it answers, `demo_drivers` names its drivers, and once the
+portal answers `demo_history` writes the past days of who had each vehicle), the demo
+identity provider (`idp/`, when Node.js and its packages are there and no OIDC_ISSUER is
+configured), the development server and the background worker (`manage.py db_worker`:
+webhook deliveries, CNH lookups and alerts) as child processes, waits until they are up,
+prints the addresses and the demo logins, and stops them all on Ctrl-C or when one exits.
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ class Command(BaseCommand):
                 )
             )
             _wait_for(f"{portal_url}/healthz", children)
+            if settings.FLEET_ENVIRONMENT == "emulator":
+                self._demo_history(portal_url)
             # Without autoreload: a reloader's grandchild would outlive Ctrl-C.
             worker = subprocess.Popen(
                 [sys.executable, "manage.py", "db_worker", "--no-reload", "--interval", "1"],
@@ -116,6 +119,7 @@ class Command(BaseCommand):
                 str(base.port or 8001),
                 "--vehicles",
                 str(vehicles),
+                "--handovers",  # vehicles change hands as the hours go by
             ],
             cwd=settings.BASE_DIR,
             stdout=subprocess.DEVNULL,
@@ -127,6 +131,11 @@ class Command(BaseCommand):
         """Names for the emulator's drivers (`demo_drivers`), read from it now that it
         answers; without them the pages show the drivers by number."""
         try:
+            # Before anything reads the vehicle list: the history's past comes first.
+            call_command("demo_history", stdout=self.stdout)
+        except CommandError as exc:
+            self.stdout.write(self.style.WARNING(f"The demo history was not written: {exc}."))
+        try:
             call_command("demo_drivers", stdout=self.stdout)
         except CommandError as exc:
             self.stdout.write(self.style.WARNING(f"The demo drivers were not named: {exc}."))
@@ -134,6 +143,13 @@ class Command(BaseCommand):
             call_command("demo_groups", stdout=self.stdout)
         except CommandError as exc:
             self.stdout.write(self.style.WARNING(f"The demo vehicle groups were not made: {exc}."))
+
+    def _demo_history(self, portal_url: str) -> None:
+        """Fines of the past days around the hand-overs, one set by hand (`demo_history`)."""
+        try:
+            call_command("demo_history", fines_to=portal_url, stdout=self.stdout)
+        except CommandError as exc:
+            self.stdout.write(self.style.WARNING(f"The demo fines were not sent: {exc}."))
 
     def _start_demo_idp(self, portal_url: str, port: int) -> DemoIdentityProvider | None:
         """The demo identity provider, unless one is configured or Node.js is missing."""

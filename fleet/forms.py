@@ -298,7 +298,7 @@ class FineFilterForm(NotificationFilterForm):
     )
     # The fines whose vehicle changed hands around when they were committed: two
     # candidates, no driver yet (`fleet.services.attribution`).
-    uncertain = forms.BooleanField(label=_("Driver uncertain"), required=False)
+    uncertain = forms.BooleanField(label=_("Uncertain who drove"), required=False)
     sort = forms.ChoiceField(label=_("Sort by"), choices=SORT_CHOICES, required=False)
 
     # Drivers a name that fits several offers to choose from, below the filters.

@@ -30,7 +30,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -43,7 +43,6 @@ from fleet.models import (
     DeliveryStatus,
     Driver,
     Fine,
-    FineDriverCorrection,
     FleetAccount,
     MintOutcome,
     Notification,
@@ -362,28 +361,6 @@ def _records_found(queryset: QuerySet[Any], search_term: str) -> tuple[QuerySet[
     return queryset.filter(found), False
 
 
-class FineDriverCorrectionInline(admin.TabularInline):  # type: ignore[type-arg]
-    """Who set the fine's driver by hand, when, from what, to what and why: read-only."""
-
-    model = FineDriverCorrection
-    extra = 0
-    can_delete = False
-    fields = readonly_fields = (
-        "at",
-        "user_name",
-        "from_driver_id",
-        "from_basis",
-        "to_driver_id",
-        "reason",
-    )
-
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-
 @admin.register(Fine)
 class FineAdmin(_LargeList, Scoped, _ReadOnly, _FineModelAdmin):
     list_display = [
@@ -406,10 +383,35 @@ class FineAdmin(_LargeList, Scoped, _ReadOnly, _FineModelAdmin):
         "driver_id",
         "driver_basis",
         "driver_span",
+        "driver_corrections_shown",
         "reference",
         "infraction",
     )
-    inlines = [FineDriverCorrectionInline]
+
+    @admin.display(description=_("drivers set by hand"))
+    def driver_corrections_shown(self, obj: Fine) -> str:
+        """Who set the fine's driver by hand, when, from what, to what and why: a list, not
+        an inline (whose empty columns are headers without a name)."""
+        corrections = list(obj.driver_corrections.all()[:50])
+        if not corrections:
+            return "—"
+        return format_html(
+            "<ul>{}</ul>",
+            format_html_join(
+                "",
+                "<li>{} · {}: {} → {} · “{}”</li>",
+                (
+                    (
+                        formatting.moment(c.at),
+                        c.user_name,
+                        c.from_driver_id if c.from_driver_id is not None else "—",
+                        c.to_driver_id,
+                        c.reason,
+                    )
+                    for c in corrections
+                ),
+            ),
+        )
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Fine], search_term: str

@@ -153,7 +153,7 @@ def may_set_drivers(user: Any) -> Any:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_correction_is_audited_and_survives_refreshes_and_a_recompute(
-    client, handed_over, clocks, manager
+    client, handed_over, clocks, manager, django_user_model
 ):
     plate, h, _d1, d2 = (handed_over[k] for k in ("plate", "h", "d1", "d2"))
     client.force_login(may_set_drivers(grant_whole_fleet(manager)))
@@ -184,6 +184,11 @@ def test_a_correction_is_audited_and_survives_refreshes_and_a_recompute(
     page = client.get(fine.get_absolute_url(), headers={"Accept-Language": "en"}).text
     assert "set by Marcos on" in page
     assert "“vehicle lent”" in page
+    # The admin shows the audit on the fine's page.
+    client.force_login(django_user_model.objects.create_superuser("root", "root@example.com", "pw"))
+    admin = client.get(f"/admin/fleet/fine/{fine.pk}/change/", headers={"Accept-Language": "en"})
+    assert admin.status_code == 200
+    assert f"Marcos: — → {d2} · “vehicle lent”" in admin.text
 
 
 def test_recompute_counts_what_changed_and_keeps_corrections(client, handed_over, capsys):

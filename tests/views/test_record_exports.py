@@ -190,11 +190,15 @@ def test_an_export_reads_its_rows_as_the_database_finds_them(client):
         deliver(client, a_fine(number))
         deliver(client, {"notification": {"id": number, "treated": False, "title": "Recall"}})
     for records in (fine_export(scope=WHOLE_FLEET), notification_export(scope=WHOLE_FLEET)):
-        next(records)  # the first row read: the cursor is open
+        next(records)  # the first row read: the cursor is open, or read to its end
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SELECT is_holdable FROM pg_cursors")
-                assert cursor.fetchall() == [(False,)]
+                # The fines export reads a chunk ahead (its drivers' names in one query):
+                # two fines are the whole answer, read and closed before the first row.
+                assert cursor.fetchall() in ([(False,)], [])
+                cursor.execute("SELECT count(*) FROM pg_cursors WHERE is_holdable")
+                assert cursor.fetchone() == (0,)
         else:
             # The portal's SQLite transactions begin IMMEDIATE: one around an export would
             # hold the write lock for its length, and the receiver and the worker wait.

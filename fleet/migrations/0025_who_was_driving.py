@@ -1,4 +1,4 @@
-"""Who was driving (issue 42): the history of who had each vehicle (observations of the
+"""Who was driving: the history of who had each vehicle (observations of the
 vehicle list, periods with a driver), the audit of drivers set by hand, and how each
 fine's driver is known. The fines' new columns have constant defaults (no row written);
 their two partial indexes are built without holding writers on PostgreSQL."""

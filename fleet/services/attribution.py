@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -31,6 +31,8 @@ from django.db.models import Q, QuerySet
 
 from fleet.models import DriverBasis, DriverObservation, DriverSpan, Fine, FineDriverCorrection
 from fleet.services.dashboard import fine_figures_prepare
+from fleet.services.driver_history import latest_observation
+from fleet.services.drivers import driver_names
 from fleet.services.tallies import FINE_FIELDS, FineState, fine_tallies_apply
 from fleet.services.vehicles import vehicle_drivers
 
@@ -225,10 +227,6 @@ def _keep_list_answer(_wanted: set[str]) -> None:
 # --- A person's choice --------------------------------------------------------------
 
 
-class CorrectionRefused(Exception):
-    """The correction was not made; the message says why, to the person."""
-
-
 def fine_driver_correct(*, fine_id: int, driver_id: int, reason: str, user: User) -> Fine:
     """Set fine `fine_id`'s driver to `driver_id` for `reason`, as `user` chose: audited
     (who, when, from, to, why), with the dashboard's tallies, in one transaction. The
@@ -258,10 +256,6 @@ def _name_of(user: User) -> str:
     return user.get_full_name() or user.get_username()
 
 
-def corrections_of(fine: Fine) -> Iterable[FineDriverCorrection]:
-    return fine.driver_corrections.all()
-
-
 # --- How it is known, as the pages show it ----------------------------------------------
 
 
@@ -282,9 +276,6 @@ class DriverStory(NamedTuple):
 
 def fine_driver_story(fine: Fine) -> DriverStory:
     """How fine `fine`'s driver is known, read from its period and its latest correction."""
-    from fleet.services.driver_history import latest_observation
-    from fleet.services.drivers import driver_names
-
     basis = DriverBasis(fine.driver_basis or DriverBasis.LIST)
     if fine.driver_basis == DriverBasis.PENDING and fine.driver_id is None:
         basis = DriverBasis.PENDING

@@ -11,14 +11,13 @@ One module: the lists of fines and of notifications select through the same reco
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
 from decimal import Decimal
-from itertools import batched
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 from django.core.paginator import Page
 from django.db.models import Count, F, Q, QuerySet, Sum
@@ -39,7 +38,7 @@ from fleet.services.dashboard import (
     local_midnight,
     month_start,
 )
-from fleet.services.drivers import driver_names, prefix_end
+from fleet.services.drivers import prefix_end
 from fleet.services.figures import Total
 from fleet.services.list_walks import (
     checked,
@@ -49,13 +48,12 @@ from fleet.services.list_walks import (
     scope_walked,
     states_checked,
 )
-from fleet.services.paging import EXPORT_CHUNK, CappedPaginator, streamed
+from fleet.services.paging import CappedPaginator, streamed
 from fleet.services.scopes import VehicleScope
 from fleet.services.tallies import (
     day_key,
     month_key,
 )
-from fleet.webhooks.payloads import payload_plate, payload_text
 
 PER_PAGE = 50
 # Untreated first, then the latest changed.
@@ -326,84 +324,6 @@ def _tallied(chosen: dict[str, Any]) -> Total | None:
         since = day_key(chosen["received_from"])
         return _tally(TallyDimension.DAY, since=since)
     return None
-
-
-# What an export reads of a fine: its columns, and of its payload (decoded once) what
-# only the payload has; no model instances (a million fines in seconds, not minutes).
-EXPORT_COLUMNS = (
-    "payload",
-    "reference",
-    "amount",
-    "occurred_at",
-    "treated",
-    "link_frame",
-    "link",
-    "received_at",
-    "updated_at",
-    "external_id",
-    "driver_id",
-    "driver_basis",
-    # Where the driver is uncertain: the candidates, and the window of the hand-over (the
-    # period after it: `fleet.services.attribution`).
-    "driver_span__previous_driver_id",
-    "driver_span__driver_id",
-    "driver_span__previous_seen",
-    "driver_span__first_seen",
-)
-
-
-class ExportedFine(NamedTuple):
-    """A fine as an export writes it: its columns, and what its payload says that no
-    column holds (the plate and infraction as sent; the amount and moment as sent, for
-    when they could not be read)."""
-
-    plate: str
-    description: str
-    reference: str
-    amount: Decimal | None
-    amount_text: str
-    occurred_at: datetime | None
-    occurred_at_text: str
-    treated: bool
-    link_frame: str
-    link: str
-    received_at: datetime
-    updated_at: datetime
-    external_id: str
-    driver_id: int | None
-    driver_basis: str
-    span_previous_driver_id: int | None
-    span_driver_id: int | None
-    window_start: datetime | None
-    window_end: datetime | None
-    names: Mapping[int, str] = {}  # the drivers' names, of this fine and its neighbours
-
-
-def fine_export(*, scope: VehicleScope, **filters: Any) -> Iterator[ExportedFine]:
-    """Every fine `fine_search` would list, in its order, read a chunk at a time; the
-    drivers' names looked up once per `EXPORT_CHUNK` fines."""
-    rows = fine_filtered(scope=scope, **filters).values_list(*EXPORT_COLUMNS)
-    for block in batched(streamed(rows), EXPORT_CHUNK, strict=False):
-        drivers = {d for row in block for d in (row[-6], row[-4], row[-3]) if d is not None}
-        names = driver_names(list(drivers)) if drivers else {}
-        for payload, reference, amount, occurred_at, *columns in block:
-            amount_text = "" if amount is not None else payload_text(payload, "amount")
-            occurred_at_text = (
-                "" if occurred_at is not None else payload_text(payload, "occurredAt")
-            )
-            yield ExportedFine._make(
-                [
-                    payload_plate(payload),
-                    payload_text(payload, "description"),
-                    reference,
-                    amount,
-                    amount_text,
-                    occurred_at,
-                    occurred_at_text,
-                    *columns,
-                    names,
-                ]
-            )
 
 
 def fine_get(*, scope: VehicleScope, fine_id: int) -> Fine | None:

@@ -30,9 +30,8 @@ from fleet.services.attribution import (
     fine_driver_story,
 )
 from fleet.services.drivers import drivers_find
+from fleet.services.fine_exports import ExportedFine, fine_export
 from fleet.services.fines import (
-    ExportedFine,
-    fine_export,
     fine_get,
     fine_list_page,
     notification_export,

@@ -1,4 +1,4 @@
-"""Who was driving (issue 42): the history of who had each vehicle, taken from the refreshes
+"""Who was driving: the history of who had each vehicle, taken from the refreshes
 of the vehicle list (the emulator's vehicles change hands as its clock moves), and each
 fine attributed by the moment it was committed; a person's correction wins.
 

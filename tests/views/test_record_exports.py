@@ -183,7 +183,8 @@ def test_an_export_reads_its_rows_as_the_database_finds_them(client):
     SQLite no transaction is taken."""
     from django.db import connection
 
-    from fleet.services.fines import fine_export, notification_export
+    from fleet.services.fine_exports import fine_export
+    from fleet.services.fines import notification_export
     from fleet.services.scopes import WHOLE_FLEET
 
     for number in (1, 2):

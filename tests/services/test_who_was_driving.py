@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission
 from django.core.management import call_command
+from django.utils import timezone
 
 from fleet import plates
 from fleet.models import (
@@ -195,7 +196,9 @@ def test_recompute_counts_what_changed_and_keeps_corrections(client, handed_over
     plate, h, d1, _d2 = (handed_over[k] for k in ("plate", "h", "d1", "d2"))
     fine = deliver(client, 1, plate, h - 60 * MINUTE)
     Fine.objects.filter(pk=fine.pk).update(driver_basis=DriverBasis.LIST, driver_id=None)
-    call_command("fine_drivers", "--recompute", "--since", (h - 3 * HOUR).date().isoformat())
+    # The day is the portal's (São Paulo's), whatever hour of the UTC day the clock is at.
+    day = timezone.localdate(h - 3 * HOUR).isoformat()
+    call_command("fine_drivers", "--recompute", "--since", day)
     assert "1 fine(s) changed" in capsys.readouterr().out
     fine.refresh_from_db()
     assert (fine.driver_basis, fine.driver_id) == (DriverBasis.HISTORY, d1)

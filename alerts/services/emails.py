@@ -36,6 +36,7 @@ from django.utils.translation import ngettext
 from alerts.models import Alert, AlertEvent
 from fleet import formatting
 from fleet.api.values import parse_amount, parse_moment
+from fleet.models import DriverBasis
 
 _UNSUBSCRIBE_SALT = "alerts.unsubscribe"
 
@@ -267,6 +268,8 @@ def _item(alert: Alert) -> Item:
             fields.append((_("Committed on"), shown))
         if amount := data.get("amount"):
             fields.append((_("Amount"), formatting.amount(parse_amount(amount), sent=amount)))
+        if told := _driver_told(data.get("driver")):
+            fields.append((_("Driver"), told))
         fields.append(
             (
                 _("Official document"),
@@ -287,3 +290,28 @@ def _item(alert: Alert) -> Item:
         fields=fields,
         url=absolute_url(data.get("path", "/")),
     )
+
+
+def _driver_told(driver: Any) -> str:
+    """The fine's driver as `event_data` wrote it (`fine_drivers_told`), in a line: who,
+    and how it is known; "" while not attributed yet."""
+    if not isinstance(driver, dict):
+        return ""
+
+    def who(one: Any) -> str:
+        if not isinstance(one, dict) or one.get("id") is None:
+            return _("nobody (the vehicle left the list)")
+        name = one_line(str(one.get("name") or ""))
+        return f"{name} ({one['id']})" if name else str(one["id"])
+
+    basis = driver.get("basis") or ""
+    candidates = driver.get("candidates") or []
+    if basis == DriverBasis.UNCERTAIN and len(candidates) == 2:
+        return _("%(first)s or %(second)s (the vehicle changed hands around then)") % {
+            "first": who(candidates[0]),
+            "second": who(candidates[1]),
+        }
+    if driver.get("id") is None:
+        return _("not known: the vehicle had no driver in the vehicle list") if basis else ""
+    how = DriverBasis(basis).label if basis in DriverBasis.values and basis else ""
+    return f"{who(driver)} — {how}" if how else who(driver)

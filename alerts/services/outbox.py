@@ -32,6 +32,7 @@ from alerts.models import (
 from alerts.services.preferences import alert_recipients, digest_due
 from fleet import plates, worker
 from fleet.models import Fine, Notification
+from fleet.services.attribution import fine_drivers_told
 from fleet.services.scopes import scope_of
 from fleet.webhooks.changes import RecordChange
 
@@ -54,6 +55,8 @@ def alerts_create_for_changes(*, changes: list[RecordChange], **_signal: Any) ->
     if not events:
         return 0
     now = timezone.now()
+    # Who was driving, as attributed in this transaction: read once for the batch.
+    drivers = fine_drivers_told([c.record for c, _ in events if isinstance(c.record, Fine)])
     rows: list[Alert] = []
     for user, choices in alert_recipients():
         chosen = choices.events()
@@ -71,7 +74,8 @@ def alerts_create_for_changes(*, changes: list[RecordChange], **_signal: Any) ->
             if change.created and AlertEvent.NEW_FINE in wanted:
                 wanted = [AlertEvent.NEW_FINE]
             for event in wanted:
-                rows += _alerts(user, choices, subscriptions, event, change.record, now)
+                data = event_data(event, change.record, driver=drivers.get(change.record.pk))
+                rows += _alerts(user, choices, subscriptions, event, change.record, data, now)
     Alert.objects.bulk_create(rows, ignore_conflicts=True)
     if rows:
         transaction.on_commit(alerts_send_soon)
@@ -86,12 +90,16 @@ def alerts_send_soon() -> None:
         logger.exception("could not ask the worker to send alerts")
 
 
-def event_data(event: AlertEvent, record: Fine | Notification) -> dict[str, Any]:
+def event_data(
+    event: AlertEvent, record: Fine | Notification, *, driver: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The event as the alert tells it: the record's plate and fields then, and its page.
 
     A fine's amount and time are its columns (`1293.47`, `2026-11-20T13:45:00Z`, what
-    `fleet.api.values` reads back), or the text as sent where a column is null.
-    Never the platform's links: its documents' addresses expire.
+    `fleet.api.values` reads back), or the text as sent where a column is null; its
+    driver as attributed then (`fine_drivers_told`: who had the vehicle when it was
+    committed, or both candidates). Never the platform's links: its documents' addresses
+    expire.
     """
     data: dict[str, Any] = {
         "event": event.value,
@@ -113,6 +121,7 @@ def event_data(event: AlertEvent, record: Fine | Notification) -> dict[str, Any]
             ),
             "amount": str(record.amount) if record.amount is not None else record.amount_text,
             "document_available": bool(record.link_frame),
+            "driver": driver,
         }
     else:
         data |= {"title": record.title, "message": record.message}
@@ -136,6 +145,7 @@ def _alerts(
     subscriptions: list[Any],
     event: AlertEvent,
     record: Fine | Notification,
+    data: dict[str, Any],
     now: Any,
 ) -> list[Alert]:
     is_fine = isinstance(record, Fine)
@@ -145,7 +155,7 @@ def _alerts(
         "event_key": f"{event.value}:{record.pk}",
         "fine": record if is_fine else None,
         "notification": None if is_fine else record,
-        "data": event_data(event, record),
+        "data": data,
         "created_at": now,
     }
     rows = [

@@ -49,7 +49,8 @@ _FIELDS = ("key", "registration", "driver_basis", "driver_span_id", *FINE_FIELDS
 
 class Verdict(NamedTuple):
     """A fine's driver (None: none known, or two candidates), how it is known, and the
-    period it was read from (for `UNCERTAIN`, the period before the window)."""
+    period it was read from (for `UNCERTAIN`, the period after the window, which names
+    the driver before it)."""
 
     basis: DriverBasis
     driver_id: int | None
@@ -312,3 +313,37 @@ def fine_driver_story(fine: Fine) -> DriverStory:
         still=still,
         correction=correction,
     )
+
+
+def fine_drivers_told(fines: Sequence[Fine]) -> dict[int, dict[str, object]]:
+    """Who was driving each fine, as an alert tells it (JSON, by fine id): the driver's id
+    and name, how it is known (`DriverBasis`' value) and, where uncertain, both
+    candidates; the fines not attributed yet are left out. Two queries for the whole
+    batch, whatever its size."""
+    fines = [f for f in fines if f.driver_basis or f.driver_id is not None]
+    uncertain = [f.driver_span_id for f in fines if f.driver_basis == DriverBasis.UNCERTAIN]
+    spans = {
+        pk: [previous, driver]
+        for pk, previous, driver in DriverSpan.objects.filter(
+            pk__in=[pk for pk in uncertain if pk is not None]
+        ).values_list("pk", "previous_driver_id", "driver_id")
+    }
+    candidates: dict[int, list[int | None]] = {
+        fine.pk: spans[fine.driver_span_id]
+        for fine in fines
+        if fine.driver_basis == DriverBasis.UNCERTAIN and fine.driver_span_id in spans
+    }
+    wanted = {fine.driver_id for fine in fines} | {i for c in candidates.values() for i in c}
+    names = driver_names([i for i in wanted if i is not None])
+
+    def named(driver_id: int | None) -> dict[str, object]:
+        return {"id": driver_id, "name": names.get(driver_id, "") if driver_id else ""}
+
+    return {
+        fine.pk: {
+            **named(fine.driver_id),
+            "basis": fine.driver_basis,
+            "candidates": [named(i) for i in candidates.get(fine.pk, [])],
+        }
+        for fine in fines
+    }

@@ -45,6 +45,7 @@ from django.utils import timezone
 from fleet import metrics, worker
 from fleet.models import (
     DeliveryStatus,
+    DriverBasis,
     EventKind,
     Fine,
     Notification,
@@ -273,7 +274,12 @@ def _write(reads: Sequence[_Read]) -> bool:
         _mark(delivery, DeliveryStatus.PROCESSED, kind=read.kind)
         links[delivery.pk] = record  # linked below, once a new record has its id
         twins[delivery.body_sha256] = delivery.pk  # processed: the twin of a later same body
-    _drivers_attribute([record for record in created.values() if isinstance(record, Fine)])
+    new_fines = [record for record in created.values() if isinstance(record, Fine)]
+    # A fine whose moment or vehicle changed is attributed again (unless set by hand).
+    moved = [key for key, fields in changed.items() if _driver_moved(records[key], fields)]
+    _drivers_attribute([*new_fines, *(records[key] for key in moved)])
+    for key in moved:
+        changed[key] |= {"driver_basis", "driver_id", "driver_span"}
     _wordings_link(records, created=created, changed=changed)
     for model in {model for model, _ in created}:
         model.objects.bulk_create([record for (m, _), record in created.items() if m is model])
@@ -310,19 +316,30 @@ def _notifications_counted_changed(
     )
 
 
+def _driver_moved(record: WebhookRecord, fields: set[str]) -> bool:
+    """Whether a changed fine's driver is to be found again: its moment or vehicle changed,
+    and no person set it."""
+    return (
+        isinstance(record, Fine)
+        and bool({"occurred_at", "registration"} & fields)
+        and record.driver_basis != DriverBasis.MANUAL
+    )
+
+
 def _drivers_attribute(fines: Sequence[Fine]) -> None:
-    """Give new fines their driver (`fleet.services.attribution`): from the history of who
-    had the vehicle when committed, else from a vehicle list already at hand (no API call
-    inside the transaction); without one, the worker does it after the commit
-    (`fine_drivers_attribute_run`), fetching the list."""
+    """Give these fines their driver (`fleet.services.attribution`): from the history of
+    who had the vehicle when committed, else from a vehicle list already at hand (no API
+    call inside the transaction); without one, the worker does it after the commit
+    (`fine_drivers_attribute_run`, which takes the fines not attributed yet), fetching the
+    list."""
     if not fines:
         return
     verdicts = fine_verdicts(
         fines, list_drivers=lambda wanted: vehicle_drivers(registrations=wanted, fetch=False)
     )
     for fine, verdict in zip(fines, verdicts, strict=True):
-        if verdict is not None:
-            fine.driver_basis, fine.driver_id, fine.driver_span_id = verdict
+        found = verdict or (DriverBasis.PENDING, None, None)
+        fine.driver_basis, fine.driver_id, fine.driver_span_id = found
     if None in verdicts:
         transaction.on_commit(_attribution_ask)
 

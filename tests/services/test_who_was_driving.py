@@ -15,8 +15,13 @@ from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.utils import timezone
 
+from alerts.models import Alert
+from alerts.services.emails import alert_email
+from alerts.services.preferences import alert_preferences_save
+from alerts.services.sending import webhook_payload
 from fleet import plates
 from fleet.models import (
+    Driver,
     DriverBasis,
     DriverObservation,
     DriverSpan,
@@ -121,6 +126,24 @@ def test_a_late_observation_attributes_the_recent_fines_again(client, clocks, em
     fine.refresh_from_db()
     assert (fine.driver_basis, fine.driver_id) == (DriverBasis.UNCERTAIN, None)
     assert untreated_by_driver(d1) == 0
+
+
+def test_a_fine_sent_again_with_another_moment_is_attributed_again(client, handed_over):
+    plate, h, d1, d2 = (handed_over[k] for k in ("plate", "h", "d1", "d2"))
+    fine = deliver(client, 3, plate, h - 60 * MINUTE)
+    assert (fine.driver_basis, fine.driver_id) == (DriverBasis.HISTORY, d1)
+    # The platform corrects when it was committed: after the hand-over.
+    fine = deliver(client, 3, plate, h + 60 * MINUTE)
+    assert (fine.driver_basis, fine.driver_id) == (DriverBasis.HISTORY, d2)
+    assert (untreated_by_driver(d1), untreated_by_driver(d2)) == (0, 1)
+    # Into the window: both candidates, and nobody's tally.
+    fine = deliver(client, 3, plate, h - 10 * MINUTE)
+    assert (fine.driver_basis, fine.driver_id) == (DriverBasis.UNCERTAIN, None)
+    assert (untreated_by_driver(d1), untreated_by_driver(d2)) == (0, 0)
+    # A person's choice stays whatever the platform sends later.
+    Fine.objects.filter(pk=fine.pk).update(driver_basis=DriverBasis.MANUAL, driver_id=d1)
+    fine = deliver(client, 3, plate, h + 60 * MINUTE)
+    assert (fine.driver_basis, fine.driver_id) == (DriverBasis.MANUAL, d1)
 
 
 def test_a_refresh_where_nothing_changed_writes_one_row(clocks, emulator):
@@ -324,3 +347,36 @@ def test_the_list_filters_uncertain_fines_and_the_export_names_the_candidates(
     assert uncertain["Changed hands after"]
     assert uncertain["Changed hands before"]
     assert uncertain["Changed hands after"] != uncertain["Changed hands before"]
+
+
+def test_the_alerts_name_who_was_driving_or_both_candidates(client, handed_over, django_user_model):
+    plate, h, d1, d2 = (handed_over[k] for k in ("plate", "h", "d1", "d2"))
+    Driver.objects.create(driver_id=d1, name="Ana Souza")
+    manager = django_user_model.objects.create_user("gestor", email="gestor@example.com")
+    alert_preferences_save(user=manager, delivery="immediate")
+
+    before = deliver(client, 1, plate, h - 60 * MINUTE)
+    inside = deliver(client, 2, plate, h - 10 * MINUTE)
+    alerts = {a.fine_id: a for a in Alert.objects.filter(user=manager)}
+    assert alerts[before.pk].data["driver"] == {
+        "id": d1,
+        "name": "Ana Souza",
+        "basis": "history",
+        "candidates": [],
+    }
+    assert alerts[inside.pk].data["driver"] == {
+        "id": None,
+        "name": "",
+        "basis": "uncertain",
+        "candidates": [{"id": d1, "name": "Ana Souza"}, {"id": d2, "name": ""}],
+    }
+    assert webhook_payload(alerts[inside.pk])["data"]["driver"]["candidates"][1]["id"] == d2
+
+    def told(alert: Alert) -> str:
+        message = alert_email(user=manager, alerts=[alert], language="en", time_zone="UTC")
+        return str(message.body)
+
+    assert f"Driver: Ana Souza ({d1}) — had the vehicle then" in told(alerts[before.pk])
+    assert f"Driver: Ana Souza ({d1}) or {d2} (the vehicle changed hands around then)" in told(
+        alerts[inside.pk]
+    )

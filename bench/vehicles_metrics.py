@@ -43,6 +43,9 @@ import redis
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.access_log import ACCESS_LOG_FORMAT, AccessLog
+from bench.load_generators import wrk_load
+from bench.outcome import bench_counting_failures, load_average
 from bench.portal_setup import portal_environment, portal_prepare
 from bench.servers import (
     Server,
@@ -53,8 +56,8 @@ from bench.servers import (
     upstream_session,
 )
 from bench.stats import percentile
-from bench.vehicles import (
-    ACCESS_LOG_FORMAT,
+from bench.vehicles import logged_in, shared_cache
+from bench.vehicles_rounds import (
     BARE,
     CONNECTIONS,
     MODEL_SEARCH,
@@ -62,19 +65,13 @@ from bench.vehicles import (
     THREADS,
     TTL,
     WORKERS,
-    AccessLog,
     Probe,
     SizeResult,
     Target,
-    bench_counting_failures,
     check_page,
     list_cars_calls,
-    load_average,
-    logged_in,
     measure_load,
     served,
-    shared_cache,
-    wrk_load,
 )
 from bench.webhooks import ensure_wrk
 

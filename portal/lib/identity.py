@@ -42,15 +42,14 @@ class Ended(StrEnum):
 
 
 _ProviderLister = Callable[[HttpRequest], list[tuple[str, str]]]
-_listers: dict[str, _ProviderLister] = {}
+_lister: list[_ProviderLister] = []  # sign-in's, once its app is ready
 
 
 def identity_providers_set(lister: _ProviderLister) -> None:
-    """Sign-in's list of its providers (its app's `ready()`)."""
-    _listers["signin"] = lister
+    """Sign-in's list of its providers (its app's `ready()`; again: replaced)."""
+    _lister[:] = [lister]
 
 
 def identity_providers(request: HttpRequest) -> list[tuple[str, str]]:
     """The identity providers configured, (id, name); none without sign-in."""
-    lister = _listers.get("signin")
-    return lister(request) if lister is not None else []
+    return _lister[0](request) if _lister else []

@@ -21,8 +21,9 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from fleet import encryption, plates
+from fleet import plates
 from fleet.models import Fine, Notification
+from portal.lib import encryption
 
 DEFAULT_TIME_ZONE = "America/Sao_Paulo"
 

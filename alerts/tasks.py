@@ -13,20 +13,19 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.tasks import task
 from django.utils import timezone
 
 from alerts.services.outbox import SEND_TASK
 from alerts.services.pauses import PAUSE_TASK, alert_inactivity_next_run
 from alerts.services.pauses import alerts_pause_inactive as pause_inactive_people
 from alerts.services.sending import alerts_next_due, alerts_send_due
-from fleet import worker
-from fleet.throttle import Throttle
+from portal.lib import worker
+from portal.lib.throttle import Throttle
 
 _pruned = Throttle()
 
 
-@task(queue_name="alerts")
+@worker.task(queue_name="alerts")
 def alerts_send() -> dict[str, int]:
     """Send the alerts that are due; ask for the run that sends the next ones."""
     outcomes = dict(alerts_send_due())
@@ -37,7 +36,7 @@ def alerts_send() -> dict[str, int]:
     return outcomes
 
 
-@task(queue_name="alerts")  # it sends e-mails: never in the way of deliveries
+@worker.task(queue_name="alerts")  # it sends e-mails: never in the way of deliveries
 def alerts_pause_inactive() -> dict[str, int]:
     """Pause the alerts of the people of a provider who stopped signing in, with one last
     e-mail; the next run is tomorrow's.

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import requests
 
+from bench.outcome import bench_counting_failures, load_average
 from bench.portal_setup import portal_environment, portal_migrate
 from bench.servers import (
     DEMO_ACCESS_TOKEN,
@@ -51,7 +52,6 @@ from bench.servers import (
     stop,
     upstream_headers,
 )
-from bench.vehicles import bench_counting_failures, load_average
 from fleet.api.client import FleetClient
 from fleet.api.errors import FleetError
 

@@ -1,7 +1,7 @@
 """The benchmarks' settings without the portal's metrics: `bench.settings_without_metrics`.
 
 For `python -m bench.vehicles --metrics`, the portal that the one as shipped is compared
-with: no `MetricsMiddleware`, and the counters and histograms of `fleet.metrics`, which
+with: no `MetricsMiddleware`, and the counters and histograms of `portal.lib.metrics`, which
 services count through (the vehicle list's cache counts a hit on every page), replaced by
 stand-ins that do nothing, so that no prometheus-client code runs on a request. It is run
 without PROMETHEUS_MULTIPROC_DIR and METRICS_TOKEN (so `/metrics` is a 404).
@@ -16,7 +16,7 @@ from prometheus_client.metrics import MetricWrapperBase
 
 from bench.settings import *  # noqa: F403
 from bench.settings import MIDDLEWARE
-from fleet import metrics as _metrics
+from portal.lib import metrics as _metrics
 
 
 class _Unmeasured:
@@ -32,7 +32,9 @@ class _Unmeasured:
         pass
 
 
-MIDDLEWARE = [name for name in MIDDLEWARE if name != "portal.monitoring.MetricsMiddleware"]
+MIDDLEWARE = [
+    name for name in MIDDLEWARE if name != "portal.lib.metrics.middleware.MetricsMiddleware"
+]
 
 for _name, _metric in list(vars(_metrics).items()):
     if isinstance(_metric, MetricWrapperBase):

@@ -43,6 +43,9 @@ import redis
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.access_log import ACCESS_LOG_FORMAT, AccessLog
+from bench.load_generators import wrk_load
+from bench.outcome import bench_counting_failures, load_average
 from bench.portal_setup import portal_environment, portal_prepare
 from bench.servers import (
     Server,
@@ -53,8 +56,8 @@ from bench.servers import (
     upstream_session,
 )
 from bench.stats import percentile
-from bench.vehicles import (
-    ACCESS_LOG_FORMAT,
+from bench.vehicles import logged_in, shared_cache
+from bench.vehicles_rounds import (
     BARE,
     CONNECTIONS,
     MODEL_SEARCH,
@@ -62,19 +65,13 @@ from bench.vehicles import (
     THREADS,
     TTL,
     WORKERS,
-    AccessLog,
     Probe,
     SizeResult,
     Target,
-    bench_counting_failures,
     check_page,
     list_cars_calls,
-    load_average,
-    logged_in,
     measure_load,
     served,
-    shared_cache,
-    wrk_load,
 )
 from bench.webhooks import ensure_wrk
 
@@ -84,7 +81,7 @@ TARGET = 0.05  # the most the metrics may add to a warm page's time per request
 PROBES = (BARE, PAGE)
 SCRAPE = Probe("/metrics", "/metrics")
 WITH, WITHOUT = "with metrics", "without metrics"
-# How the portal counts the page (fleet.metrics, portal.monitoring): GET /vehicles/ answered 200.
+# How the portal counts the page (portal.lib.metrics.middleware): GET /vehicles/ answered 200.
 _COUNTER = "fleet_portal_http_requests_total"
 _PAGE_LABELS = {"view": "fleet:vehicles", "method": "GET", "status": "200"}
 
@@ -301,7 +298,7 @@ def report(args: argparse.Namespace, sides: Sequence[Side], checks: Checks) -> N
         f"access log shows {checks.logged:,}."
     )
     print(
-        "Without metrics: no MetricsMiddleware, and fleet.metrics' counters and histograms "
+        "Without metrics: no MetricsMiddleware, and portal.lib.metrics' counters and histograms "
         "(the vehicle list's cache counts a hit on every page) replaced by no-ops "
         "(bench/settings_without_metrics.py); no PROMETHEUS_MULTIPROC_DIR, no /metrics."
     )
@@ -428,8 +425,8 @@ def print_setup(
             f"fresh folder, METRICS_TOKEN set, /metrics scraped every {args.scrape_interval:g} s "
             "while under load"
             if name == WITH
-            else "bench.settings_without_metrics (no MetricsMiddleware, fleet.metrics' counters "
-            "no-ops), no PROMETHEUS_MULTIPROC_DIR"
+            else "bench.settings_without_metrics (no MetricsMiddleware, portal.lib.metrics' "
+            "counters no-ops), no PROMETHEUS_MULTIPROC_DIR"
         )
         print(f"  {name:16}{portal.url}: {what}; cache {cache}")
     if not shared:

@@ -38,7 +38,10 @@ from urllib.parse import urlsplit
 import redis
 import requests
 
+from bench.access_log import ACCESS_LOG_FORMAT, AccessLog, Hit
 from bench.dashboard import fill, page_check
+from bench.load_generators import LoadGenerator, python_load, wrk_load
+from bench.outcome import bench_counting_failures, load_average
 from bench.portal_setup import PortalUser, portal_environment, portal_prepare
 from bench.servers import (
     Server,
@@ -50,24 +53,9 @@ from bench.servers import (
     upstream_session,
 )
 from bench.stats import percentile
-from bench.vehicles import (
-    ACCESS_LOG_FORMAT,
-    CONNECTIONS,
-    SEARCH_TARGET_MS,
-    THREADS,
-    TTL,
-    WORKERS,
-    AccessLog,
-    Hit,
-    LoadGenerator,
-    bench_counting_failures,
-    load_average,
-    logged_in,
-    plate_fragment,
-    python_load,
-    shared_cache,
-    wrk_load,
-)
+from bench.vehicles import logged_in, shared_cache
+from bench.vehicles_report import SEARCH_TARGET_MS
+from bench.vehicles_rounds import CONNECTIONS, THREADS, TTL, WORKERS, plate_fragment
 from bench.vehicles_scoped_setup import SCOPED, SUPERUSER, USERNAMES, WHOLE
 from bench.wrk import Load
 

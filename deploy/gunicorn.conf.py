@@ -57,7 +57,7 @@ access_log_format = (
     '%(h)s - - %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms "%(a)s" %({x-request-id}o)s'
 )
 
-# Metrics (fleet.metrics): every worker, and `manage.py db_worker` beside them, writes its
+# Metrics (portal.lib.metrics): every worker, and `manage.py db_worker` beside them, writes its
 # counts to PROMETHEUS_MULTIPROC_DIR (the units' runtime directory, deploy/systemd), and
 # /metrics sums the files. Counts of workers that ended stay in the sum, as counters must.
 _metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "").strip()

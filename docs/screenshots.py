@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -28,6 +27,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+
+from bench.servers import free_port
 
 if TYPE_CHECKING:
     from playwright.sync_api import ViewportSize
@@ -71,13 +72,6 @@ def main(argv: list[str] | None = None) -> int:
         for name in shoot(url, args.out, Path(tmp) / "db.sqlite3"):
             print(f"wrote {name.relative_to(ROOT) if name.is_relative_to(ROOT) else name}")
     return 0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @contextmanager

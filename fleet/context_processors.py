@@ -8,8 +8,8 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
-from fleet import request_ids
 from fleet.services.scopes import scope_of
+from portal.lib import request_ids
 
 
 def fleet_environment(request: HttpRequest) -> dict[str, Any]:

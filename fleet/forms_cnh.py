@@ -15,6 +15,7 @@ from django.utils.translation import ngettext
 
 from fleet import cpf
 from fleet.models import CnhPurpose
+from portal.lib.spreadsheets import NotText, list_delimiter, spreadsheet_text
 
 
 class _CnhPurposeForm(forms.Form):
@@ -74,7 +75,6 @@ class CnhLookupForm(_CnhPurposeForm):
 
 # An upload larger than this is not a list of CPFs someone means to look up.
 _MAX_UPLOAD_BYTES = 1024 * 1024
-_DELIMITERS = (";", ",", "\t")
 
 
 class CnhBatchForm(_CnhPurposeForm):
@@ -157,14 +157,13 @@ class CnhBatchForm(_CnhPurposeForm):
 def _csv_column(upload: UploadedFile[Any]) -> list[str] | None:
     """The values of the CPF column of an uploaded CSV, one per row; None if unreadable."""
     raw = upload.read(_MAX_UPLOAD_BYTES + 1)
-    if len(raw) > _MAX_UPLOAD_BYTES or b"\0" in raw:
+    if len(raw) > _MAX_UPLOAD_BYTES:
         return None
     try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = raw.decode("cp1252", errors="replace")  # what Excel saves in Brazil
-    first = text.split("\n", 1)[0]
-    delimiter = max(_DELIMITERS, key=first.count)
+        text = spreadsheet_text(raw)
+    except NotText:
+        return None
+    delimiter = list_delimiter(text.splitlines())
     try:
         rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
     except csv.Error:

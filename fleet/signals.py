@@ -1,6 +1,7 @@
 """Changes of who sees what, wherever they are made (the admin, a shell, a service):
 each counts a new version of the vehicle scopes (`fleet.services.scopes.scopes_changed`).
-A person whose access a provider refused leaves the vehicle groups that provider gave.
+A person whose access a provider refused leaves the vehicle groups that provider gave; a
+person's groups at a provider (a sign-in's claim, SCIM's push) give theirs.
 A driver's name, saved, has its words indexed for the pickers (`driver_words_write`).
 
 Writes in bulk send no signal: the services that make them count the change themselves.
@@ -16,7 +17,7 @@ from django.db.models.signals import m2m_changed, post_delete, post_save
 from fleet.models import Driver, VehicleGroup, VehicleGroupMember
 from fleet.services.drivers import driver_words_write
 from fleet.services.scopes import directory_groups_apply, scopes_changed
-from signin.signals import access_refused
+from portal.lib.identity import access_refused, directory_groups_asserted
 
 _UID = "fleet.scopes"
 
@@ -43,6 +44,14 @@ def _access_refused(sender: Any, *, user: User, provider: str = "", **kwargs: An
         directory_groups_apply(user=user, provider=provider, values=())
 
 
+def _directory_groups(
+    sender: Any, *, user: User, provider: str, values: Any, **kwargs: Any
+) -> None:
+    """Sign-in heard which of the provider's groups the person is in: the vehicle groups
+    those give, theirs."""
+    directory_groups_apply(user=user, provider=provider, values=values)
+
+
 def _driver_saved(sender: Any, instance: Driver, raw: bool = False, **kwargs: Any) -> None:
     driver_words_write([instance])
 
@@ -58,4 +67,5 @@ def connect() -> None:
         m2m_changed.connect(_changed, sender=through, dispatch_uid=f"{_UID}.m2m.{through.__name__}")
     post_save.connect(_user_saved, sender=User, dispatch_uid=f"{_UID}.user")
     access_refused.connect(_access_refused, dispatch_uid=f"{_UID}.refused")
+    directory_groups_asserted.connect(_directory_groups, dispatch_uid=f"{_UID}.directory")
     post_save.connect(_driver_saved, sender=Driver, dispatch_uid="fleet.drivers.words")

@@ -1,7 +1,7 @@
 """The portal's background tasks (`django.tasks`), run by `manage.py db_worker`.
 
 Tasks call services; services ask for a task by its name through
-`fleet.worker.enqueue` and never import this module. A task carries ids
+`portal.lib.worker.enqueue` and never import this module. A task carries ids
 only, never personal data: its arguments are stored in the task table and
 shown by the admin.
 """
@@ -11,27 +11,25 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from django.tasks import task
-
-from fleet import worker
 from fleet.services.attribution import fine_drivers_attribute, fine_drivers_follow
 from fleet.services.cnh import cnh_lookup_process
 from fleet.services.cnh_privacy import cnh_lookups_purge as purge_old_lookups
 from fleet.services.cnh_privacy import cnh_purge_next_run
 from fleet.services.cnh_recovery import cnh_lookups_recover_all
 from fleet.services.tallies import group_tallies_catch_up as group_tallies_count_changed
-from fleet.throttle import Throttle
 from fleet.webhooks.processing import deliveries_process_received
 from fleet.webhooks.retention import delivery_bodies_purge, delivery_bodies_purge_next_run
+from portal.lib import worker
+from portal.lib.throttle import Throttle
 
 
-@task()
+@worker.task()
 def cnh_lookup_run(lookup_id: int) -> str:
     """One attempt of a CNH lookup; it enqueues its own retry when the API asks for one."""
     return cnh_lookup_process(lookup_id=lookup_id)
 
 
-@task()
+@worker.task()
 def cnh_lookups_recover() -> int:
     """End the lookups whose worker died while they ran (after their lease); it asks for
     its own next run while lookups run."""
@@ -41,14 +39,14 @@ def cnh_lookups_recover() -> int:
 logger = logging.getLogger(__name__)
 
 
-@task()
+@worker.task()
 def group_tallies_catch_up() -> int:
     """Count again the tallies of the vehicle groups whose plates changed (each in a
     snapshot: writers of fines go on); while the database is busy, it waits and goes on."""
     return worker.while_busy(group_tallies_count_changed, what="counting vehicle groups' tallies")
 
 
-@task()
+@worker.task()
 def cnh_lookups_purge() -> int:
     """Purge the lookups past their retention; the next run is the next night.
 
@@ -69,7 +67,7 @@ _PRUNE_EVERY_S = 600.0
 _pruned = Throttle()
 
 
-@task()
+@worker.task()
 def webhook_deliveries_process() -> dict[str, int]:
     """Process the webhook deliveries still `received`, in batches (it asks for its own
     sequel); while the database is busy, it waits and goes on (`worker.while_busy`)."""
@@ -84,7 +82,7 @@ def _processing_runs_prune() -> None:
         worker.runs_prune("webhook_deliveries_process", kept=_RUNS_KEPT)
 
 
-@task()
+@worker.task()
 def webhook_bodies_purge() -> int:
     """Empty the bodies of old processed deliveries; the next run is the next night (asked
     for first, so that a purge that fails is tried again)."""
@@ -94,13 +92,13 @@ def webhook_bodies_purge() -> int:
     return worker.while_busy(delivery_bodies_purge, what="purging old webhook bodies")
 
 
-@task()
+@worker.task()
 def fine_drivers_attribute_run() -> int:
     """Give the fines written without a vehicle list at hand their vehicle's driver."""
     return worker.while_busy(fine_drivers_attribute, what="attributing fines to drivers")
 
 
-@task()
+@worker.task()
 def fine_drivers_follow_run(since: str) -> int:
     """Attribute again the fines committed since `since` (ISO 8601: the observation before
     the one that asked), whose driver a new observation of the vehicle list may change."""

@@ -16,10 +16,10 @@ from fleet.views import (
     embed,
     fines,
     health,
-    metrics,
     vehicles,
     webhook_receiver,
 )
+from portal.lib.metrics import views as metrics
 
 app_name = "fleet"
 

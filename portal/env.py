@@ -52,11 +52,15 @@ def text(name: str, *, default: str) -> str:
     return value
 
 
-def comma_list(name: str, *, default: list[str]) -> list[str]:
-    """Comma-separated values, each exactly as written (spaces included); `default` when
-    unset. See `names` for a list that ignores spaces around the commas."""
-    values: list[str] = _environ.list(name, default=default)
-    return values
+def comma_list(name: str, *, default: list[str] | None = None, exact: bool = False) -> list[str]:
+    """Comma-separated values, empty ones dropped; `default` (none) when unset. Spaces
+    around the commas are ignored, unless `exact`: secrets are kept as written, so that
+    stray whitespace is refused and seen rather than trimmed."""
+    value = os.environ.get(name)
+    if value is None:
+        return list(default or [])
+    parts = value.split(",") if exact else [part.strip() for part in value.split(",")]
+    return [part for part in parts if part.strip()]
 
 
 def database(name: str, *, default: str) -> dict[str, Any]:
@@ -125,14 +129,9 @@ def _one_of(name: str, value: str, choices: Iterable[str]) -> str:
     return value
 
 
-def names(name: str) -> list[str]:
-    """A comma-separated variable as a list, spaces around the commas allowed."""
-    return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
-
-
 def hosts(name: str) -> list[str]:
     """Host names, or `.example.com` for a domain and its subdomains; no URLs, no wildcards."""
-    hosts = [host.lower().strip("[]") for host in names(name)]
+    hosts = [host.lower().strip("[]") for host in comma_list(name)]
     for host in hosts:
         if (
             not host.strip(".")
@@ -182,7 +181,7 @@ def seconds(name: str, *, default: float, minimum: float = 0.0) -> float:
 
 def ports(name: str, *, default: list[int]) -> list[int]:
     """Comma-separated TCP port numbers; `default` when unset or empty."""
-    given = names(name)
+    given = comma_list(name)
     if not all(port.isascii() and port.isdigit() and 1 <= int(port) <= 65535 for port in given):
         raise ImproperlyConfigured(
             f"{name} must list port numbers (1 to 65535) separated by commas."
@@ -208,7 +207,7 @@ def api_path(name: str, *, default: str) -> str:
 def webhook_tokens(name: str, *, on_emulator: bool) -> list[str]:
     """The accepted webhook tokens; outside the emulator each must look random (anyone who
     guesses one can post fines), see fleet/webhooks/tokens.py."""
-    tokens = comma_list(name, default=["dev-webhook-token"] if on_emulator else [])
+    tokens = comma_list(name, default=["dev-webhook-token"] if on_emulator else [], exact=True)
     for position, token in enumerate(tokens, start=1):
         hint = ""
         problems = credential_problems(token)
@@ -239,7 +238,7 @@ def metrics_token(name: str) -> str:
 
 def fernet_keys(name: str, *, default: list[str]) -> list[str]:
     """One or more Fernet keys, newest first (rotation)."""
-    keys = comma_list(name, default=default)
+    keys = comma_list(name, default=default, exact=True)
     if not keys:
         raise ImproperlyConfigured(
             f"{name} is not set: give one or more Fernet keys, newest first."
@@ -322,10 +321,10 @@ def oidc_provider(*, environment: str) -> dict[str, object] | None:
         "secret": client_secret,
         "settings": {
             "server_url": issuer,
-            "allowed_domains": names("OIDC_ALLOWED_DOMAINS"),
+            "allowed_domains": comma_list("OIDC_ALLOWED_DOMAINS"),
             "groups_claim": text("OIDC_GROUPS_CLAIM", default="groups") or "groups",
-            "manager_groups": names("OIDC_MANAGER_GROUPS"),
-            "admin_groups": names("OIDC_ADMIN_GROUPS"),
+            "manager_groups": comma_list("OIDC_MANAGER_GROUPS"),
+            "admin_groups": comma_list("OIDC_ADMIN_GROUPS"),
         }
         | _oidc_scopes("OIDC_SCOPES"),
     }

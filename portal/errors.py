@@ -19,7 +19,7 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, HttpResponseServerError
 from django.template.loader import render_to_string
 
-from fleet import request_ids
+from portal.lib import request_ids
 
 RETRY_AFTER_S = 10
 

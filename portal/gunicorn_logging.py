@@ -9,7 +9,7 @@ configuration a deployment chooses, the token (right or wrong: a wrong one may
 be a token just rotated out) and anything else credential-shaped is written as
 `[REDACTED]`. `deploy/gunicorn.conf.py` names it as `logger_class`.
 
-Each record also gets its `request_id` (`fleet.request_ids`): an access line
+Each record also gets its `request_id` (`portal.lib.request_ids`): an access line
 is written once the request is over, so it takes the id from the response's
 `X-Request-Id`. With `LOG_FORMAT=json` (the portal's setting) gunicorn's own
 handlers write one JSON object per line, as the portal's do.
@@ -24,9 +24,9 @@ from typing import Any
 
 from gunicorn.glogging import Logger
 
-from fleet import request_ids
-from fleet.api.redaction import RedactingFilter
 from portal.json_logging import JsonFormatter
+from portal.lib import request_ids
+from portal.lib.redaction import RedactingFilter
 
 
 class AccessRequestIdFilter(request_ids.RequestIdFilter):

@@ -27,8 +27,8 @@ import logging.config
 from datetime import UTC, datetime
 from typing import Any
 
-from fleet import request_ids
-from fleet.api.redaction import redact
+from portal.lib import request_ids
+from portal.lib.redaction import redact
 
 # The attributes every record has: anything else on a record came from `extra`.
 _STANDARD = frozenset(vars(logging.LogRecord("", logging.INFO, "", 0, "", None, None))) | {

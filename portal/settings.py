@@ -227,24 +227,26 @@ INSTALLED_APPS = [
     # session engine (signin.sessions.sessions_end).
     "allauth.usersessions",
     "axes",
+    # The platform every app uses (portal/lib/): its start-up wiring.
+    "portal.lib.apps.PlatformConfig",
     "signin",
     "fleet",
     # django_tasks_db, named for the admin; after fleet, whose `db_worker` (a worker per
     # queue) replaces the package's: Django takes a command from the app listed first.
-    "fleet.tasks_app.BackgroundTasksConfig",
+    "portal.lib.tasks_app.BackgroundTasksConfig",
     "alerts",
 ]
 
 MIDDLEWARE = [
     # First: every other middleware, the error pages and the request's log line run
     # with the request's id bound.
-    "portal.middleware.RequestIdMiddleware",
-    # Then every request counted, with the time all the others take (fleet.metrics).
-    "portal.monitoring.MetricsMiddleware",
+    "portal.lib.middleware.RequestIdMiddleware",
+    # Then every request counted, with the time all the others take (portal.lib.metrics).
+    "portal.lib.metrics.middleware.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # After WhiteNoise, which answers static files (long-cached) before it.
-    "portal.middleware.PrivateNoStoreMiddleware",
+    "portal.lib.middleware.PrivateNoStoreMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -316,8 +318,11 @@ CACHES["rows"] = {
 # each queue with a worker of its own, so that alerts (which wait on subscribers'
 # endpoints) never delay webhook processing or CNH lookups ("default").
 TASKS = {
-    # django-tasks-db's backend, keeping the enqueuing request's id with each task.
-    "default": {"BACKEND": "fleet.tasks_backend.DatabaseBackend", "QUEUES": ["default", "alerts"]},
+    # django-tasks-db's backend; its worker is portal.lib.tasks_backend's (`db_worker`).
+    "default": {
+        "BACKEND": "django_tasks_db.backend.DatabaseBackend",
+        "QUEUES": ["default", "alerts"],
+    },
 }
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -358,7 +363,7 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_ENABLE_ACCESS_FAILURE_LOG = True
 AXES_LOCKOUT_CALLABLE = "signin.views.locked_out"
-AXES_CLIENT_IP_CALLABLE = "signin.addresses.client_address"
+AXES_CLIENT_IP_CALLABLE = "portal.lib.addresses.client_address"
 AXES_SENSITIVE_PARAMETERS = ["password", "csrfmiddlewaretoken"]
 
 LANGUAGE_CODE = "pt-br"
@@ -468,8 +473,8 @@ LOGGING = {
     # Second line of defence: scrub credentials from every record, whoever logs it. And
     # the id of the request (or of the task's request) on every record.
     "filters": {
-        "redact": {"()": "fleet.api.redaction.RedactingFilter"},
-        "request_id": {"()": "fleet.request_ids.RequestIdFilter"},
+        "redact": {"()": "portal.lib.redaction.RedactingFilter"},
+        "request_id": {"()": "portal.lib.request_ids.RequestIdFilter"},
     },
     "handlers": {
         "console": {

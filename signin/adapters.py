@@ -3,7 +3,7 @@
 The social account adapter admits or refuses each person an identity provider
 vouches for (signin.admission), and turns every failed answer into a page in
 the person's language and a line in the audit trail; a refusal that ends a
-portal user's access is signalled (signin.signals). The account adapter
+portal user's access is signalled (`portal.lib.identity`). The account adapter
 closes allauth's own sign-up, gives an admitted person the vehicle groups of their
 provider's groups, and records a completed sign-in.
 """
@@ -22,11 +22,12 @@ from django.contrib.auth.models import AbstractBaseUser, User
 from django.http import HttpRequest, HttpResponse
 from requests import RequestException
 
+from portal.lib.identity import access_refused
 from signin import admission, sessions, views
 from signin.audit import sso_attempt_record
 from signin.models import SsoOutcome
 from signin.providers import provider_origin
-from signin.signals import ACCESS_ENDED, access_refused
+from signin.signals import ACCESS_ENDED
 
 
 class SocialAccountAdapter(DefaultSocialAccountAdapter):

@@ -22,7 +22,7 @@ from django.http import HttpRequest
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from fleet import formatting
+from portal.lib import formatting
 from signin.blocks import access_block, access_unblock
 from signin.models import SsoAttempt
 from signin.providers import provider_list

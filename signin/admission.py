@@ -26,7 +26,7 @@ from allauth.socialaccount.providers.base import Provider
 from django.contrib.auth.models import User
 from django.http import HttpRequest
 
-from fleet.services.scopes import directory_groups_apply
+from portal.lib.identity import directory_groups_asserted
 from signin.access import AccessPolicy, access_decide
 from signin.models import Role, ScimUser, SsoOutcome
 from signin.providers import provider_get, provider_list
@@ -98,7 +98,9 @@ def vehicle_groups_apply(*, user: User, sociallogin: SocialLogin) -> None:
         return
     # The provider's id as the identity is stored under (SocialAccount.provider): the
     # social application's provider_id, OIDC_PROVIDER_ID for the environment's.
-    directory_groups_apply(user=user, provider=sociallogin.account.provider, values=values)
+    directory_groups_asserted.send(
+        sender=SocialLogin, user=user, provider=sociallogin.account.provider, values=values
+    )
 
 
 def _pushed_groups(sociallogin: SocialLogin) -> set[str]:

@@ -30,3 +30,8 @@ class SigninConfig(AppConfig):
         user_logged_in.connect(local_sign_in_count, dispatch_uid="signin.metrics")
         user_login_failed.connect(local_sign_in_failure_count, dispatch_uid="signin.metrics")
         checks.register(providers_let_someone_in)
+
+        from portal.lib.identity import identity_providers_set
+        from signin.providers import provider_choices
+
+        identity_providers_set(provider_choices)

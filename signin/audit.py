@@ -9,9 +9,9 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.http import HttpRequest
 
-from fleet import metrics
-from fleet.api.redaction import redact
-from signin.addresses import client_address
+from portal.lib import metrics
+from portal.lib.addresses import client_address
+from portal.lib.redaction import redact
 from signin.models import SsoAttempt, SsoOutcome
 
 logger = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def sso_attempt_record(
 
 
 def local_sign_in_count(sender: Any, request: HttpRequest, user: User, **kwargs: Any) -> None:
-    """`user_logged_in` receiver: count a sign-in with the local form (fleet.metrics); one
+    """`user_logged_in` receiver: count a sign-in with the local form (portal.lib.metrics); one
     through a provider is counted with its outcome, by `sso_attempt_record`."""
     backend = str(getattr(user, "backend", "") or "")
     if not backend.startswith("allauth."):

@@ -21,8 +21,7 @@ from django.db import transaction
 from django.utils import translation
 from django.utils.translation import gettext
 
-from alerts.models import PauseReason
-from alerts.services.pauses import alerts_pause, alerts_resume
+from portal.lib.identity import Ended, access_ended, access_restored
 from signin.models import AccessBlock, ScimUser
 from signin.sessions import sessions_end
 
@@ -41,7 +40,7 @@ def access_block(*, user: User, by: str, reason: str = "") -> bool:
         )
         ended = access_end(
             user=user,
-            reason=PauseReason.BLOCKED,
+            reason=Ended.BLOCKED,
             detail=lambda: gettext("blocked by %(by)s") % {"by": by},
         )
     if created:
@@ -49,15 +48,16 @@ def access_block(*, user: User, by: str, reason: str = "") -> bool:
     return created
 
 
-def access_end(*, user: User, reason: PauseReason, detail: Callable[[], str]) -> int:
-    """End `user`'s access now: account inactive, sessions ended (how many), alerts
-    paused for `reason` (`detail`, in the portal's language)."""
+def access_end(*, user: User, reason: Ended, detail: Callable[[], str]) -> int:
+    """End `user`'s access now: account inactive, sessions ended (how many), and the
+    other apps told (`access_ended`: the alerts pause) why (`detail`, in the portal's
+    language)."""
     if user.is_active:
         user.is_active = False
         user.save(update_fields=["is_active"])
     ended = sessions_end(user=user)
     with translation.override(settings.LANGUAGE_CODE):
-        alerts_pause(user=user, reason=reason, detail=detail())
+        access_ended.send(sender=User, user=user, reason=reason, detail=detail())
     return ended
 
 
@@ -69,7 +69,7 @@ def access_unblock(*, user: User, by: str) -> bool:
             user.is_active = provider_active(user)
             user.save(update_fields=["is_active"])
     if lifted:
-        alerts_resume(user=user, by=by)
+        access_restored.send(sender=User, user=user, by=by)
         logger.info("user %s unblocked by %s", user.pk, by)
     return bool(lifted)
 

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from fleet import formatting
+from portal.lib import formatting
 
 
 class SsoOutcome(models.TextChoices):

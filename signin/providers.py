@@ -33,6 +33,12 @@ def provider_list(request: HttpRequest) -> list[OrganisationProvider]:
     )
 
 
+def provider_choices(request: HttpRequest) -> list[tuple[str, str]]:
+    """Every configured identity provider as (id, name), for the other apps
+    (`portal.lib.identity.identity_providers`)."""
+    return [(provider.sub_id, provider.name) for provider in provider_list(request)]
+
+
 def provider_origin(provider: OrganisationProvider) -> str:
     """Where the provider's pages are (its issuer's origin): forms lead there."""
     issuer = urlsplit(provider.app.settings.get("server_url", ""))

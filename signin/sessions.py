@@ -43,7 +43,7 @@ def session_record(sender: Any, request: HttpRequest, user: Any, **kwargs: Any) 
     `sessions_end` finds theirs without reading anyone else's."""
     from allauth.usersessions.models import UserSession
 
-    from signin.addresses import client_address
+    from portal.lib.addresses import client_address
 
     if not request.session.session_key:
         request.session.save()

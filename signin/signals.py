@@ -1,25 +1,14 @@
-"""What sign-in tells the rest of the portal about a person's access, without knowing who
-listens (the alerts stop and resume on these).
-
-- `access_refused(user, outcome, provider)`: the organisation's rules refused, at
-  single sign-on, a person who has a portal account: they left the groups that give
-  access, their domain or e-mail is no longer admitted, or the account is
-  deactivated. `outcome` is the `SsoOutcome`; its label says it in words;
-  `provider` the id of the provider that refused them.
-- `access_granted(user)`: a person signed in, through a provider or the local form.
-"""
+"""Sign-in's side of the access signals (`portal.lib.identity`): which refusals say a
+person's access ended, and every completed sign-in granting it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.dispatch import Signal
 from django.http import HttpRequest
 
+from portal.lib.identity import access_granted
 from signin.models import SsoOutcome
-
-access_refused = Signal()
-access_granted = Signal()
 
 # The refusals that say the person's access ended. Not a provider's bad answer or a
 # conflict of identities: those say nothing of the person.

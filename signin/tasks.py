@@ -3,13 +3,11 @@ retention (`signin.scim.retention`)."""
 
 from __future__ import annotations
 
-from django.tasks import task
-
-from fleet import worker
+from portal.lib import worker
 from signin.scim.retention import PURGE_TASK, scim_calls_purge, scim_calls_purge_next_run
 
 
-@task()
+@worker.task()
 def scim_calls_purge_run() -> int:
     """Delete the SCIM audit past its retention; the next run is the next night (asked
     for first, so that a purge that fails is tried again)."""

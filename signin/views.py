@@ -20,8 +20,8 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from portal.lib.addresses import client_address
 from signin import sessions
-from signin.addresses import client_address
 from signin.forms import LocalLoginForm
 from signin.local_login import LocalLogin
 from signin.models import SsoOutcome

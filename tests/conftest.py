@@ -239,7 +239,6 @@ def _fresh_fleet_client() -> Iterator[None]:
     left for after a response the test never read to its end."""
     from django.core.cache import cache, caches
 
-    from fleet import after_response
     from fleet.services.connection import fleet_clients_forget
     from fleet.services.crlv import crlv_reports_forget
     from fleet.services.scopes import scopes_forget_all
@@ -247,6 +246,7 @@ def _fresh_fleet_client() -> Iterator[None]:
     from fleet.webhooks.receive import deliveries_schedule_forget
     from fleet.webhooks.retention import delivery_bodies_purge_schedule_forget
     from fleet.webhooks.unknown_keys import unknown_keys_forget
+    from portal.lib import after_response
     from signin.scim.retention import scim_calls_purge_schedule_forget
 
     def forget() -> None:
@@ -270,7 +270,7 @@ def _fresh_fleet_client() -> Iterator[None]:
 def run_tasks() -> int:
     """Run every background task that is due, here, as `manage.py db_worker --batch` does.
 
-    The real worker's loop (`fleet.tasks_backend.Worker`, django-tasks-db's with
+    The real worker's loop (`portal.lib.tasks_backend.Worker`, django-tasks-db's with
     the request id and a line per task), in this process and thread, so that
     time-machine moves its clock; on every queue (webhooks and CNH lookups,
     alerts), one task after the other. Tests that use it need
@@ -279,7 +279,7 @@ def run_tasks() -> int:
     """
     from django.conf import settings
 
-    from fleet.tasks_backend import Worker
+    from portal.lib.tasks_backend import Worker
 
     worker = Worker(
         queue_names=list(settings.TASKS["default"]["QUEUES"]),
@@ -292,7 +292,7 @@ def run_tasks() -> int:
         excluded_queue_names=[],
     )
     worker.run()
-    return worker._run_tasks
+    return worker.ran
 
 
 class Recorder(logging.Handler):

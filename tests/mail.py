@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import email
 import email.policy
-import socket
 import threading
 import time
 from email.message import EmailMessage
 from typing import Any
 
 from aiosmtpd.controller import Controller
+
+from bench.servers import free_port
 
 
 class Mailbox:
@@ -74,7 +75,7 @@ class Mailbox:
 class SmtpServer:
     def __init__(self) -> None:
         self.mailbox = Mailbox()
-        self.port = _free_port()
+        self.port = free_port()
         self.controller = Controller(self.mailbox, hostname="127.0.0.1", port=self.port)
 
     @property
@@ -99,12 +100,6 @@ def html_of(message: EmailMessage) -> str:
     part = message.get_body(("html",))
     assert part is not None
     return str(part.get_content())
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def subject(message: EmailMessage) -> str:

@@ -13,10 +13,10 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from django.test import Client, RequestFactory
 
-from fleet import after_response, request_ids
 from fleet.services import vehicles
 from fleet.services.connection import fleet_cache_scope
 from fleet.services.vehicle_cache import CacheKeys
+from portal.lib import after_response, request_ids
 from tests.conftest import Emulator
 
 LIST = "GET /key/list-cars"
@@ -40,7 +40,7 @@ def test_in_a_request_the_work_waits_for_the_response_and_a_failure_stops_nothin
     after_response.later(lambda: 1 / 0)
     after_response.later(lambda: done.append("third"))
     assert done == []
-    with caplog.at_level(logging.ERROR, logger="fleet.after_response"):
+    with caplog.at_level(logging.ERROR, logger="portal.lib.after_response"):
         after_response.request_finished()
 
     assert done == ["first", "third"]

@@ -4,10 +4,10 @@ going on without Redis."""
 from __future__ import annotations
 
 import logging
-import socket
 
 from django.core.cache.backends.redis import RedisCache as DjangoRedisCache
 
+from bench.servers import free_port
 from portal.cache import RedisCache
 
 NOBODY = "redis://127.0.0.1:9/0"  # the discard port: making a client sends nothing
@@ -37,15 +37,9 @@ def test_it_is_djangos_backend_otherwise():
     assert isinstance(RedisCache(NOBODY, {}), DjangoRedisCache)
 
 
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_without_redis_the_cache_is_an_empty_one_that_keeps_nothing(caplog):
     """A Redis restart costs cached values and locks, not pages (bench/soak.py restarts it)."""
-    backend = RedisCache(f"redis://127.0.0.1:{closed_port()}/0", {})
+    backend = RedisCache(f"redis://127.0.0.1:{free_port()}/0", {})
 
     with caplog.at_level(logging.WARNING, logger="portal.cache"):
         assert backend.get("vehicles", "fallback") == "fallback"

@@ -4,8 +4,8 @@ import pytest
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
-from fleet import encryption
 from fleet.models import FleetAccount
+from portal.lib import encryption
 from tests.conftest import stored_password
 
 PASSWORD = "Fleet-pw-7d1c-in-clear"

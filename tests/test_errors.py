@@ -6,8 +6,8 @@ from django.db import OperationalError
 from django.test import RequestFactory
 from django.utils import translation
 
-from fleet import request_ids
 from portal.errors import server_error
+from portal.lib import request_ids
 
 
 def test_a_database_outage_is_a_503_that_says_to_try_again():

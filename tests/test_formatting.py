@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import formats, timezone, translation
 
-from fleet import formatting
+from portal.lib import formatting
 
 MOMENTS = [
     datetime(2026, 3, 4, 15, 7, 9, tzinfo=UTC),

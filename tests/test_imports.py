@@ -1,7 +1,7 @@
 """No import cycle through the tasks, the webhook modules and the CNH lookups, and none
 that runs in the emulator.
 
-Tasks call services; services ask for a task by name (`fleet.worker.enqueue`)
+Tasks call services; services ask for a task by name (`portal.lib.worker.enqueue`)
 and never import `fleet.tasks`. The graph is read from the source (every
 `import`, those inside functions included), so a cycle hidden in a function
 body is found too; each module is also imported alone in a fresh interpreter.
@@ -31,7 +31,7 @@ TYPE_ONLY_CIRCLES = [
 ]
 WATCHED = (
     "fleet.tasks",
-    "fleet.worker",
+    "portal.lib.worker",
     "fleet.webhooks.receive",
     "fleet.webhooks.payloads",
     "fleet.webhooks.records",
@@ -141,7 +141,7 @@ def test_the_graph_sees_the_imports_inside_functions() -> None:
     graph = import_graph()
 
     assert "fleet.webhooks.payloads" in graph["fleet.webhooks.processing"]
-    assert "fleet.worker" in graph["fleet.services.cnh"]
+    assert "portal.lib.worker" in graph["fleet.services.cnh"]
     assert "fleet.services.cnh" in graph["fleet.tasks"]
     # A cycle is found, however it is made (the check cannot pass by seeing nothing).
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
@@ -161,7 +161,7 @@ def test_services_never_import_the_tasks() -> None:
 
     importers = sorted(name for name, targets in graph.items() if "fleet.tasks" in targets)
 
-    assert importers == []  # the worker finds tasks by name (fleet.worker)
+    assert importers == []  # the worker finds tasks by name (portal.lib.worker)
 
 
 def test_no_cycle_in_the_emulator_runs_and_its_type_only_circles_are_the_known_ones() -> None:

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import logging
 
-from fleet.api.redaction import RedactingFilter
 from fleet.services.connection import fleet_client
+from portal.lib.redaction import RedactingFilter
 
 
 def portal_handlers() -> list[logging.Handler]:

@@ -15,7 +15,7 @@ from django.test import RequestFactory
 from django.utils.autoreload import file_changed
 from django.utils.csp import LazyNonce
 
-from fleet.render_cache import RenderCache
+from portal.lib.render_cache import RenderCache
 
 PAGE = (
     '<body hx-headers=\'{"X-CSRFToken": "{{ csrf_token }}"}\'>'

@@ -12,14 +12,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.tasks import task
 from django_tasks_db.models import DBTaskResult
 from gunicorn.glogging import SafeAtoms
 
-from fleet import request_ids, worker
-from fleet.api.redaction import REDACTED, RedactingFilter
 from portal.gunicorn_logging import AccessRequestIdFilter
 from portal.json_logging import JsonFormatter
+from portal.lib import request_ids, worker
+from portal.lib.redaction import REDACTED, RedactingFilter
 from tests.conftest import run_tasks
 from tests.test_settings import start
 
@@ -198,7 +197,7 @@ def test_log_format_json_makes_every_handler_write_json_without_a_secret():
 import logging, django
 django.setup()
 from django.conf import settings
-from fleet import request_ids
+from portal.lib import request_ids
 with request_ids.bound("req-sub-1"):
     logging.getLogger("fleet.x").warning("key %s", settings.FLEET_SECRET_KEY)
     logging.getLogger("django.server").info('"GET /x HTTP/1.1" 200 2')
@@ -233,38 +232,45 @@ def test_an_unknown_log_format_stops_start_up_naming_the_variable():
 # --- Background tasks ----------------------------------------------------------------------
 
 
-@task()
+@worker.task()
 def echo_request_id() -> str | None:
     """The request id this task runs with."""
     return request_ids.current()
 
 
-@task()
+@worker.task()
 def relay() -> None:
     """Enqueue `echo_request_id`, from inside a task."""
     worker.enqueue(f"{__name__}.echo_request_id")
 
 
-@task()
+@worker.task()
 def fail_with(message: str) -> None:
     raise RuntimeError(message)
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_task_enqueued_in_a_request_keeps_its_id_beside_its_arguments():
+def test_a_task_enqueued_in_a_request_keeps_its_id_as_a_keyword_argument():
     with request_ids.bound("req-task-1"):
         worker.enqueue(f"{__name__}.fail_with", "a message")
     worker.enqueue(f"{__name__}.fail_with", "another")
 
     first, second = DBTaskResult.objects.order_by("enqueued_at")
-    assert first.args_kwargs == {
-        "args": ["a message"],
-        "kwargs": {},
-        "request_id": "req-task-1",
-    }
+    # django.tasks' own door: the id is an argument, stored as the package stores them.
+    assert first.args_kwargs == {"args": ["a message"], "kwargs": {"request_id": "req-task-1"}}
     assert second.args_kwargs == {"args": ["another"], "kwargs": {}}  # no request, no id
-    # The package reads its arguments only: the id beside them changes nothing.
-    assert (first.task_result.args, first.task_result.kwargs) == (["a message"], {})
+    assert (first.task_result.args, first.task_result.kwargs) == (
+        ["a message"],
+        {"request_id": "req-task-1"},
+    )
+
+
+def test_the_task_runs_with_the_id_and_never_sees_it():
+    assert echo_request_id.call(request_id="req-task-9") == "req-task-9"
+    assert echo_request_id.call() is None
+    # An id not to trust in a log line (one that reached the row some other way): none.
+    assert echo_request_id.call(request_id="a\nforged line") is None
+    assert request_ids.current() is None
 
 
 @pytest.mark.django_db(transaction=True)
@@ -276,7 +282,7 @@ def test_the_worker_runs_a_task_and_those_it_enqueues_with_the_requests_id(json_
 
     echoed = DBTaskResult.objects.get(task_path=f"{__name__}.echo_request_id")
     assert echoed.return_value == "req-task-2"
-    assert echoed.args_kwargs["request_id"] == "req-task-2"
+    assert echoed.args_kwargs["kwargs"] == {"request_id": "req-task-2"}
     assert request_ids.current() is None
     ends = json_lines.of("fleet.tasks")
     assert [(line["task"], line["status"]) for line in ends] == [
@@ -303,3 +309,28 @@ def test_a_failed_task_logs_its_redacted_exception_with_the_request_id(settings,
     assert line["message"].startswith(f"task {__name__}.fail_with (queue default, id ")
     assert f"RuntimeError: refused {REDACTED}" in line["exception"]
     assert settings.FLEET_SECRET_KEY not in json_lines.getvalue()
+
+
+def test_the_worker_uses_only_the_task_packages_public_names():
+    """The request id reaches the tasks through public doors: no method of django-tasks-db
+    whose name starts with `_` is overridden or called (an upgrade may change those)."""
+    import ast
+    import inspect
+
+    from django_tasks_db.backend import DatabaseBackend
+    from django_tasks_db.management.commands.db_worker import Worker
+    from django_tasks_db.models import DBTaskResult as Row
+
+    from portal.lib import tasks_backend
+
+    private = {
+        name
+        for cls in (DatabaseBackend, Worker, Row)
+        for name in dir(cls)
+        if name.startswith("_") and not name.startswith("__")
+    }
+    tree = ast.parse(inspect.getsource(tasks_backend))
+    used = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    defined = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    assert private, "the package has private names to avoid"
+    assert (used | defined) & private == set()

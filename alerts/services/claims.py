@@ -43,7 +43,7 @@ from django.utils import timezone
 
 from alerts.models import Alert, AlertStatus
 from alerts.services.outbox import SEND_TASK
-from fleet import worker
+from portal.lib import worker
 
 logger = logging.getLogger(__name__)
 

@@ -34,9 +34,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from alerts.models import Alert, AlertEvent
-from fleet import formatting
 from fleet.api.values import parse_amount, parse_moment
 from fleet.models import DriverBasis
+from portal.lib import formatting
 
 _UNSUBSCRIBE_SALT = "alerts.unsubscribe"
 

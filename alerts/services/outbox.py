@@ -30,11 +30,12 @@ from alerts.models import (
     AlertEvent,
 )
 from alerts.services.preferences import alert_recipients, digest_due
-from fleet import plates, worker
+from fleet import plates
 from fleet.models import Fine, Notification
 from fleet.services.attribution import fine_drivers_told
 from fleet.services.scopes import scope_of
 from fleet.webhooks.changes import RecordChange
+from portal.lib import worker
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Alerts stop when access ends, and start again at the next sign-in.
 
 A refusal at single sign-on of a person who has a portal account
-(`signin.signals.access_refused`) pauses their alerts at once. A person whose
+(`portal.lib.identity.access_refused`) pauses their alerts at once. A person whose
 access comes from an identity provider (a linked identity, or provisioned by it
 over SCIM) and who has not
 signed in for ALERTS_INACTIVE_DAYS is paused by the worker's daily run
@@ -11,7 +11,7 @@ never paused for inactivity: no provider can end their access.
 
 A paused person gets no new alert, e-mail or webhook (`alert_recipients`), and
 their waiting ones are cancelled with the reason. A completed sign-in, through a
-provider or the local form (`signin.signals.access_granted`), or an
+provider or the local form (`portal.lib.identity.access_granted`), or an
 administrator's action in the admin resumes them.
 
 The last e-mail goes once, never twice, however many workers run: the run that
@@ -40,7 +40,7 @@ from django.utils.translation import gettext as _
 from alerts.models import Alert, AlertDelivery, AlertPause, AlertStatus, PauseNotice, PauseReason
 from alerts.services.emails import pause_notice_email
 from alerts.services.preferences import alert_preferences_get
-from fleet import worker
+from portal.lib import worker
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ def alert_pause_to_tell(*, user: User) -> AlertPause | None:
 
 
 def alerts_pause_on_refusal(sender: Any, *, user: User, outcome: Any, **kwargs: Any) -> None:
-    """`signin.signals.access_refused` receiver: the refusal's outcome, in words, is why."""
+    """`portal.lib.identity.access_refused` receiver: the refusal's outcome, in words, is why."""
     alerts_pause(
         user=user,
         reason=PauseReason.REFUSED,
@@ -123,8 +123,20 @@ def alerts_pause_on_refusal(sender: Any, *, user: User, outcome: Any, **kwargs: 
     )
 
 
+def alerts_pause_on_access_end(
+    sender: Any, *, user: User, reason: str, detail: str, **kwargs: Any
+) -> None:
+    """`portal.lib.identity.access_ended` receiver: blocked or deprovisioned, as `reason` says."""
+    alerts_pause(user=user, reason=PauseReason(reason), detail=detail)
+
+
+def alerts_resume_on_restore(sender: Any, *, user: User, by: str, **kwargs: Any) -> None:
+    """`portal.lib.identity.access_restored` receiver: an administrator lifted the block."""
+    alerts_resume(user=user, by=by)
+
+
 def alerts_resume_on_sign_in(sender: Any, *, user: User, **kwargs: Any) -> None:
-    """`signin.signals.access_granted` receiver; it also makes sure the daily run waits."""
+    """`portal.lib.identity.access_granted` receiver; it also makes sure the daily run waits."""
     alerts_resume(user=user, by=_in_portal_language(lambda: _("signed in")))
     transaction.on_commit(alert_inactivity_schedule)
 

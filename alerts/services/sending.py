@@ -58,10 +58,10 @@ from alerts.services.emails import absolute_url, alert_email
 from alerts.services.pauses import alerts_paused
 from alerts.services.preferences import alert_preferences_get
 from alerts.signing import signed_headers
-from fleet import metrics, worker
-from fleet.encryption import UndecryptableSecret
 from fleet.services.scopes import VehicleScope, scope_of
-from fleet.throttle import Throttle
+from portal.lib import metrics, worker
+from portal.lib.encryption import UndecryptableSecret
+from portal.lib.throttle import Throttle
 
 logger = logging.getLogger(__name__)
 
@@ -407,7 +407,7 @@ def _webhook_record(post: _Post, posted: _Posted) -> str:
 
 
 def _counted(channel: str, outcome: str) -> str:
-    """Count a sending's outcome (fleet.metrics: sent, retried, failed); `outcome`."""
+    """Count a sending's outcome (portal.lib.metrics: sent, retried, failed); `outcome`."""
     metrics.ALERTS.labels(channel, "retried" if outcome == "retry" else outcome).inc()
     return outcome
 

@@ -36,7 +36,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
-from fleet import formatting, plates
+from fleet import plates
 from fleet.admin.scoping import Scoped, WholeFleetOnly
 from fleet.models import (
     AccessKeyMint,
@@ -56,6 +56,7 @@ from fleet.services.scopes import VehicleScope
 from fleet.services.sso import fleet_account_check
 from fleet.webhooks.payloads import KNOWN_PATHS
 from fleet.webhooks.processing import delivery_replay
+from portal.lib import formatting
 
 if TYPE_CHECKING:
     # Django's classes are not subscriptable at run time; the stubs' are.

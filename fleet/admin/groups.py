@@ -41,7 +41,7 @@ from fleet.services.vehicle_groups import (
     vehicle_groups_import,
     vehicle_groups_import_bytes,
 )
-from signin.providers import provider_list
+from portal.lib.identity import identity_providers
 
 if TYPE_CHECKING:
     _GroupForm = forms.ModelForm[VehicleGroup]
@@ -380,10 +380,7 @@ class VehicleGroupImportForm(forms.Form):
 
 
 def _provider_field(request: HttpRequest) -> forms.Field:
-    configured = [
-        (provider.sub_id, f"{provider.name} ({provider.sub_id})")
-        for provider in provider_list(request)
-    ]
+    configured = [(sub_id, f"{name} ({sub_id})") for sub_id, name in identity_providers(request)]
     if not configured:
         return forms.CharField(
             label=_("identity provider"),

@@ -18,7 +18,6 @@ from typing import Any, Final, Self
 import orjson
 import requests
 
-from fleet import metrics
 from fleet.api.cooldown import Cooldown, LocalCooldown
 from fleet.api.credentials import credential_problems
 from fleet.api.errors import FleetError, InvalidResponse, RateLimited, error_for_response
@@ -42,6 +41,7 @@ from fleet.api.resources import (
 )
 from fleet.api.retries import CallBudget, retry_wait, spending
 from fleet.api.transport import read_body, signed_session, upstream_unavailable
+from portal.lib import metrics
 
 logger = logging.getLogger("fleet.api")
 
@@ -479,6 +479,6 @@ class FleetClient:
 
 
 def _counted(call: CallBudget, outcome: str, started: float) -> None:
-    """Count one attempt of `call` (fleet.metrics): its route, never its values."""
+    """Count one attempt of `call` (portal.lib.metrics): its route, never its values."""
     metrics.FLEET_API_CALLS.labels(call.route, outcome).inc()
     metrics.FLEET_API_LATENCY.labels(call.route).observe(time.monotonic() - started)

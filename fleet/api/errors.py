@@ -34,9 +34,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC
 from enum import StrEnum
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
-from fleet.api.redaction import redact
+from portal.lib.redaction import redact
 
 
 class Outcome(StrEnum):
@@ -197,6 +197,23 @@ class UpstreamUnavailable(FleetError):
     def __init__(self, message: str = "", *, sent: bool = True, **kw: Any) -> None:
         super().__init__(message, **kw)
         self.sent = sent
+
+
+# The methods that only read: sent twice, they do nothing twice.
+IDEMPOTENT: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def resendable(error: FleetError, *, method: str) -> bool:
+    """Whether the request that failed with `error` may be sent again without risk of
+    doing (and being charged for) what it asked twice: the API said to come back later
+    (429, 504: it did nothing), the request never left this machine (a connect error),
+    or it was sent, no answer came, and it only reads. The client's retries and the CNH
+    lookups' ask this one question."""
+    if isinstance(error, RetryLater):
+        return True
+    if isinstance(error, UpstreamUnavailable):
+        return not error.sent or (error.status is None and method in IDEMPOTENT)
+    return False
 
 
 class InvalidResponse(FleetError):

@@ -14,6 +14,7 @@ from datetime import date
 from typing import Any, Final
 
 from fleet.api.resources import ShapeError, json_object
+from fleet.api.values import parse_day
 
 # Known member -> (attribute, type). Dates are ISO 8601 days.
 _LICENCE_MEMBERS: Final[Mapping[str, tuple[str, type]]] = {
@@ -100,10 +101,7 @@ def cnh_licence_from_json(members: Mapping[str, Any]) -> CnhLicence:
 def _as(value: Any, kind: type) -> Any:
     """`value` as `kind`, or None when it is not one (it is then listed, not dropped)."""
     if kind is date:
-        try:
-            return date.fromisoformat(value[:10]) if isinstance(value, str) else None
-        except ValueError:
-            return None
+        return parse_day(value) if isinstance(value, str) else None
     if kind is int:
         return value if type(value) is int else None
     return value if isinstance(value, kind) else None

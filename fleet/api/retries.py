@@ -36,13 +36,18 @@ from urllib3.exceptions import MaxRetryError
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
-from fleet import metrics
 from fleet.api.cooldown import Cooldown
-from fleet.api.errors import FleetError, GatewayTimeout, RetryLater, UpstreamUnavailable
+from fleet.api.errors import (
+    FleetError,
+    GatewayTimeout,
+    RetryLater,
+    UpstreamUnavailable,
+    resendable,
+)
+from portal.lib import metrics
 
 logger = logging.getLogger("fleet.api")
 
-_IDEMPOTENT: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 _BACKOFF_BASE: Final = 0.1
 _BACKOFF_MAX: Final = 1.0
 
@@ -161,13 +166,7 @@ def retry_wait(call: CallBudget, error: FleetError, cooldown: Cooldown) -> float
                 metrics.FLEET_API_COOLDOWNS.labels(str(error.status or "")).inc()
             return error.retry_after
         return backoff(call.attempts)
-    # No answer at all (status None): connect errors were already retried
-    # by urllib3; after a read error only an idempotent request may be resent.
-    if (
-        isinstance(error, UpstreamUnavailable)
-        and error.status is None
-        and error.sent
-        and call.method in _IDEMPOTENT
-    ):
-        return backoff(call.attempts)
-    return None
+    # Connect errors were already retried by urllib3 (`connect_retries`): final here.
+    if isinstance(error, UpstreamUnavailable) and not error.sent:
+        return None
+    return backoff(call.attempts) if resendable(error, method=call.method) else None

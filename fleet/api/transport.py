@@ -26,9 +26,9 @@ from urllib3.exceptions import (
 )
 
 from fleet.api.errors import UpstreamUnavailable
-from fleet.api.redaction import protect_library_loggers, register_secret
 from fleet.api.retries import connect_retries
 from fleet.api.signing import signature
+from portal.lib.redaction import protect_library_loggers, register_secret
 
 _USER_AGENT: Final = "fleet-portal-api-client/1"
 

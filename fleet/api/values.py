@@ -1,4 +1,4 @@
-"""The one reader of an amount and of a time sent by the fleet platform.
+"""The one reader of an amount, a time and a day sent by the fleet platform.
 
 The spec shows neither a fine's payload (section 6: "not shown") nor a date of
 the API, so the usual spellings are read and anything else is no value at all
@@ -8,7 +8,8 @@ the API, so the usual spellings are read and anything else is no value at all
   it, `1,293.47`, with or without `R$`, negative, or a JSON number;
 - a time (`parse_moment`): ISO 8601 with or without an offset, Unix seconds or
   milliseconds (a JSON number or a text of digits), `dd/mm/yyyy` with or
-  without `hh:mm[:ss]`.
+  without `hh:mm[:ss]`; a day (`parse_day`): any of those, the day as it is written
+  (a licence's expiry, `2031-05-01` or `2031-05-01T00:00:00-03:00`, is the 1st).
 
 An ISO time that names no offset is UTC: the spec says nothing of time zones, the
 platform's own times (`updatedAt`, the emulator's) are UTC, and fines have been
@@ -24,7 +25,7 @@ API's dates; pages, exports, e-mails and outgoing webhooks show what they read.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, date, datetime, tzinfo
 from decimal import Decimal, InvalidOperation
 from typing import Final
 from zoneinfo import ZoneInfo
@@ -89,6 +90,13 @@ def parse_moment(value: object) -> datetime | None:
             return _epoch(float(text))
         return _brazilian(text)
     return moment if moment.tzinfo else moment.replace(tzinfo=NAIVE_ZONE)
+
+
+def parse_day(value: object) -> date | None:
+    """A calendar day: `parse_moment`'s, in the offset the text names (the day as
+    written); None when `value` is no time this module reads."""
+    moment = parse_moment(value)
+    return moment.date() if moment is not None else None
 
 
 def _brazilian(text: str) -> datetime | None:

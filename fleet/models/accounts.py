@@ -6,8 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from fleet import encryption, formatting
 from fleet.api.errors import Outcome
+from portal.lib import encryption, formatting
 
 
 class MintPurpose(models.TextChoices):
@@ -34,7 +34,7 @@ class MintOutcome(models.TextChoices):
 class FleetAccount(models.Model):
     """A portal user's login to the fleet web application (spec 4.2).
 
-    The password is kept encrypted (`fleet.encryption`) and is never shown
+    The password is kept encrypted (`portal.lib.encryption`) and is never shown
     again once saved: it is only decrypted to mint an accessKey.
     """
 

@@ -12,8 +12,9 @@ from django.utils import timezone
 from django.utils.translation import gettext, ngettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from fleet import cpf, formatting
+from fleet import cpf
 from fleet.api.errors import Outcome
+from portal.lib import formatting
 
 
 class CnhLookupKind(models.TextChoices):

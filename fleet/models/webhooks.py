@@ -10,7 +10,6 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django_stubs_ext import StrOrPromise
 
-from fleet import formatting
 from fleet.api.values import AMOUNT_DIGITS
 from fleet.models.driving import DriverBasis
 from fleet.schema import DescendingIndex
@@ -20,6 +19,7 @@ from fleet.webhooks.payloads import (
     payload_plate,
     payload_text,
 )
+from portal.lib import formatting
 
 
 class DeliveryStatus(models.TextChoices):

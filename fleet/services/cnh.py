@@ -43,7 +43,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from fleet import cpf, metrics, worker
+from fleet import cpf
 from fleet.api import errors
 from fleet.api.licences import CnhLicence as CnhLicence
 from fleet.api.licences import CnhLookupResult
@@ -62,6 +62,7 @@ from fleet.services.cnh_recovery import RUNNING_LEASE as RUNNING_LEASE
 from fleet.services.cnh_recovery import cnh_lookup_recover as cnh_lookup_recover
 from fleet.services.cnh_recovery import recovery_ask, recovery_settle
 from fleet.services.connection import fleet_client
+from portal.lib import metrics, worker
 
 logger = logging.getLogger("fleet.cnh")
 
@@ -283,7 +284,13 @@ def _after_failure(lookup: CnhLookup, items: list[CnhLookupItem], error: errors.
         return _end_unknown(lookup, items, error, code=CnhReason.NO_ANSWER.value)
     if _unreadable_success(error):
         return _end_unknown(lookup, items, error, code=UNREADABLE)
-    if _retryable(error) and lookup.attempts < settings.FLEET_CNH_MAX_ATTEMPTS:
+    # A lookup is a POST, charged: sent again by itself only when it cannot have been
+    # done (429 or 504, spec 7.3; a connect error). Everything else that was sent, or
+    # answered with a 5xx, is not repeated without the manager.
+    if (
+        errors.resendable(error, method="POST")
+        and lookup.attempts < settings.FLEET_CNH_MAX_ATTEMPTS
+    ):
         wait = error.retry_after if error.retry_after is not None else _backoff(lookup.attempts)
         when = timezone.now() + timedelta(seconds=wait)
         with transaction.atomic():
@@ -319,19 +326,6 @@ def _after_failure(lookup: CnhLookup, items: list[CnhLookupItem], error: errors.
         "CNH lookup %s failed after %d attempt(s): %s", lookup.pk, lookup.attempts, error
     )
     return CnhLookupStatus.FAILED
-
-
-def _retryable(error: errors.FleetError) -> bool:
-    """Whether a call that failed so can be sent again by itself: it cannot have been charged."""
-    # 504 and 429 (or a route paused locally after one): the API said it did
-    # not do the lookup and when to come back (spec 7.3; a 504 is not charged).
-    if isinstance(error, errors.RetryLater):
-        return True
-    # A connect error: the request certainly never left this machine, so the
-    # API did nothing and charged nothing; trying again (with backoff) is safe.
-    # Everything else that is unavailable was sent (see `_sent_unanswered`) or
-    # answered with a 5xx: not repeated without the manager.
-    return isinstance(error, errors.UpstreamUnavailable) and not error.sent
 
 
 def _sent_unanswered(error: errors.FleetError) -> bool:

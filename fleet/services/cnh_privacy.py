@@ -24,8 +24,8 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Permissi
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from fleet import worker
 from fleet.models import CnhLookup, CnhLookupItem, CpfDisclosure, CpfDisclosurePlace
+from portal.lib import worker
 
 logger = logging.getLogger("fleet.cnh")
 

@@ -19,9 +19,9 @@ from django.db import transaction
 from django.db.models import Min
 from django.utils import timezone
 
-from fleet import metrics, worker
 from fleet.api.client import CNH_READ_TIMEOUT
 from fleet.models import CnhItemStatus, CnhLookup, CnhLookupStatus, CnhReason
+from portal.lib import metrics, worker
 
 logger = logging.getLogger("fleet.cnh")
 

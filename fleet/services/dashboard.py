@@ -41,7 +41,6 @@ from django.template.loader import render_to_string
 from django.urls import get_script_prefix
 from django.utils import timezone, translation
 
-from fleet import after_response, worker
 from fleet.models import (
     Fine,
     FineTally,
@@ -69,6 +68,7 @@ from fleet.services.tallies import (
     month_key,
     tally_amount,
 )
+from portal.lib import after_response, worker
 
 logger = logging.getLogger(__name__)
 

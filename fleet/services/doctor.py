@@ -90,32 +90,34 @@ def _live(check: str, call: Callable[[], str]) -> Finding:
 
 
 def explain(error: errors.FleetError) -> str:
-    """An operator's reading of a failure: what happened and what to do."""
+    """An operator's reading of a failure: what happened and what to do, by its `Outcome`
+    (as every page reads it); an answer that is not the API's at all is told apart."""
     trace = (
         _(" (upstream trace id %(trace)s)") % {"trace": error.trace_id} if error.trace_id else ""
     )
-    if isinstance(error, errors.CredentialsRejected):
+    outcome = error.outcome
+    if outcome is errors.Outcome.CREDENTIALS_REJECTED:
         text = _(
             "the signature was rejected: check that FLEET_SECRET_KEY is the key exactly "
             "as the panel shows it and FLEET_ACCESS_TOKEN the token (not swapped), "
             "and that both belong to the %(environment)s environment at %(url)s; "
             "if they were regenerated in the panel, copy the new pair"
         ) % {"environment": settings.FLEET_ENVIRONMENT, "url": settings.FLEET_BASE_URL}
-    elif isinstance(error, errors.PermissionDenied):
+    elif outcome is errors.Outcome.PERMISSION_DENIED:
         text = _(
             "the credentials are valid but the account has no permission for this company: "
             "ask the company's fleet administrator to grant it, or use an administrator's pair"
         )
-    elif isinstance(error, errors.RateLimited):
+    elif outcome is errors.Outcome.RATE_LIMITED:
         text = _("the Fleet API is rate limiting this account: run again in %(seconds)s s") % {
-            "seconds": int(error.retry_after or 60)
+            "seconds": int(getattr(error, "retry_after", None) or 60)
         }
     elif isinstance(error, errors.InvalidResponse):
         text = _(
             "the answer is not the Fleet API's: check that FLEET_BASE_URL (%(url)s) is the "
             "API base address, not the web application's"
         ) % {"url": settings.FLEET_BASE_URL}
-    elif isinstance(error, errors.UpstreamUnavailable):
+    elif outcome is errors.Outcome.UNAVAILABLE:
         text = _(
             "the Fleet API could not be reached at %(url)s (%(reason)s): check the address, "
             "the network and the vendor's status page"

@@ -33,11 +33,12 @@ from typing import NamedTuple
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Count, QuerySet
 
-from fleet import plates, worker
+from fleet import plates
 from fleet.models import DriverObservation, DriverSpan, Fine
 from fleet.services.drivers import driver_names
 from fleet.services.scopes import VehicleScope
 from fleet.services.vehicle_index import Snapshot
+from portal.lib import worker
 
 logger = logging.getLogger("fleet.services.driver_history")
 

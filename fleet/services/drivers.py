@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
-from fleet import formatting
 from fleet.models import Driver, DriverWord, Fine
 from fleet.models.drivers import WORD_LENGTH
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope
+from portal.lib import formatting
 
 # Words of a name kept, and of a search read: beyond, they only narrow what is found.
 NAME_WORDS = 8

@@ -32,8 +32,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Exists, F, Model, OuterRef, QuerySet
 
-from fleet import plates, worker
-from fleet.bounded import bounded_put
+from fleet import plates
 from fleet.models import (
     WHOLE_FLEET_PERMISSION,
     CrlvRequestVehicle,
@@ -47,6 +46,8 @@ from fleet.models import (
 )
 from fleet.services.tallies import fine_tallies_touch
 from fleet.services.vehicle_index import Within
+from portal.lib import worker
+from portal.lib.bounded import bounded_put
 
 _KEPT: Final = 64  # scopes' registrations this process keeps
 _USERS_KEPT: Final = 4096  # users' scopes this process keeps, under the scopes' version

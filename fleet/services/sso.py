@@ -20,9 +20,9 @@ from django.utils import timezone
 
 from fleet.api import errors
 from fleet.api.errors import Outcome
-from fleet.encryption import UndecryptableSecret
 from fleet.models import AccessKeyMint, FleetAccount, MintOutcome, MintPurpose
 from fleet.services.connection import fleet_client
+from portal.lib.encryption import UndecryptableSecret
 
 logger = logging.getLogger(__name__)
 

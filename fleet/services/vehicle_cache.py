@@ -14,7 +14,7 @@ thousands of vehicles and no paging or filters. So the portal keeps a snapshot
   deployment, the holder of a lock taken with `cache.add` and read back (while
   Redis is unreachable no lock is kept, and no worker refreshes a list it has).
   That request serves the stale copy too and fetches the new one once its
-  response is out (`fleet.after_response`): at a million vehicles the call
+  response is out (`portal.lib.after_response`): at a million vehicles the call
   takes seconds, which nobody waits for. It holds the lock until the new
   version is stored; meanwhile the others serve the stale copy. With nothing
   to serve at all, the first request fetches while the others wait briefly
@@ -55,13 +55,13 @@ from typing import Any, Final, NamedTuple
 from django.conf import settings
 from django.core.cache import cache
 
-from fleet import after_response, metrics
 from fleet.api import errors
 from fleet.api.client import LIST_VEHICLES, FleetClient
 from fleet.api.errors import Outcome
 from fleet.services.connection import fleet_cache_scope, fleet_client
 from fleet.services.driver_history import history_observe
 from fleet.services.vehicle_index import SNAPSHOT_FORMAT, Snapshot
+from portal.lib import after_response, metrics
 
 # The vehicle list's one logger, whichever of its modules logs.
 logger = logging.getLogger("fleet.services.vehicles")

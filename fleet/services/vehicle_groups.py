@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import batched
@@ -28,6 +27,7 @@ from fleet import plates
 from fleet.models import WHOLE_FLEET_PERMISSION, VehicleGroup, VehicleGroupMember, VehicleGroupPlate
 from fleet.services.scopes import scope_forget, vehicle_groups_changed
 from fleet.services.vehicles import fleet_registrations
+from portal.lib.spreadsheets import ANY_DELIMITER, NotText, delimiter_of, spreadsheet_text
 
 MAX_LINES: Final = 200_000
 MAX_CHARACTERS: Final = 8 * 1024 * 1024
@@ -35,8 +35,6 @@ _LINE_LONGEST: Final = 400
 _SHOWN: Final = 60  # characters of a refused line shown back
 _BATCH: Final = 1000
 _NAME_LONGEST: Final = VehicleGroup._meta.get_field("name").max_length or 100
-_DELIMITERS: Final = (",", ";", "\t")
-_ANY_DELIMITER: Final = re.compile("[,;\t]")
 # A first line of these cells is a header, not a vehicle (in English or Portuguese).
 _HEADER_PLATE: Final = frozenset({"plate", "placa"})
 _HEADER_GROUP: Final = frozenset({"group", "grupo"})
@@ -165,14 +163,12 @@ def text_decode(data: bytes) -> str:
     """A list's text; `VehicleGroupImportError` for one too large, or not text at all."""
     if len(data) > MAX_CHARACTERS:
         raise VehicleGroupImportError(_too_large())
-    if b"\0" in data:
+    try:
+        return spreadsheet_text(data)
+    except NotText:
         raise VehicleGroupImportError(
             gettext("This file is not a text file: save the list as CSV or plain text.")
-        )
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return data.decode("cp1252", errors="replace")
+        ) from None
 
 
 def plate_list_read(lines: Iterable[str]) -> PlateList:
@@ -284,12 +280,9 @@ def _read(lines: Iterable[str], *, named: bool) -> _Read:
         if len(line) > _LINE_LONGEST:
             read.refused.append(_refused(number, line, _reason_too_long()))
             continue
-        if not delimiter and _ANY_DELIMITER.search(line):
-            # The first line with one decides, as a spreadsheet saved it: commas, or
-            # (Brazilian Excel) semicolons, or tabs (pasted from a sheet).
-            delimiter = max(_DELIMITERS, key=line.count)
+        delimiter = delimiter or delimiter_of(line) or ""
         # A plain list has no field of its own to hold a delimiter: any one ends the plate.
-        cells = _cells(line, delimiter or ",") if named else _ANY_DELIMITER.split(line)
+        cells = _cells(line, delimiter or ",") if named else ANY_DELIMITER.split(line)
         while cells and not cells[-1].strip():
             cells.pop()  # a spreadsheet's empty columns
         if not cells:

@@ -35,7 +35,7 @@ from typing import Any, Final, NamedTuple, overload
 
 from fleet import plates
 from fleet.api.resources import VehicleColumns
-from fleet.bounded import bounded_put
+from portal.lib.bounded import bounded_put
 
 # The vehicle list's one logger, whichever of its modules logs.
 logger = logging.getLogger("fleet.services.vehicles")

@@ -18,7 +18,7 @@ from typing import Final
 from django.conf import settings
 from django.core.cache import cache
 
-from fleet import after_response, plates
+from fleet import plates
 from fleet.services.connection import fleet_cache_scope
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope, scope_within
 
@@ -30,6 +30,7 @@ from fleet.services.vehicle_index import DEFAULT_SORT as DEFAULT_SORT
 from fleet.services.vehicle_index import SORTS as SORTS
 from fleet.services.vehicle_index import VehicleRow as VehicleRow
 from fleet.services.vehicle_index import Within, mask_and
+from portal.lib import after_response
 
 MAX_PER_PAGE: Final = 200
 

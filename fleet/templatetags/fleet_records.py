@@ -9,8 +9,9 @@ from urllib.parse import urlsplit
 from django import template
 from django.urls import reverse
 
-from fleet import formatting, plates
+from fleet import plates
 from fleet.api.values import parse_moment
+from portal.lib import formatting
 
 register = template.Library()
 

@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from django.contrib.auth.models import User
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django_htmx.middleware import HtmxDetails
+
+from fleet.api.errors import Outcome
+from fleet.models import MintOutcome
+
+# The status of a page whose Fleet API part failed, by why: what went wrong, for proxies
+# and logs (htmx fragments stay 200: htmx swaps only successful answers in). Anything
+# else (an answer the portal could not use) is a 502.
+_FAILURE_STATUS: Final[Mapping[str, int]] = {
+    Outcome.RATE_LIMITED: 429,
+    Outcome.UNAVAILABLE: 503,
+    Outcome.CREDENTIALS_REJECTED: 502,
+    Outcome.PERMISSION_DENIED: 403,
+    Outcome.LOGIN_REJECTED: 409,
+    MintOutcome.NO_ACCOUNT: 409,
+}
 
 
 class AuthenticatedRequest(HttpRequest):
@@ -20,6 +37,18 @@ class AuthenticatedRequest(HttpRequest):
 def is_fragment_request(request: AuthenticatedRequest) -> bool:
     """Whether htmx asked for a fragment (a history restore needs the whole page)."""
     return bool(request.htmx) and not request.htmx.history_restore_request
+
+
+def with_failure_status(
+    response: HttpResponse, outcome: str, *, retry_after: float | None = None
+) -> HttpResponse:
+    """`response`, a page whose Fleet API part failed for `outcome`, with the status that
+    says so and, when the API said when to come back, `Retry-After` (whole seconds,
+    rounded up: never sooner than it asked)."""
+    response.status_code = _FAILURE_STATUS.get(outcome, 502)
+    if retry_after:
+        response["Retry-After"] = str(math.ceil(retry_after))
+    return response
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from fleet import formatting, plates
+from fleet import plates
 from fleet.services.crlv import (
     CrlvProblem,
     CrlvRequest,
@@ -36,24 +36,12 @@ from fleet.services.drivers import driver_names
 from fleet.services.fines import vehicle_records
 from fleet.services.scopes import scope_of
 from fleet.services.vehicles import FleetDataUnavailable, vehicle_get
-from fleet.views import AuthenticatedRequest, Polling, is_fragment_request
+from fleet.views import AuthenticatedRequest, Polling, is_fragment_request, with_failure_status
+from portal.lib import formatting
 
 POLLING = Polling(first_ms=2_000, max_ms=15_000)
 # When a 429 comes without Retry-After, wait this long before asking again.
 DEFAULT_RETRY_AFTER_S = 30
-
-# Status of a whole page whose e-CRLV part failed: what went wrong, for proxies and logs.
-# (htmx fragments are always 200: htmx swaps only successful answers in.)
-_FAILURE_STATUS: dict[Outcome | CrlvProblem, int] = {
-    Outcome.RATE_LIMITED: 429,
-    Outcome.UNAVAILABLE: 503,
-    Outcome.CREDENTIALS_REJECTED: 502,
-    Outcome.PERMISSION_DENIED: 403,
-    CrlvProblem.NO_LINK: 502,
-    CrlvProblem.INSECURE_LINK: 502,
-    CrlvProblem.UNTRUSTED_LINK: 502,
-    Outcome.ERROR: 502,
-}
 
 
 @require_GET
@@ -206,11 +194,9 @@ def _request_page(
 
 
 def _with_failure_status(response: HttpResponse, failure: CrlvUnavailable | None) -> HttpResponse:
-    if failure is not None:
-        response.status_code = _FAILURE_STATUS.get(failure.outcome, 502)
-        if failure.retry_after is not None:
-            response["Retry-After"] = str(math.ceil(failure.retry_after))
-    return response
+    if failure is None:
+        return response
+    return with_failure_status(response, failure.outcome, retry_after=failure.retry_after)
 
 
 def _vehicle_not_found(request: AuthenticatedRequest, plate: str, *, invalid: bool) -> HttpResponse:

@@ -23,21 +23,10 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
 from fleet.forms import FleetAccountForm
-from fleet.models import FleetAccount, MintOutcome, MintPurpose
+from fleet.models import FleetAccount, MintPurpose
 from fleet.services.scopes import scope_of, scope_sees
 from fleet.services.sso import MintFailed, access_key_mint, fleet_account_link, fleet_app_url
-from fleet.views import AuthenticatedRequest
-
-# Status of the deep link's error page, by outcome: what went wrong, for proxies and logs.
-_FAILURE_STATUS = {
-    MintOutcome.NO_ACCOUNT: 409,
-    MintOutcome.LOGIN_REJECTED: 409,
-    MintOutcome.PERMISSION_DENIED: 403,
-    MintOutcome.RATE_LIMITED: 429,
-    MintOutcome.CREDENTIALS_REJECTED: 502,
-    MintOutcome.UNAVAILABLE: 503,
-    MintOutcome.ERROR: 502,
-}
+from fleet.views import AuthenticatedRequest, with_failure_status
 
 
 def _is_prefetch(request: HttpRequest) -> bool:
@@ -94,10 +83,7 @@ def app_open(request: AuthenticatedRequest) -> HttpResponse:
         key = access_key_mint(user=request.user, purpose=MintPurpose.DEEP_LINK)
     except MintFailed as failure:
         response = render(request, "fleet/app_open.html", {"back": back, "failure": failure})
-        response.status_code = _FAILURE_STATUS[failure.outcome]
-        if failure.retry_after:
-            response["Retry-After"] = str(round(failure.retry_after))
-        return response
+        return with_failure_status(response, failure.outcome, retry_after=failure.retry_after)
     return HttpResponseRedirect(fleet_app_url(access_key=key))
 
 

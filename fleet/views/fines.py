@@ -20,10 +20,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from fleet import formatting, plates
+from fleet import plates
 from fleet.forms import FineDriverForm, FineFilterForm, NotificationFilterForm, SavedFineViewForm
 from fleet.models import DriverBasis, Fine, WebhookRecord
-from fleet.render_cache import RenderCache
 from fleet.services.attribution import (
     FINE_DRIVER_PERMISSION,
     fine_driver_correct,
@@ -47,6 +46,8 @@ from fleet.services.scopes import scope_of
 from fleet.views import AuthenticatedRequest, is_fragment_request
 from fleet.views.csv_export import csv_download
 from fleet.views.rows import rows_rendered
+from portal.lib import formatting
+from portal.lib.render_cache import RenderCache
 
 
 @require_GET

@@ -20,7 +20,6 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from fleet.forms import VehicleFilterForm
-from fleet.render_cache import RenderCache
 from fleet.services.scopes import scope_groups, scope_of
 from fleet.services.vehicles import (
     FleetDataUnavailable,
@@ -30,6 +29,7 @@ from fleet.services.vehicles import (
 )
 from fleet.views import AuthenticatedRequest, is_fragment_request
 from fleet.views.csv_export import csv_download
+from portal.lib.render_cache import RenderCache
 
 # The results of a filter, the same for every user: kept per version of the fleet.
 _results = RenderCache(size=256)

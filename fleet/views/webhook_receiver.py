@@ -22,14 +22,14 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from fleet import metrics
 from fleet.webhooks.payloads import is_json_content_type
 from fleet.webhooks.receive import (
     delivery_receive,
     delivery_refuse,
-    webhook_source_address,
     webhook_token_valid,
 )
+from portal.lib import metrics
+from portal.lib.addresses import client_address
 
 # How long a sender should wait before sending again what could not be stored.
 RETRY_AFTER_S = 30
@@ -68,10 +68,7 @@ def _received(request: HttpRequest, token: str) -> HttpResponse:
     if size < 0:
         return _answer({"error": "the Content-Length is not a number of bytes"}, status=400)
     content_type = request.META.get("CONTENT_TYPE", "")  # with its parameters, as sent
-    source = webhook_source_address(
-        remote_addr=request.META.get("REMOTE_ADDR", ""),
-        forwarded_for=request.headers.get("X-Forwarded-For", ""),
-    )
+    source = client_address(request)
     limit = settings.FLEET_WEBHOOK_MAX_BYTES
     try:
         if size > limit:

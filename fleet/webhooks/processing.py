@@ -42,7 +42,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Min
 from django.utils import timezone
 
-from fleet import metrics, worker
 from fleet.models import (
     DeliveryStatus,
     DriverBasis,
@@ -62,6 +61,7 @@ from fleet.webhooks.changes import RecordChange, records_changed
 from fleet.webhooks.records import RecordModel, record_model, record_new, record_update
 from fleet.webhooks.retention import delivery_bodies_purge_schedule
 from fleet.webhooks.unknown_keys import unknown_keys_record
+from portal.lib import metrics, worker
 
 logger = logging.getLogger(__name__)
 

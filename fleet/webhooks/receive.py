@@ -13,10 +13,8 @@ never reaches the database, whatever the sender names it.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import hmac
-import ipaddress
 import logging
 from collections.abc import Mapping
 from datetime import timedelta
@@ -25,10 +23,10 @@ from typing import Any, Final
 from django.conf import settings
 from django.utils import timezone
 
-from fleet import metrics, worker
 from fleet.models import DeliveryStatus, WebhookDelivery
-from fleet.throttle import Throttle
 from fleet.webhooks.payloads import InvalidPayload, check_content_type
+from portal.lib import metrics, worker
+from portal.lib.throttle import Throttle
 
 logger = logging.getLogger(__name__)
 
@@ -62,34 +60,6 @@ def webhook_token_valid(*, token: str) -> bool:
     for accepted in settings.FLEET_WEBHOOK_TOKENS:
         matched |= hmac.compare_digest(given, accepted.encode())
     return matched
-
-
-def webhook_source_address(*, remote_addr: str, forwarded_for: str = "") -> str | None:
-    """The sender's address as the deployment's proxies report it.
-
-    With FLEET_WEBHOOK_PROXY_COUNT = N > 0, each of N proxies appended the
-    address it received from to X-Forwarded-For: the Nth entry from the
-    right is the one the outermost proxy saw (entries left of it are the
-    sender's own claims). With 0, or with fewer entries than proxies (a
-    request that did not come through all of them: every entry may be the
-    sender's own), the connection's address, which the sender cannot choose.
-    None when it is not an IP address.
-    """
-    candidate = remote_addr
-    proxies = settings.FLEET_WEBHOOK_PROXY_COUNT
-    if proxies and forwarded_for:
-        hops = [hop.strip() for hop in forwarded_for.split(",") if hop.strip()]
-        if len(hops) >= proxies:
-            candidate = hops[-proxies]
-    return _ip_address(candidate)
-
-
-@functools.lru_cache(maxsize=1024)  # senders are a few addresses, parsed once each
-def _ip_address(text: str) -> str | None:
-    try:
-        return str(ipaddress.ip_address(text))
-    except ValueError:
-        return None
 
 
 def stored_headers(headers: Mapping[str, str]) -> dict[str, str]:

@@ -19,9 +19,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from fleet import worker
 from fleet.models import BODY_PURGED_STATUSES, WebhookDelivery
-from fleet.throttle import Throttle
+from portal.lib import worker
+from portal.lib.throttle import Throttle
 
 logger = logging.getLogger(__name__)
 

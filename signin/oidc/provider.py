@@ -17,7 +17,7 @@ from allauth.utils import get_request_param
 from django.http import HttpRequest, HttpResponse
 from requests import RequestException
 
-from fleet.api.redaction import register_secret
+from portal.lib.redaction import register_secret
 from signin.access import AccessPolicy
 from signin.oidc.views import OrganisationAdapter
 

@@ -23,9 +23,7 @@ from django.http import HttpRequest
 from django.utils import translation
 from django.utils.translation import gettext
 
-from alerts.models import PauseReason
-from alerts.services.pauses import alerts_pause
-from fleet.services.scopes import directory_groups_apply
+from portal.lib.identity import Ended, access_ended, directory_groups_asserted
 from signin.access import AccessPolicy, role_of_groups
 from signin.blocks import access_end
 from signin.models import Role, ScimGroup, ScimUser
@@ -55,7 +53,9 @@ def scim_memberships_apply(*, scim_users: Iterable[ScimUser], request: HttpReque
     policies: dict[str, AccessPolicy | None] = {}
     for scim_user in scim_users:
         values = scim_group_values(scim_user=scim_user)
-        directory_groups_apply(user=scim_user.user, provider=scim_user.provider, values=values)
+        directory_groups_asserted.send(
+            sender=ScimUser, user=scim_user.user, provider=scim_user.provider, values=values
+        )
         if scim_user.provider not in policies:
             policies[scim_user.provider] = _role_policy(scim_user.provider, request=request)
         if (policy := policies[scim_user.provider]) is not None and scim_user.user.is_active:
@@ -95,7 +95,7 @@ def _role_apply(scim_user: ScimUser, values: set[str], policy: AccessPolicy) -> 
             detail = gettext("in no group of %(provider)s that gives access") % {
                 "provider": scim_user.provider
             }
-        alerts_pause(user=user, reason=PauseReason.DEPROVISIONED, detail=detail)
+        access_ended.send(sender=ScimUser, user=user, reason=Ended.DEPROVISIONED, detail=detail)
         logger.info(
             "user %s is in no group of %s that gives access (%d sessions ended)",
             user.pk,
@@ -108,7 +108,7 @@ def scim_user_deactivate(*, user: User, provider: str) -> None:
     """End `user`'s access now: account inactive, sessions ended, alerts paused."""
     ended = access_end(
         user=user,
-        reason=PauseReason.DEPROVISIONED,
+        reason=Ended.DEPROVISIONED,
         detail=lambda: gettext("deactivated by %(provider)s") % {"provider": provider},
     )
     logger.info("user %s deactivated by %s over SCIM (%d sessions ended)", user.pk, provider, ended)

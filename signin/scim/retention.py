@@ -15,8 +15,8 @@ from django.db import transaction
 from django.db.models import Model
 from django.utils import timezone
 
-from fleet import worker
-from fleet.throttle import Throttle
+from portal.lib import worker
+from portal.lib.throttle import Throttle
 from signin.models import ScimCall, ScimMinute
 
 logger = logging.getLogger(__name__)

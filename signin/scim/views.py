@@ -25,9 +25,10 @@ from scim2_server.handler import ScimHandler
 from scim2_server.requests import ScimRequest
 from scim2_server.responses import ScimResponse
 
-from fleet.api.redaction import redact
-from portal.middleware import request_log_skip
-from signin.addresses import client_address
+from portal.lib.addresses import client_address
+from portal.lib.bearer import bearer_token
+from portal.lib.middleware import request_log_skip
+from portal.lib.redaction import redact
 from signin.models import ScimCall, ScimToken
 from signin.scim.protocol import TooManyRequestsException, scim_service
 from signin.scim.rates import Counted, scim_minute_count
@@ -86,15 +87,11 @@ def _authenticated(request: HttpRequest) -> tuple[ScimToken, Counted | None]:
     """The live token the request carries, within its rate. Without one, the request is
     counted against its address (`_refusal_counted`), as guessing is as slow as a
     token's rate; a token past its rate is refused with nothing written."""
-    scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
-    token = (
-        scim_token_check(presented.strip(), address=client_address(request))
-        if scheme.lower() == "bearer"
-        else None
-    )
+    presented = bearer_token(request)
+    token = scim_token_check(presented, address=client_address(request)) if presented else None
     if token is None:
         _refusal_counted(request)
-        if scheme.lower() != "bearer" or not presented.strip():
+        if not presented:
             raise UnauthorizedException(detail="A bearer token is required")
         raise UnauthorizedException(detail="The bearer token is not valid")
     counted = scim_minute_count(f"token:{token.pk}")

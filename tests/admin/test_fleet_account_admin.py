@@ -6,8 +6,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from fleet import encryption
 from fleet.models import AccessKeyMint, FleetAccount
+from portal.lib import encryption
 from tests.conftest import stored_password
 
 pytestmark = pytest.mark.django_db

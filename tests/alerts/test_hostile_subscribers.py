@@ -21,6 +21,7 @@ import pytest
 
 from alerts.models import Alert, AlertStatus, WebhookAttempt
 from alerts.outbound import PostOutcome, webhook_post
+from bench.servers import free_port
 from bench.soak_subscribers import HostileServer, drip, dripping_head, status
 from tests.alerts.conftest import fine, post
 from tests.alerts.hostile import MIB, Authority, gzip_bomb, gzip_bombing, huge
@@ -277,11 +278,6 @@ def test_a_trusted_certificate_for_another_name_is_refused(serve, authority):
 # --- What is kept of a failure --------------------------------------------------------
 
 
-def closed_port() -> int:
-    with socket.create_server(("127.0.0.1", 0)) as listener:
-        return int(listener.getsockname()[1])
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_subscribers_query_string_is_kept_in_no_error_and_no_log_line(
     client, person, serve, log_records
@@ -290,7 +286,7 @@ def test_a_subscribers_query_string_is_kept_in_no_error_and_no_log_line(
     failing = serve(status(500))
     dripping = serve(drip(NO_CONTENT, every_s=1.0))
     urls = [
-        f"http://127.0.0.1:{closed_port()}/hook?token=s3cr3t",
+        f"http://127.0.0.1:{free_port()}/hook?token=s3cr3t",
         failing.url("/hook?token=s3cr3t"),
         dripping.url("/hook?token=s3cr3t"),
     ]

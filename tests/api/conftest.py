@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bench.servers import free_port
 from fleet.api.client import FleetClient
 from fleet.api.cooldown import LocalCooldown
 from tests.conftest import Emulator
@@ -122,7 +122,4 @@ def clock() -> StoppedClock:
 @pytest.fixture
 def closed_port_url() -> str:
     """The URL of a loopback port nobody listens on: connections are refused."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{free_port()}"

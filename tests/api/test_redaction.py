@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from fleet.api import redaction
 from fleet.api.client import FleetClient
 from fleet.api.errors import FleetError, LoginRejected, NotAuthorized
-from fleet.api.redaction import REDACTED, RedactingFilter, redact
 from fleet.api.signing import signature
+from portal.lib import redaction
+from portal.lib.redaction import REDACTED, RedactingFilter, redact
 from tests.api.conftest import (
     DEMO_PASSWORD,
     DEMO_SECRET,

@@ -13,6 +13,7 @@ and where.
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -49,6 +50,7 @@ AXE = Axe()
 LONG_AMOUNT = "1234567.89"
 LONG_NAME = "Ana Beatriz Vasconcelos Albuquerque Lima"
 LONG_FINE_ID = 990_001
+MINUTE = timedelta(minutes=1)
 # The boxes in `main` whose content is wider than they are. A box that scrolls or clips
 # on purpose (`overflow-x` other than visible, a `.table-scroll`) is left out, and so are
 # the fields, which scroll the text typed in them.
@@ -85,7 +87,8 @@ def wait_for(condition: Any, what: str) -> None:
 def records(live_server: Any, emulator: Emulator, db_worker: Any) -> None:
     """Fines and notifications, sent by the emulator like the platform sends them; among
     them a fine of R$ 1.234.567,89 on a Mercosul plate written with a hyphen, attributed
-    to a driver with a 40-character name."""
+    to a driver with a 40-character name, treated and untreated again (its handling
+    history, which the pages open, lists the changes)."""
     mercosul = (
         v for v in emulator.vehicles() if plates.registration(v["car_plate"]) == v["car_plate"]
     )
@@ -103,16 +106,27 @@ def records(live_server: Any, emulator: Emulator, db_worker: Any) -> None:
     }
     webhook = f"{live_server.url}/webhooks/fleet/dev-webhook-token/"
     emulator.control("POST", "webhooks", url=webhook, count=12)
-    emulator.control("POST", "webhooks", url=webhook, events=[{"frame": long_fine}])
+    now = timezone.now()
+    handled = [
+        {"frame": long_fine | {"treated": treated, "updatedAt": _iso(now + minutes * MINUTE)}}
+        for minutes, treated in ((1, False), (2, True), (3, False))
+    ]
+    emulator.control("POST", "webhooks", url=webhook, events=handled)
+
+    def long_fine_ready() -> bool:
+        found = Fine.objects.filter(
+            external_id=str(LONG_FINE_ID), driver_id=vehicle["driver_id"]
+        ).first()
+        return found is not None and len(found.treated_changes()) == 3
+
     wait_for(
-        lambda: (
-            Notification.objects.exists()
-            and Fine.objects.filter(
-                external_id=str(LONG_FINE_ID), driver_id=vehicle["driver_id"]
-            ).exists()
-        ),
+        lambda: Notification.objects.exists() and long_fine_ready(),
         "the worker did not process the deliveries and attribute the long fine to its driver",
     )
+
+
+def _iso(moment: Any) -> str:
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def manager_pages(manager: Any, emulator: Emulator) -> list[str]:

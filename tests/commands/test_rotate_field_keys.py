@@ -6,9 +6,9 @@ import pytest
 from cryptography.fernet import Fernet
 from django.core.management import CommandError, call_command
 
-from fleet import encryption
 from fleet.management.commands.rotate_field_keys import Command
 from fleet.models import FleetAccount
+from portal.lib import encryption
 from tests.conftest import stored_password
 
 pytestmark = pytest.mark.django_db

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -15,14 +14,9 @@ from pathlib import Path
 import pytest
 import requests
 
+from bench.servers import free_port
 from tests.conftest import ROOT
 from tests.idp import sign_in_at_provider, skip_unless_identity_provider_can_run
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def refused(url: str) -> bool:

@@ -1,7 +1,7 @@
-"""The metric names the portal exposes at /metrics (fleet/metrics.py counts events;
-fleet.services.metrics reads the gauges when scraped), as deploy/prometheus's rules and
-deploy/grafana's dashboard may name them: a metric renamed on one side and not on the
-other fails their tests."""
+"""The metric names the portal exposes at /metrics (`portal.lib.metrics` counts events;
+its `exposition` and `fleet.services.gauges` read the gauges when scraped), as
+deploy/prometheus's rules and deploy/grafana's dashboard may name them: a metric renamed
+on one side and not on the other fails their tests."""
 
 from __future__ import annotations
 

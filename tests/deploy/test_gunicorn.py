@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from fleet.api.redaction import REDACTED
 from fleet.models import WebhookDelivery
+from portal.lib.redaction import REDACTED
 from tests.conftest import ROOT, wait_until
 from tests.deploy.conftest import TOKEN, Gunicorn
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
-from django.tasks import task
 from django.urls import path
 
-from fleet import worker
 from portal import urls as portal_urls
+from portal.lib import worker
 
 
 def _message() -> str:
@@ -21,7 +20,7 @@ def bug(request: HttpRequest) -> HttpResponse:
     raise RuntimeError(_message())
 
 
-@task()
+@worker.task()
 def buggy_task() -> None:
     raise RuntimeError(_message())
 

@@ -13,7 +13,6 @@ of attempts.
 from __future__ import annotations
 
 import json
-import socket
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -23,6 +22,7 @@ from django.tasks import TaskResultStatus
 from django.utils import translation
 from django_tasks_db.models import DBTaskResult
 
+from bench.servers import free_port
 from fleet.api.client import CNH_READ_TIMEOUT
 from fleet.models import CnhItemStatus, CnhLookup, CnhLookupStatus, CnhReason
 from fleet.services.cnh import (
@@ -89,10 +89,7 @@ def sweeps_waiting() -> int:
 
 def closed_port_url() -> str:
     """A loopback URL nobody listens on: connections are refused, nothing is sent."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 # --- Individual lookups: 504, Retry-After, bounded retries ------------------------------

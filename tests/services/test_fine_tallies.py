@@ -26,7 +26,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult, get_date_max
 
-from fleet import plates, worker
+from fleet import plates
 from fleet.models import DeliveryStatus, Driver, Fine, FineTally, WebhookDelivery
 from fleet.services.attribution import fine_drivers_attribute
 from fleet.services.dashboard import (
@@ -47,6 +47,7 @@ from fleet.services.tallies import (
 )
 from fleet.services.vehicles import vehicle_search
 from fleet.webhooks.processing import deliveries_process_received, delivery_replay
+from portal.lib import worker
 from tests.conftest import ROOT, _database_url, start_db_worker, stop_db_worker, wait_until
 
 WEBHOOK = "/webhooks/fleet/dev-webhook-token/"

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 
+from bench.servers import free_port
 from fleet.services.connection import fleet_cache_scope, fleet_clients_forget
 from fleet.services.vehicle_cache import CacheKeys, decoded_snapshot, vehicles_forget
 from fleet.services.vehicle_index import SNAPSHOT_FORMAT
@@ -30,7 +31,6 @@ from fleet.services.vehicles import (
 from tests.conftest import Emulator
 from tests.interleave import watch
 from tests.services.conftest import LIST_CARS, envelope, vehicle
-from tests.test_cache import closed_port
 
 
 @pytest.fixture
@@ -224,7 +224,7 @@ def test_while_the_cache_cannot_be_reached_no_worker_refreshes_a_list_it_can_ser
     settings.CACHES = {
         "default": {
             "BACKEND": "portal.cache.RedisCache",
-            "LOCATION": f"redis://127.0.0.1:{closed_port()}/0",
+            "LOCATION": f"redis://127.0.0.1:{free_port()}/0",
         }
     }
 

@@ -9,7 +9,7 @@ from allauth.socialaccount.models import SocialApp
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from fleet.api.redaction import redact
+from portal.lib.redaction import redact
 from signin.models import ScimCall, ScimMinute, ScimToken, ScimUser
 from signin.scim.tokens import scim_token_mint
 from tests.signin.conftest import ERROR_SCHEMA, USER_SCHEMA, Scim

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import socket
 from datetime import UTC, datetime
 
 import pytest
@@ -11,6 +10,7 @@ import time_machine
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django_tasks_db.models import DBTaskResult
 
+from bench.servers import free_port
 from fleet.models import CnhLookup, CnhLookupStatus
 from fleet.services.cnh import cnh_lookup_create
 from tests.conftest import Emulator, run_tasks
@@ -442,9 +442,7 @@ def test_a_server_error_says_so_and_offers_a_plain_retry(
 def test_waiting_after_a_refused_connection_says_that_attempt_was_not_charged(
     manager_client, manager, emulator: Emulator, settings
 ):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        settings.FLEET_BASE_URL = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    settings.FLEET_BASE_URL = f"http://127.0.0.1:{free_port()}"  # nobody listens there
     lookup = lookup_of(manager, CPF)
     run_tasks()
 

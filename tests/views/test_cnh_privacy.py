@@ -15,8 +15,8 @@ import pytest
 import time_machine
 
 from fleet import cpf
-from fleet.api.redaction import RedactingFilter
 from fleet.models import CnhLookup
+from portal.lib.redaction import RedactingFilter
 from tests.conftest import Emulator, Recorder, run_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)

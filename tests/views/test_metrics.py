@@ -18,7 +18,8 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from fleet import plates, worker
+from fleet import plates
+from portal.lib import worker
 from tests.conftest import run_tasks
 
 pytestmark = pytest.mark.django_db

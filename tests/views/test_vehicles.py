@@ -271,7 +271,7 @@ def test_anonymous_visitors_are_sent_to_log_in(client, emulator):
     assert emulator.calls("GET /key/list-cars") == 0
 
 
-# --- Pages kept per version of the fleet (fleet.render_cache) ---------------------------
+# --- Pages kept per version of the fleet (portal.lib.render_cache) ---------------------------
 
 CSRF_HEADER = re.compile(r'hx-headers=\'\{"X-CSRFToken": "(\w+)"\}\'')
 CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="(\w+)"')

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from fleet import worker
 from fleet.models import DeliveryStatus, Fine, WebhookDelivery
 from fleet.webhooks.processing import deliveries_process_received
+from portal.lib import worker
 from tests.conftest import _database_url, start_db_worker_into, stop_db_worker, wait_until
 
 pytestmark = [
@@ -140,7 +140,7 @@ def test_a_processing_run_that_meets_a_held_database_waits_and_loses_nothing(
                 waited.set()
 
     handler = Waits()
-    logging.getLogger("fleet.worker").addHandler(handler)
+    logging.getLogger("portal.lib.worker").addHandler(handler)
     holder = Holder()
     outcomes: list[Any] = []
     run = threading.Thread(
@@ -159,6 +159,6 @@ def test_a_processing_run_that_meets_a_held_database_waits_and_loses_nothing(
         assert not run.is_alive()
     finally:
         holder.kill()
-        logging.getLogger("fleet.worker").removeHandler(handler)
+        logging.getLogger("portal.lib.worker").removeHandler(handler)
     assert outcomes == [{DeliveryStatus.PROCESSED: 3}]
     assert Fine.objects.count() == 3

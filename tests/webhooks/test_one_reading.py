@@ -9,7 +9,7 @@ import csv
 import io
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import pytest
@@ -20,7 +20,8 @@ from alerts.services.emails import alert_email
 from alerts.services.preferences import alert_preferences_save
 from alerts.services.sending import webhook_payload
 from fleet import plates
-from fleet.api.values import parse_amount, parse_moment
+from fleet.api.licences import cnh_lookup_from_json
+from fleet.api.values import parse_amount, parse_day, parse_moment
 from fleet.models import Fine
 from fleet.services.vehicles import vehicle_search
 from fleet.webhooks.payloads import payload_amount, payload_occurred_at
@@ -116,6 +117,27 @@ def test_times_as_iso_epoch_or_brazilian_dates(sent, read):
     assert moment == read
     assert moment is None or moment.tzinfo is not None
     assert payload_occurred_at({"occurredAt": sent}) == read
+
+
+@pytest.mark.parametrize(
+    ("sent", "day"),
+    [
+        ("2031-05-01", date(2031, 5, 1)),
+        ("2031-05-01T00:00:00-03:00", date(2031, 5, 1)),  # the day as written, not UTC's
+        ("2031-05-01T23:30:00Z", date(2031, 5, 1)),
+        ("01/05/2031", date(2031, 5, 1)),
+        ("2031-02-30", None),
+        ("soon", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_a_licences_days_are_read_by_the_same_reader(sent, day):
+    assert parse_day(sent) == day
+    answer = {"cpf": "52998224725", "name": "Ana", "expiresAt": sent, "firstLicenceAt": sent}
+    licence = cnh_lookup_from_json(answer, cpf="52998224725").licence
+    assert licence is not None
+    assert (licence.expires_on, licence.first_licence_on) == (day, day)
 
 
 # What each surface shows of the fine below, in Brazilian Portuguese and São Paulo time.

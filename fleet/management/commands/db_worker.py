@@ -7,13 +7,13 @@ endpoints) in a thread of its own. A slow task of one queue never delays
 another's, and the operator still starts one command with no option.
 `--queue-name` runs a single worker on the queues named, as the package's does;
 `--batch` runs every queue's due tasks one after the other, then exits. Every
-worker is `fleet.tasks_backend.Worker`: each task runs with the id of the
+worker is `portal.lib.tasks_backend.Worker`: each task runs with the id of the
 request that enqueued it and ends with one log line (`fleet.tasks`), which
 stands for Django's own start and end lines of a task (`django.tasks`, shown
 with `--verbosity 2`).
 
 On SIGTERM or SIGINT the main worker ends its task under way, as the package's
-does; the others are asked to stop (`fleet.worker.stopping`: the alerts' run
+does; the others are asked to stop (`portal.lib.worker.stopping`: the alerts' run
 ends after the POSTs under way) and waited for up to `_STOP_WAIT_S` (not at
 all after a second signal), then the process exits, even if one is still at
 work. A task cut short there is safe, as after a kill: what it had claimed
@@ -38,8 +38,8 @@ from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
 from django_tasks_db.compat import TASKS_LOGGER
 from django_tasks_db.management.commands import db_worker
 
-from fleet import worker
-from fleet.tasks_backend import Worker
+from portal.lib import worker
+from portal.lib.tasks_backend import Worker
 
 logger = logging.getLogger("django_tasks_db")
 

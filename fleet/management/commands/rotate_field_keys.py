@@ -7,8 +7,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from fleet import encryption
 from fleet.models import FleetAccount
+from portal.lib import encryption
 
 
 class Command(BaseCommand):

@@ -9,7 +9,7 @@ would have been before answering.
 
 Each request has its own list (a context variable: one per thread under a
 threaded server). Work that fails is logged and does not stop the work after it.
-The work runs with the id of the request that left it (`fleet.request_ids`), so
+The work runs with the id of the request that left it (`portal.lib.request_ids`), so
 its log lines are found with the request's.
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from fleet import request_ids
+from portal.lib import request_ids
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Every request counted for the operators (fleet.metrics): by view, method and status,
+"""Every request counted for the operators (`portal.lib.metrics`): by view, method and status,
 with the time it took, whatever answered it (a view, an error page, a middleware)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 
-from fleet import metrics
+from portal.lib import metrics
 
 # Methods outside these are counted as "other": a client may send any word.
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

@@ -39,7 +39,7 @@ from django.template.loader import render_to_string
 from django.utils.autoreload import file_changed
 from django.utils.safestring import SafeString, mark_safe
 
-from fleet.bounded import bounded_put
+from portal.lib.bounded import bounded_put
 
 # Letters and digits only, so that escaping leaves a hole as it is.
 _MARK = secrets.token_hex(16)
@@ -124,5 +124,5 @@ def _template_changed(sender: object, file_path: Path, **kwargs: Any) -> None:
     # None: the autoreloader goes on deciding whether to restart.
 
 
-setting_changed.connect(_clear_all, dispatch_uid="fleet.render_cache")
-file_changed.connect(_template_changed, dispatch_uid="fleet.render_cache")
+setting_changed.connect(_clear_all, dispatch_uid="portal.lib.render_cache")
+file_changed.connect(_template_changed, dispatch_uid="portal.lib.render_cache")

@@ -4,9 +4,10 @@ Every process counts what it does: the web workers their requests, Fleet API cal
 webhook deliveries and sign-ins; `manage.py db_worker` its tasks, CNH lookups and
 alerts. Under gunicorn and beside the worker, the processes of one host share
 PROMETHEUS_MULTIPROC_DIR (a directory of their own, emptied at start: deploy/), and
-`/metrics` sums them (`fleet.views.metrics`). What is a state rather than an event (a
+`/metrics` sums them (`views`, `exposition`). What is a state rather than an event (a
 queue's depth, the oldest delivery waiting, the vehicle list's age) is read when
-scraped, from the database and the cache, by `fleet.services.metrics`.
+scraped, from the database and the cache (`exposition`, and each app's collector).
+The requests are counted by `middleware`.
 
 Labels take few values, all the portal's own: a view's name, an endpoint's path with
 no plate or id in it, an outcome. Never a plate, a CPF, an e-mail, a user or a token.

@@ -2,7 +2,7 @@
 
 The package names its app in English only ("Tasks Database Backend"); its models'
 names and fields are translatable, and our catalogue translates them
-(`portal.translation_overrides`). Installed as `fleet.tasks_app.BackgroundTasksConfig`
+(`portal.translation_overrides`). Installed as `portal.lib.tasks_app.BackgroundTasksConfig`
 in place of `django_tasks_db`: same app, same label, same tables.
 """
 

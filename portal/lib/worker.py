@@ -4,10 +4,16 @@
 task run names it here and never imports `fleet.tasks`, so the two never
 import each other (tests/test_imports.py checks it). Another app's tasks are
 named by their dotted path (`alerts.tasks.alerts_send`).
+
+A task enqueued during a request keeps that request's id (`request_ids`): `enqueue`
+passes it as the `request_id` keyword, stored with the task's arguments as any other
+(django.tasks' own door), and a task made with `task` here takes it and runs with it
+bound, so its log lines, its Fleet API calls and the tasks it enqueues in turn carry it.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -17,11 +23,14 @@ from typing import Any, Final
 
 from django.db import OperationalError
 from django.db.models import Q
-from django.tasks import TaskResultStatus
+from django.tasks import Task, TaskResultStatus
+from django.tasks import task as django_task
 from django.utils import timezone
 from django.utils.module_loading import import_string
 from django_tasks_db.models import DBTaskResult, get_date_max
 from django_tasks_db.utils import is_locked_database_exception
+
+from portal.lib import request_ids
 
 logger = logging.getLogger(__name__)
 
@@ -36,15 +45,36 @@ BUSY_WAIT_MAX_S: Final = 30.0
 _BUSY_SQLSTATES: Final = frozenset({"55P03", "40P01", "40001"})
 
 
+REQUEST_ID: Final = "request_id"
+
+
+def task(**options: Any) -> Callable[[Callable[..., Any]], Task[Any, Any]]:
+    """`django.tasks.task`, for a function that runs with the id of the request that
+    enqueued it (the `request_id` keyword `enqueue` adds; the function never sees it)."""
+
+    def decorate(function: Callable[..., Any]) -> Task[Any, Any]:
+        @functools.wraps(function)
+        def with_request_id(*args: Any, request_id: Any = None, **kwargs: Any) -> Any:
+            with request_ids.bound(request_id if request_ids.is_sane(request_id) else None):
+                return function(*args, **kwargs)
+
+        made: Task[Any, Any] = django_task(**options)(with_request_id)
+        return made
+
+    return decorate
+
+
 def enqueue(task: str, *args: Any, run_after: datetime | None = None, **kwargs: Any) -> None:
     """Have the worker run `fleet.tasks.<task>(*args, **kwargs)` (or the task at the dotted
-    path `task`), at `run_after` or soon.
+    path `task`), at `run_after` or soon; with the id of the request under way, if any.
 
     Raises what the task backend raises when the task cannot be stored.
     """
     found = import_string(_path(task))
     if run_after is not None:
         found = found.using(run_after=run_after)
+    if (request_id := request_ids.current()) is not None:
+        kwargs[REQUEST_ID] = request_id
     found.enqueue(*args, **kwargs)
 
 

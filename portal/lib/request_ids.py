@@ -1,10 +1,10 @@
 """The request id: one short code that follows a request into every log line it causes.
 
-The portal's middleware (`portal.middleware.RequestIdMiddleware`) binds an id
+The portal's middleware (`portal.lib.middleware.RequestIdMiddleware`) binds an id
 for each request: the `X-Request-Id` nginx sets, when it is a sane token, or
 a new one. It is returned in the response, written on the error pages (a
 manager quotes it), stored beside the arguments of every background task the
-request enqueues (`fleet.tasks_backend`) and bound again by the worker while
+request enqueues (`portal.lib.tasks_backend`) and bound again by the worker while
 the task runs. `RequestIdFilter` puts it on every log record, so the Fleet API
 client's line of each call carries it beside the API's trace id.
 

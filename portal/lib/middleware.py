@@ -10,8 +10,8 @@ from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 from django.utils.cache import patch_cache_control
 
-from fleet import request_ids
-from fleet.api.redaction import redact
+from portal.lib import request_ids
+from portal.lib.redaction import redact
 
 requests_logger = logging.getLogger("portal.requests")
 
@@ -38,7 +38,7 @@ class PrivateNoStoreMiddleware:
 
 
 class RequestIdMiddleware:
-    """Gives each request its id (`fleet.request_ids`) and logs one line when it is answered.
+    """Gives each request its id (`portal.lib.request_ids`) and logs one line when it is answered.
 
     The id is nginx's `X-Request-Id` when it sent a sane one (nginx sets it on
     every request, over whatever a client sent), else a new one. It is bound

@@ -1,16 +1,15 @@
-"""django-tasks-db's backend and worker, carrying the request id from a request to its tasks.
+"""django-tasks-db's worker, running each task with the id of the request that enqueued it.
 
-`DatabaseBackend` (settings.TASKS) stores the id of the request under way
-(`fleet.request_ids`) in the task's row, as a `request_id` key beside the
-package's `args` and `kwargs` (which are all the package reads of that JSON).
-`Worker` binds it again while it runs the task, so the task's log lines, its
-Fleet API calls and the tasks it enqueues in turn carry the request's id; and
-it logs one line per task when it ends (`fleet.tasks`): the task, its queue and
-id, whether it succeeded, how long it took and, for a failure, the exception.
-`manage.py db_worker` runs this worker for every queue. While the database is
-busy (another process holds SQLite's lock longer than its 5 s wait, PostgreSQL
-gave up a lock), the worker logs it, waits (`fleet.worker.BusyWaits`) and goes
-on: it never exits for that.
+A task made with `worker.task` and enqueued by `worker.enqueue` during a request
+carries that request's id as its `request_id` keyword (`portal.lib.request_ids`).
+`Worker` binds it while the task runs, so the package's own lines about the task
+carry it too; and it logs one line per task when it ends (`fleet.tasks`): the task,
+its queue and id, whether it succeeded, how long it took and, for a failure, the
+exception. `manage.py db_worker` runs this worker for every queue. While the database
+is busy (another process holds SQLite's lock longer than its 5 s wait, PostgreSQL gave
+up a lock), the worker logs it, waits (`portal.lib.worker.BusyWaits`) and goes on: it
+never exits for that. Only the package's public names are used: the worker's `run`
+and `run_task`, and the task row's fields.
 """
 
 from __future__ import annotations
@@ -20,63 +19,29 @@ import time
 from typing import Any
 
 from django.db import OperationalError, close_old_connections
-from django.tasks import Task, TaskResultStatus
-from django.utils.json import normalize_json
-from django_tasks_db import backend
+from django.tasks import TaskResultStatus
 from django_tasks_db.management.commands import db_worker
 from django_tasks_db.models import DBTaskResult
 
-from fleet import request_ids, worker
+from portal.lib import request_ids, worker
 
 logger = logging.getLogger("fleet.tasks")
-
-_REQUEST_ID = "request_id"
-
-
-class DatabaseBackend(backend.DatabaseBackend):
-    """The package's backend; a task enqueued during a request keeps that request's id."""
-
-    # The package's own `create`s, with the request id in `args_kwargs`.
-    def _task_to_db_task(
-        self, task: Task[Any, Any], args: Any, kwargs: Any
-    ) -> DBTaskResult[Any, Any]:
-        return DBTaskResult.objects.create(**self._row(task, args, kwargs))
-
-    async def _atask_to_db_task(
-        self, task: Task[Any, Any], args: Any, kwargs: Any
-    ) -> DBTaskResult[Any, Any]:
-        return await DBTaskResult.objects.acreate(**self._row(task, args, kwargs))
-
-    def _row(self, task: Task[Any, Any], args: Any, kwargs: Any) -> dict[str, Any]:
-        """The task's row, as the package writes it, with the request id."""
-        return {
-            "id": self._get_id(),
-            "args_kwargs": _args_kwargs(args, kwargs),
-            "priority": task.priority,
-            "task_path": task.module_path,
-            "queue_name": task.queue_name,
-            "run_after": task.run_after,
-            "backend_name": self.alias,
-        }
-
-
-def _args_kwargs(args: Any, kwargs: Any) -> Any:
-    stored = {"args": args, "kwargs": kwargs}
-    if (request_id := request_ids.current()) is not None:
-        stored[_REQUEST_ID] = request_id
-    return normalize_json(stored)
 
 
 def stored_request_id(db_task: DBTaskResult[Any, Any]) -> str | None:
     """The id of the request that enqueued the task (None: none, or not one to trust)."""
     stored = db_task.args_kwargs
-    value = stored.get(_REQUEST_ID) if isinstance(stored, dict) else None
+    kwargs = stored.get("kwargs") if isinstance(stored, dict) else None
+    value = kwargs.get(worker.REQUEST_ID) if isinstance(kwargs, dict) else None
     return value if request_ids.is_sane(value) else None
 
 
 class Worker(db_worker.Worker):
     """The package's worker, running each task with its request's id and logging its end;
-    it waits out a busy database where the package's would stop."""
+    it waits out a busy database where the package's would stop. `ran`: how many tasks
+    it ran."""
+
+    ran = 0
 
     def run(self) -> None:
         waits = worker.BusyWaits()
@@ -97,6 +62,7 @@ class Worker(db_worker.Worker):
         with request_ids.bound(stored_request_id(db_task_result)):
             started = time.monotonic()
             super().run_task(db_task_result)
+            self.ran += 1
             _run_log(db_task_result, duration_ms=(time.monotonic() - started) * 1000)
 
 

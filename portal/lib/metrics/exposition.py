@@ -1,18 +1,19 @@
-"""The metrics `/metrics` answers (fleet.metrics): what the processes of this host counted,
-and the state of the whole portal read now from the database and the cache.
+"""The body `/metrics` answers: what the processes of this host counted, and the state of
+the whole portal read now from the database and the cache.
 
 Under gunicorn and beside `manage.py db_worker`, PROMETHEUS_MULTIPROC_DIR is set and the
 counts are summed from the files every process writes there (prometheus-client's
 multiprocess mode); without it (`make run`, the tests), this process's own counts. The
 state is the same whichever host answers: the due tasks waiting per queue and the oldest
-of them, the webhook deliveries not processed yet and the oldest, the vehicle list's age.
+of them, here, and what each app adds with `state_collector_add` (the fleet's: the
+webhook deliveries not processed yet, the vehicle list's age).
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, Min, Q
@@ -29,30 +30,24 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from fleet import metrics
-from fleet.models import DeliveryStatus, WebhookDelivery
-from fleet.services.vehicle_cache import vehicle_list_fetched_at
+from portal.lib import metrics
 
 QUEUES = ("webhooks", "cnh", "alerts", "other")
 
+_state_collectors: dict[str, Collector] = {}
 
-class PortalState(Collector):
-    """Gauges read at each scrape: the portal's backlog and the vehicle list's age."""
+
+def state_collector_add(name: str, collector: Collector) -> None:
+    """Have `/metrics` read `collector`'s gauges at each scrape (an app's `ready()`; the
+    same name again replaces it)."""
+    _state_collectors[name] = collector
+
+
+class TaskQueues(Collector):
+    """Gauges read at each scrape: the background tasks due and waiting, by queue."""
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         now = timezone.now()
-        yield from self._tasks(now)
-        yield from self._deliveries(now)
-        fetched_at = vehicle_list_fetched_at()
-        age = GaugeMetricFamily(
-            f"{metrics.PREFIX}_vehicle_cache_age_seconds",
-            "Age of the vehicle list every worker serves (absent when there is none)",
-        )
-        if fetched_at is not None:
-            age.add_metric([], max(0.0, time.time() - fetched_at))
-        yield age
-
-    def _tasks(self, now: Any) -> Iterator[GaugeMetricFamily]:
         asap = Q(run_after=get_date_max())
         due = DBTaskResult.objects.filter(status=TaskResultStatus.READY).filter(
             asap | Q(run_after__lte=now)
@@ -81,36 +76,22 @@ class PortalState(Collector):
         )
         for queue in QUEUES:
             waiting.add_metric([queue], depth[queue])
-            oldest.add_metric([queue], _age(now, since[queue]))
-        yield waiting
-        yield oldest
-
-    def _deliveries(self, now: Any) -> Iterator[GaugeMetricFamily]:
-        found = WebhookDelivery.objects.filter(status=DeliveryStatus.RECEIVED).aggregate(
-            waiting=Count("id"), oldest=Min("received_at")
-        )
-        waiting = GaugeMetricFamily(
-            f"{metrics.PREFIX}_webhook_unprocessed",
-            "Webhook deliveries stored and not processed yet",
-        )
-        waiting.add_metric([], found["waiting"])
-        oldest = GaugeMetricFamily(
-            f"{metrics.PREFIX}_webhook_oldest_unprocessed_age_seconds",
-            "How long the oldest delivery not processed yet has waited (0: none)",
-        )
-        oldest.add_metric([], _age(now, found["oldest"]))
+            oldest.add_metric([queue], age_seconds(now, since[queue]))
         yield waiting
         yield oldest
 
 
-def _age(now: Any, since: Any) -> float:
+def age_seconds(now: datetime, since: datetime | None) -> float:
+    """How long ago `since` was (0: never, or in the future)."""
     return 0.0 if since is None else max(0.0, (now - since).total_seconds())
 
 
 def metrics_exposition() -> tuple[bytes, str]:
     """The metrics in Prometheus' text format, and its content type."""
     state = CollectorRegistry(auto_describe=False)
-    state.register(PortalState())
+    state.register(TaskQueues())
+    for collector in _state_collectors.values():
+        state.register(collector)
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         counted = CollectorRegistry(auto_describe=False)
         multiprocess.MultiProcessCollector(counted)  # type: ignore[no-untyped-call]

@@ -1,8 +1,8 @@
-"""`/metrics`: the portal's metrics in Prometheus' format (fleet.services.metrics), for a
+"""`/metrics`: the portal's metrics in Prometheus' format (`exposition`), for a
 scraper that sends `Authorization: Bearer <METRICS_TOKEN>`.
 
 Without METRICS_TOKEN the path does not exist (404); without the right token, 401. The
-metrics hold no plate, CPF, e-mail, user or token (fleet.metrics), but they tell how
+metrics hold no plate, CPF, e-mail, user or token (`portal.lib.metrics`), but they tell how
 busy the portal is and how its partners answer: not for the internet.
 """
 
@@ -15,7 +15,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from fleet.services.metrics import metrics_exposition
+from portal.lib.bearer import bearer_token
+from portal.lib.metrics.exposition import metrics_exposition
 
 
 @require_GET
@@ -24,10 +25,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
     expected = settings.METRICS_TOKEN
     if not expected:
         raise Http404
-    scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(
-        presented.strip().encode(), expected.encode()
-    ):
+    if not hmac.compare_digest(bearer_token(request).encode(), expected.encode()):
         refused = HttpResponse(
             "A bearer token is required.\n", status=401, content_type="text/plain"
         )

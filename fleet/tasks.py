@@ -17,6 +17,7 @@ from fleet.services.cnh_privacy import cnh_lookups_purge as purge_old_lookups
 from fleet.services.cnh_privacy import cnh_purge_next_run
 from fleet.services.cnh_recovery import cnh_lookups_recover_all
 from fleet.services.tallies import group_tallies_catch_up as group_tallies_count_changed
+from fleet.services.vehicle_cache import vehicle_list_take_in
 from fleet.webhooks.processing import deliveries_process_received
 from fleet.webhooks.retention import delivery_bodies_purge, delivery_bodies_purge_next_run
 from portal.lib import worker
@@ -27,6 +28,13 @@ from portal.lib.throttle import Throttle
 def cnh_lookup_run(lookup_id: int) -> str:
     """One attempt of a CNH lookup; it enqueues its own retry when the API asks for one."""
     return cnh_lookup_process(lookup_id=lookup_id)
+
+
+@worker.task()
+def driver_history_take_in_run() -> None:
+    """Take the vehicle list into the history of who had each vehicle: one a page's
+    refresh found too large to write after its response (the first of a large fleet)."""
+    vehicle_list_take_in()
 
 
 @worker.task()

@@ -93,6 +93,10 @@ FLEET_VEHICLES_KEEP = env.seconds(
 # Whether each refresh of the vehicle list is taken into the history of who had each
 # vehicle (fleet/services/driver_history.py), which attributes fines to who was driving.
 FLEET_DRIVER_HISTORY = env.flag("FLEET_DRIVER_HISTORY", default=True)
+# The most changes a refresh a page started writes into that history itself, after the
+# response; more (the first observation of a large fleet) are the worker's, where no
+# web server's timeout stops them.
+FLEET_DRIVER_HISTORY_PAGE_CHANGES = 20_000
 # How long a request with no data at all waits for another worker's refresh.
 FLEET_VEHICLES_WAIT = env.seconds("FLEET_VEHICLES_WAIT", default=5.0)
 # After a failed refresh (without Retry-After), no worker tries again for this long.

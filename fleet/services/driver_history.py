@@ -16,6 +16,10 @@ changed is written (`fleet.models.DriverSpan`), with one `DriverObservation` row
 - **Short transactions.** Up to `ONE_TRANSACTION` changes go in one; more (the first
   observation of a large fleet) in chunks, the observation row last: a run that stops
   half-way leaves no observation, so the next compares with the database.
+- **Out of the page's way.** A refresh a page started writes at most
+  FLEET_DRIVER_HISTORY_PAGE_CHANGES changes itself, after the response; more (the first
+  observation of a large fleet: minutes) go to the worker (`vehicle_list_take_in`),
+  where no web server's timeout stops them half-way.
 - **Late observations.** The fines committed since the previous observation are
   attributed again by the worker (`fleet.services.attribution.fine_drivers_follow`):
   their answer is the one that can change.
@@ -83,10 +87,13 @@ class Follows(NamedTuple):
     driver: Holder
 
 
-def history_observe(snapshot: Snapshot, *, previous: Snapshot | None = None) -> Observed | None:
+def history_observe(
+    snapshot: Snapshot, *, previous: Snapshot | None = None, at_most: int | None = None
+) -> Observed | None:
     """Take the vehicle list `snapshot` into the history; `previous`, the version it
     replaced, if this process holds it. None when it was not taken in: older than the
-    latest observation, or taken in by another process meanwhile (said in the log)."""
+    latest observation, taken in by another process meanwhile, or more than `at_most`
+    changes, handed to the worker (`driver_history_take_in_run`; said in the log)."""
     started = time.perf_counter()
     at = datetime.fromtimestamp(snapshot.fetched_at, UTC)
     latest = DriverObservation.objects.order_by("-seq").first()
@@ -99,6 +106,9 @@ def history_observe(snapshot: Snapshot, *, previous: Snapshot | None = None) -> 
         changes, compared_with = _compared(previous, snapshot), "previous list"
     else:
         changes, compared_with = _compared_with_database(snapshot), "database"
+    if at_most is not None and len(changes) > at_most:
+        _take_in_ask(at, len(changes))
+        return None
     seq = 1 if latest is None else latest.seq + 1
     try:
         if len(changes) <= ONE_TRANSACTION:
@@ -271,6 +281,15 @@ def _difference(before: dict[str, Holder], after: dict[str, Holder]) -> _Changes
             opens[registration] = (driver, Follows(previous))
     closes.update(before.keys() - after.keys())  # left the list
     return _Changes(closes, opens)
+
+
+def _take_in_ask(at: datetime, changes: int) -> None:
+    """Have the worker take in the list of `at`: too many changes to write here."""
+    logger.info("vehicle list of %s: %d changes, taken into the history by the worker", at, changes)
+    try:
+        worker.enqueue_unless_waiting("driver_history_take_in_run")
+    except Exception:
+        logger.exception("could not ask the worker to take the vehicle list into the history")
 
 
 def _follow_ask(since: datetime) -> None:

@@ -61,7 +61,7 @@ from fleet.api.errors import Outcome
 from fleet.services.connection import fleet_cache_scope, fleet_client
 from fleet.services.driver_history import history_observe
 from fleet.services.vehicle_index import SNAPSHOT_FORMAT, Snapshot
-from portal.lib import after_response, metrics
+from portal.lib import after_response, metrics, worker
 
 # The vehicle list's one logger, whichever of its modules logs.
 logger = logging.getLogger("fleet.services.vehicles")
@@ -392,10 +392,26 @@ def _history_observe(snapshot: Snapshot, previous: Snapshot | None) -> None:
     logged, and the list stays stored (the next refresh compares with the database)."""
     if not settings.FLEET_DRIVER_HISTORY:
         return
+    # In a web process, a large observation is the worker's (`vehicle_list_take_in`).
+    at_most = None if worker.in_task() else settings.FLEET_DRIVER_HISTORY_PAGE_CHANGES
     try:
-        history_observe(snapshot, previous=previous)
+        history_observe(snapshot, previous=previous, at_most=at_most)
     except Exception:
         logger.exception("vehicle list %s not taken into the history", snapshot.version)
+
+
+def vehicle_list_take_in() -> None:
+    """In the worker: take the vehicle list every worker serves into the history (one a
+    page's refresh found too large to write itself). A process without it fetches it,
+    and its own refresh takes it in."""
+    if not settings.FLEET_DRIVER_HISTORY:
+        return
+    try:
+        snapshot, _freshness = current_snapshot()
+    except FleetDataUnavailable:
+        logger.warning("no vehicle list to take into the history: the next refresh will")
+        return
+    history_observe(snapshot)
 
 
 # --- Fresh, stale or none --------------------------------------------------------

@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -47,6 +48,14 @@ _BUSY_SQLSTATES: Final = frozenset({"55P03", "40P01", "40001"})
 
 REQUEST_ID: Final = "request_id"
 
+_in_task: ContextVar[bool] = ContextVar("portal_in_task", default=False)
+
+
+def in_task() -> bool:
+    """Whether this code runs inside a background task (made with `task`), where no web
+    server's timeout stops a long piece of work."""
+    return _in_task.get()
+
 
 def task(**options: Any) -> Callable[[Callable[..., Any]], Task[Any, Any]]:
     """`django.tasks.task`, for a function that runs with the id of the request that
@@ -55,8 +64,12 @@ def task(**options: Any) -> Callable[[Callable[..., Any]], Task[Any, Any]]:
     def decorate(function: Callable[..., Any]) -> Task[Any, Any]:
         @functools.wraps(function)
         def with_request_id(*args: Any, request_id: Any = None, **kwargs: Any) -> Any:
-            with request_ids.bound(request_id if request_ids.is_sane(request_id) else None):
-                return function(*args, **kwargs)
+            token = _in_task.set(True)
+            try:
+                with request_ids.bound(request_id if request_ids.is_sane(request_id) else None):
+                    return function(*args, **kwargs)
+            finally:
+                _in_task.reset(token)
 
         made: Task[Any, Any] = django_task(**options)(with_request_id)
         return made

@@ -146,6 +146,27 @@ def test_a_fine_sent_again_with_another_moment_is_attributed_again(client, hande
     assert (fine.driver_basis, fine.driver_id) == (DriverBasis.MANUAL, d1)
 
 
+@pytest.mark.django_db(transaction=True)  # the worker's task commits
+def test_a_large_observation_from_a_page_is_taken_in_by_the_worker(
+    clocks, emulator, fleet_settings
+):
+    """A refresh outside the worker writes a few changes itself; more (the first
+    observation of a large fleet) are handed to the worker, where no web server's timeout
+    stops them half-way."""
+    fleet_settings.FLEET_DRIVER_HISTORY_PAGE_CHANGES = 10
+    _plate, h, _d1, _d2 = lone_handover(emulator)
+    clocks.observe(h - 90 * MINUTE)  # every vehicle first seen: more than 10 changes
+    assert (DriverSpan.objects.count(), DriverObservation.objects.count()) == (0, 0)
+
+    run_tasks()
+    vehicles = len(emulator.vehicles())
+    assert (DriverSpan.objects.count(), DriverObservation.objects.count()) == (vehicles, 1)
+    clocks.observe(h + 30 * MINUTE)  # a few hand-overs: the refresh writes them itself
+    latest = DriverObservation.objects.get(seq=2)
+    assert 1 <= latest.opened <= 10
+    assert DriverSpan.objects.count() == vehicles + latest.opened
+
+
 def test_a_refresh_where_nothing_changed_writes_one_row(clocks, emulator):
     _plate, h, _d1, _d2 = lone_handover(emulator)
     clocks.observe(h - 150 * MINUTE)

@@ -3,6 +3,9 @@
 Every variable is listed in the README and in deploy/fleet-portal.env.example.
 The readers are in portal/env.py: a bad value stops start-up with an
 `ImproperlyConfigured` that names the variable and the problem, never the value.
+
+One module: Django reads its settings from one, and an operator looking for where a
+value comes from finds every setting, and the variable that sets it, here.
 """
 
 from __future__ import annotations

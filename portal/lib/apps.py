@@ -1,8 +1,9 @@
 """The platform's wiring, at start-up: what every app relies on and none of them owns.
 
 The third-party loggers' records scrubbed (`redaction`), each task the worker runs
-counted (`metrics.exposition`), and the work a request leaves for after its response
-run once it is sent (`after_response`).
+counted (`metrics.exposition`), a database part-way through squashed migrations told
+before `migrate` runs (`squashed_migrations`), and the work a request leaves for after
+its response run once it is sent (`after_response`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ class PlatformConfig(AppConfig):
     def ready(self) -> None:
         from django.tasks.signals import task_finished
 
-        from portal.lib import after_response
+        from portal.lib import after_response, squashed_migrations  # noqa: F401 - registers
         from portal.lib.metrics.exposition import task_finished_count
         from portal.lib.redaction import protect_library_loggers
 

@@ -27,7 +27,7 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult, get_date_max
 
 from fleet import plates
-from fleet.models import DeliveryStatus, Driver, Fine, FineTally, WebhookDelivery
+from fleet.models import DeliveryStatus, Driver, Fine, WebhookDelivery
 from fleet.services.attribution import fine_drivers_attribute
 from fleet.services.dashboard import (
     fine_figures,
@@ -471,30 +471,6 @@ def test_a_rebuild_puts_right_tallies_a_write_around_them_left_wrong(client, fle
     assert_exact()
     call_command("fine_tallies", stdout=output)
     assert "The tallies are what the fines sum up to." in output.getvalue()
-
-
-@pytest.mark.django_db
-def test_the_migration_fills_the_tallies_of_the_fines_there_were(client, fleet):
-    from importlib import import_module
-
-    from django.apps import apps
-
-    migration = import_module("fleet.migrations.0011_fine_tallies")
-    deliver(
-        client,
-        frame(1, plate=fleet[0]["car_plate"], amount="293.47"),
-        frame(2, amount="not a number", months_ago=4, document=DOCUMENT),
-        frame(3, plate=fleet[1]["car_plate"], treated=True),
-    )
-    counted = fine_tallies_counted()
-    FineTally.objects.all().delete()  # as before 0011
-
-    migration._tallies_fill(apps, None)
-
-    stored = {(t.dimension, t.key): (t.count, t.cents) for t in FineTally.objects.all()}
-    assert stored.pop(("version", "")) == (1, 0)
-    assert stored == counted
-    assert shown(fine_figures()) == from_scratch()
 
 
 # --- Several workers at once -----------------------------------------------------------

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import pytest
 from allauth.usersessions.models import UserSession
-from django.apps import apps
 from django.contrib.auth.models import User
-from django.contrib.sessions.backends.db import SessionStore
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -77,24 +75,6 @@ def test_the_cost_is_the_persons_own_sessions_not_everyones(by_groups):
         User.objects.create_user(f"other-{number}")
         signed_in(f"other-{number}")
     assert ending_costs() == few
-
-
-def test_sessions_from_before_the_record_are_recorded_by_the_migration():
-    """A session stored before sign-ins were recorded: the migration records it, once."""
-    user = User.objects.create_user("dora")
-    store = SessionStore()
-    store["_auth_user_id"] = str(user.pk)
-    store.create()
-    key = store.session_key
-    assert key is not None
-    UserSession.objects.all().delete()
-    migration = __import__("signin.migrations.0005_sessions_recorded", fromlist=["record"])
-
-    migration.record(apps, None)
-
-    assert list(UserSession.objects.values_list("session_key", "user_id")) == [(key, user.pk)]
-    assert sessions_end(user=user) == 1
-    assert not SessionStore().exists(key)
 
 
 def test_a_sign_in_whose_address_cannot_be_read_is_recorded_all_the_same(

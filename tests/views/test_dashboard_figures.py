@@ -281,23 +281,3 @@ def test_the_driver_page_does_not_take_the_cnh_pages(manager_client, fleet):
     assert manager_client.get("/drivers/cnh/").resolver_match.url_name == "cnh"
     assert manager_client.get("/drivers/12/").resolver_match.url_name == "driver"
     assert manager_client.get("/drivers/abc/").status_code == 404
-
-
-def test_the_migration_fills_the_columns_of_the_fines_there_were(client, fleet):
-    from importlib import import_module
-
-    from django.apps import apps
-
-    backfill = import_module("fleet.migrations.0010_fine_amounts_drivers_saved_views")
-    vehicle = fleet[0]
-    deliver(client, a_fine(1, plate=vehicle["car_plate"], amount="293.47"))
-    deliver(client, a_fine(2, amount="not a number"))
-    Fine.objects.update(amount=None, occurred_at=None, driver_id=None)  # as before 0010
-
-    backfill._fines_backfill(apps, None)
-
-    fines = {fine.external_id: fine for fine in Fine.objects.all()}
-    assert fines["1"].amount == Decimal("293.47")
-    assert fines["1"].occurred_at is not None
-    assert fines["1"].driver_id == vehicle["driver_id"]  # from the list in the cache
-    assert fines["2"].amount is None

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from importlib import import_module
 
 import pytest
-from django.apps import apps
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -114,16 +112,6 @@ def _conditions(sql: str) -> str:
     order = sql.find(" ORDER BY ")
     starts = [at for at in (where, order) if at >= 0]
     return sql[min(starts) :] if starts else ""
-
-
-def test_the_migration_fills_the_columns_of_the_records_there_were(fines):
-    Fine.objects.update(reference="", infraction=None)
-    Notification.objects.update(heading=None)
-    Wording.objects.all().delete()
-
-    import_module("fleet.migrations.0016_searched_columns").fill(apps, None)
-
-    test_processing_writes_what_the_search_reads(None)
 
 
 @pytest.mark.parametrize(

@@ -3,15 +3,13 @@ summary, matching a vehicle under its old plate and the Mercosul plate that repl
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 
 import pytest
-from django.apps import apps
 
 from fleet import plates
-from fleet.models import Fine, Notification
+from fleet.models import Fine
 from fleet.webhooks.processing import deliveries_process_received
 
 pytestmark = pytest.mark.django_db
@@ -220,23 +218,6 @@ def test_the_vehicle_page_says_when_nothing_was_received(manager_client, emulato
 
     assert "The fleet platform has sent no fine or notification for this vehicle." in page
     assert '<a href="/vehicles/" aria-current="page">Vehicles</a>' in page  # where you are
-
-
-def test_records_received_before_the_registration_existed_get_it_from_their_payload():
-    migration = importlib.import_module("fleet.migrations.0005_webhook_record_registration")
-    Fine.objects.create(key="id:1", treated=False, payload={"carPlate": "abc-1234"})
-    Fine.objects.create(key="id:2", treated=False, payload={"plate": "ABC1D23"})
-    Fine.objects.create(key="id:3", treated=False, payload={})
-    Notification.objects.create(key="id:1", treated=False, payload={"carPlate": "XYZ9999"})
-
-    migration.fill_registrations(apps, None)
-
-    assert dict(Fine.objects.values_list("key", "registration")) == {
-        "id:1": "ABC1C34",
-        "id:2": "ABC1D23",
-        "id:3": "",
-    }
-    assert Notification.objects.get().registration == "XYZ9J99"
 
 
 def test_the_admin_finds_a_vehicles_records_by_its_plate_in_either_format(admin_client, client):

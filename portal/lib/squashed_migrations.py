@@ -55,7 +55,7 @@ def _part_way(alias: str, app: str, name: str, last: str) -> checks.Error:
         % {"alias": alias, "app": app, "last": last, "name": name},
         hint=_(
             "Migrate with the version before the squash first (it carries them all), "
-            "then with this one. The README's \u201cUpgrading\u201d says which."
+            "then with this one. The README's “Upgrading” says which."
         ),
         id="platform.E001",
     )

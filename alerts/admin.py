@@ -7,7 +7,7 @@ Secrets are never shown: a subscription's is shown once, to its owner, when made
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
@@ -31,19 +31,6 @@ from alerts.services.sending import alert_retry
 from fleet.admin.scoping import Scoped, WholeFleetOnly, about_records_seen
 from fleet.services.scopes import VehicleScope
 
-if TYPE_CHECKING:
-    _DefaultsAdmin = admin.ModelAdmin[AlertDefaults]
-    _PreferencesAdmin = admin.ModelAdmin[AlertPreferences]
-    _AlertAdmin = admin.ModelAdmin[Alert]
-    _SubscriptionAdmin = admin.ModelAdmin[WebhookSubscription]
-    _AttemptAdmin = admin.ModelAdmin[WebhookAttempt]
-    _AttemptInline = admin.TabularInline[WebhookAttempt, Alert]
-    _PauseAdmin = admin.ModelAdmin[AlertPause]
-else:
-    _DefaultsAdmin = _PreferencesAdmin = _AlertAdmin = admin.ModelAdmin
-    _SubscriptionAdmin = _AttemptAdmin = _PauseAdmin = admin.ModelAdmin
-    _AttemptInline = admin.TabularInline
-
 _CHOICES_FIELDSETS: Any = (
     (
         _("Events to alert"),
@@ -55,7 +42,7 @@ _CHOICES_FIELDSETS: Any = (
 
 
 @admin.register(AlertDefaults)
-class AlertDefaultsAdmin(WholeFleetOnly, _DefaultsAdmin):
+class AlertDefaultsAdmin(WholeFleetOnly, admin.ModelAdmin[AlertDefaults]):
     """One row: what users who never saved their alert preferences get (its plates may
     be any vehicle's: not for scoped staff)."""
 
@@ -70,7 +57,7 @@ class AlertDefaultsAdmin(WholeFleetOnly, _DefaultsAdmin):
 
 
 @admin.register(AlertPreferences)
-class AlertPreferencesAdmin(WholeFleetOnly, _PreferencesAdmin):
+class AlertPreferencesAdmin(WholeFleetOnly, admin.ModelAdmin[AlertPreferences]):
     """Each user's choices; their plates are the user's vehicles: not for scoped staff."""
 
     form = AlertPreferencesForm  # type: ignore[assignment]
@@ -81,7 +68,7 @@ class AlertPreferencesAdmin(WholeFleetOnly, _PreferencesAdmin):
     raw_id_fields = ("user",)
 
 
-class WebhookAttemptInline(_AttemptInline):
+class WebhookAttemptInline(admin.TabularInline[WebhookAttempt, Alert]):
     model = WebhookAttempt
     extra = 0
     can_delete = False
@@ -93,7 +80,7 @@ class WebhookAttemptInline(_AttemptInline):
 
 
 @admin.register(Alert)
-class AlertAdmin(Scoped, _AlertAdmin):
+class AlertAdmin(Scoped, admin.ModelAdmin[Alert]):
     """The outbox, read-only: what was sent, what waits, what failed and why. Scoped
     staff see the alerts about the fines and notifications they see."""
 
@@ -149,7 +136,7 @@ class AlertAdmin(Scoped, _AlertAdmin):
 
 
 @admin.register(WebhookSubscription)
-class WebhookSubscriptionAdmin(_SubscriptionAdmin):
+class WebhookSubscriptionAdmin(admin.ModelAdmin[WebhookSubscription]):
     list_display = ("url", "description", "user", "active", "created_at", "failures")
     list_filter = ("active",)
     search_fields = ("url", "description", "user__username")
@@ -165,7 +152,7 @@ class WebhookSubscriptionAdmin(_SubscriptionAdmin):
 
 
 @admin.register(WebhookAttempt)
-class WebhookAttemptAdmin(Scoped, _AttemptAdmin):
+class WebhookAttemptAdmin(Scoped, admin.ModelAdmin[WebhookAttempt]):
     """The delivery log of the outgoing webhooks; scoped staff see the attempts of the
     alerts they see."""
 
@@ -207,7 +194,7 @@ class PausedNowFilter(admin.SimpleListFilter):
 
 
 @admin.register(AlertPause)
-class AlertPauseAdmin(_PauseAdmin):
+class AlertPauseAdmin(admin.ModelAdmin[AlertPause]):
     """People whose alerts stopped when their access ended (refused at sign-in, or not
     signed in for ALERTS_INACTIVE_DAYS): why and since when, and the action that
     restores them (a sign-in of theirs does too)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import zoneinfo
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django import forms
 from django.utils.translation import gettext_lazy as _
@@ -15,11 +15,6 @@ from alerts.models import AlertChoices, AlertDefaults, AlertPreferences
 from alerts.outbound import WebhookAddressRefused, webhook_url_check
 from alerts.services.preferences import CHOICE_FIELDS
 from fleet import plates
-
-if TYPE_CHECKING:
-    _ChoicesModelForm = forms.ModelForm[AlertChoices]
-else:
-    _ChoicesModelForm = forms.ModelForm
 
 _PLATE_SEPARATORS = re.compile(r"[,;\n\r]+")  # not spaces: "ABC 1D23" is one plate
 
@@ -58,7 +53,7 @@ class PlatesField(forms.CharField):
             )
 
 
-class AlertChoicesForm(_ChoicesModelForm):
+class AlertChoicesForm(forms.ModelForm[AlertChoices]):
     plates = PlatesField(label=_("Plates"), required=False)
     digest_hour = forms.TypedChoiceField(
         label=_("Hour of the daily digest"),

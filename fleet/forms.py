@@ -11,6 +11,7 @@ from django import forms
 from django.http import QueryDict
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
+from django_stubs_ext import StrOrPromise
 
 from fleet import plates
 from fleet.models import MintOutcome
@@ -226,6 +227,18 @@ class NotificationFilterForm(ListFilterForm):
         }
 
 
+def _amount_field(label: StrOrPromise) -> forms.DecimalField:
+    """A bound of the amount, in reais with centavos."""
+    return forms.DecimalField(
+        label=label,
+        required=False,
+        min_value=0,
+        max_digits=12,
+        decimal_places=2,
+        widget=forms.NumberInput(attrs={"step": "0.01", "class": "input--short"}),
+    )
+
+
 class FineFilterForm(NotificationFilterForm):
     """The fine list's query string: search, plate, treated and official-document filters,
     driver, month, amount range, received since, driver uncertain, sort, and page."""
@@ -274,22 +287,8 @@ class FineFilterForm(NotificationFilterForm):
         error_messages={"invalid": _("Choose a month, like 2026-03.")},
         widget=forms.TextInput(attrs={"type": "month", "placeholder": "2026-03"}),
     )
-    amount_min = forms.DecimalField(
-        label=_("From R$"),
-        required=False,
-        min_value=0,
-        max_digits=12,
-        decimal_places=2,
-        widget=forms.NumberInput(attrs={"step": "0.01", "class": "input--short"}),
-    )
-    amount_max = forms.DecimalField(
-        label=_("Up to R$"),
-        required=False,
-        min_value=0,
-        max_digits=12,
-        decimal_places=2,
-        widget=forms.NumberInput(attrs={"step": "0.01", "class": "input--short"}),
-    )
+    amount_min = _amount_field(_("From R$"))
+    amount_max = _amount_field(_("Up to R$"))
     received_from = forms.DateField(
         label=_("Received since"),
         required=False,

@@ -14,12 +14,17 @@ from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import django_stubs_ext
 from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
 
 from fleet.api.client import CNH_BATCH, CNH_LOOKUP
 from portal import env
 from signin.local_login import LocalLogin
+
+# Django's generic classes subscriptable at run time as in their stubs
+# (`admin.ModelAdmin[Fine]`), so that the admins and forms say their model once.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

@@ -8,7 +8,7 @@ unlock), access failures and the access log of every sign-in and sign-out.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from allauth.socialaccount.admin import SocialAccountAdmin, SocialAppAdmin, SocialAppForm
 from allauth.socialaccount.models import SocialAccount, SocialApp, SocialToken
@@ -27,15 +27,6 @@ from signin.blocks import access_block, access_unblock
 from signin.models import SsoAttempt
 from signin.providers import provider_list
 from signin.scim import admin as scim_admin  # noqa: F401 (registers provisioning's pages)
-
-if TYPE_CHECKING:
-    _SsoAttemptAdmin = admin.ModelAdmin[SsoAttempt]
-    _IdentityInline = admin.TabularInline[SocialAccount, User]
-    _UserAdmin = UserAdmin[User]
-else:
-    _SsoAttemptAdmin = admin.ModelAdmin
-    _IdentityInline = admin.TabularInline
-    _UserAdmin = UserAdmin
 
 
 class ProviderForm(SocialAppForm):
@@ -93,7 +84,7 @@ class LinkedIdentityAdmin(SocialAccountAdmin):
 
 
 @admin.register(SsoAttempt)
-class SsoAttemptAdmin(_SsoAttemptAdmin):
+class SsoAttemptAdmin(admin.ModelAdmin[SsoAttempt]):
     list_display = ("created_at", "provider", "email", "address", "outcome", "role", "user")
     list_filter = ("outcome", "provider")
     search_fields = ("email", "subject", "user__username")
@@ -107,7 +98,7 @@ class SsoAttemptAdmin(_SsoAttemptAdmin):
         return False
 
 
-class IdentityInline(_IdentityInline):
+class IdentityInline(admin.TabularInline[SocialAccount, User]):
     model = SocialAccount
     extra = 0
     fields = ("provider", "uid", "date_joined", "last_login")
@@ -119,7 +110,7 @@ class IdentityInline(_IdentityInline):
         return False
 
 
-class PortalUserAdmin(_UserAdmin):
+class PortalUserAdmin(UserAdmin[User]):
     """The portal's users. Whether one is active is not edited here: their identity
     provider says it (over SCIM), and an administrator's block (*Block access*) says
     it over that, until lifted (*Unblock access*); both are shown."""

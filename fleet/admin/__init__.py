@@ -18,7 +18,7 @@ are changed through lists typed or pasted, or a CSV import, never a row per plat
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from django import forms
 from django.contrib import admin, messages
@@ -58,23 +58,6 @@ from fleet.webhooks.payloads import KNOWN_PATHS
 from fleet.webhooks.processing import delivery_replay
 from portal.lib import formatting
 
-if TYPE_CHECKING:
-    # Django's classes are not subscriptable at run time; the stubs' are.
-    _FleetAccountModelForm = forms.ModelForm[FleetAccount]
-    _FleetAccountModelAdmin = admin.ModelAdmin[FleetAccount]
-    _AccessKeyMintModelAdmin = admin.ModelAdmin[AccessKeyMint]
-    _DeliveryModelAdmin = admin.ModelAdmin[WebhookDelivery]
-    _FineModelAdmin = admin.ModelAdmin[Fine]
-    _NotificationModelAdmin = admin.ModelAdmin[Notification]
-    _UnknownKeyModelAdmin = admin.ModelAdmin[UnknownWebhookKey]
-    _DriverModelAdmin = admin.ModelAdmin[Driver]
-else:
-    _FleetAccountModelForm = forms.ModelForm
-    _FleetAccountModelAdmin = _AccessKeyMintModelAdmin = admin.ModelAdmin
-    _DeliveryModelAdmin = _FineModelAdmin = _NotificationModelAdmin = admin.ModelAdmin
-    _UnknownKeyModelAdmin = _DriverModelAdmin = admin.ModelAdmin
-
-
 # What an administrator can do about each failed test.
 _CHECK_HINTS = {
     MintOutcome.LOGIN_REJECTED: _("Set the account's current fleet e-mail and password."),
@@ -94,7 +77,7 @@ _CHECK_HINTS = {
 }
 
 
-class FleetAccountForm(_FleetAccountModelForm):
+class FleetAccountForm(forms.ModelForm[FleetAccount]):
     password = forms.CharField(
         label=_("fleet password"),
         strip=False,
@@ -125,7 +108,7 @@ class FleetAccountForm(_FleetAccountModelForm):
 
 
 @admin.register(FleetAccount)
-class FleetAccountAdmin(_FleetAccountModelAdmin):
+class FleetAccountAdmin(admin.ModelAdmin[FleetAccount]):
     form = FleetAccountForm
     change_form_template = "admin/fleet/fleetaccount/change_form.html"
     fields = [
@@ -186,7 +169,7 @@ class FleetAccountAdmin(_FleetAccountModelAdmin):
 
 
 @admin.register(AccessKeyMint)
-class AccessKeyMintAdmin(_AccessKeyMintModelAdmin):
+class AccessKeyMintAdmin(admin.ModelAdmin[AccessKeyMint]):
     """The audit trail: read-only, so that it can be trusted."""
 
     list_display = [
@@ -264,7 +247,9 @@ class _LargeList:
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(_LargeList, WholeFleetOnly, _ReadOnly, _DeliveryModelAdmin):
+class WebhookDeliveryAdmin(
+    _LargeList, WholeFleetOnly, _ReadOnly, admin.ModelAdmin[WebhookDelivery]
+):
     list_display = [
         "id",
         "received_at",
@@ -363,7 +348,7 @@ def _records_found(queryset: QuerySet[Any], search_term: str) -> tuple[QuerySet[
 
 
 @admin.register(Fine)
-class FineAdmin(_LargeList, Scoped, _ReadOnly, _FineModelAdmin):
+class FineAdmin(_LargeList, Scoped, _ReadOnly, admin.ModelAdmin[Fine]):
     list_display = [
         "external_id",
         "registration",
@@ -421,7 +406,7 @@ class FineAdmin(_LargeList, Scoped, _ReadOnly, _FineModelAdmin):
 
 
 @admin.register(Notification)
-class NotificationAdmin(_LargeList, Scoped, _ReadOnly, _NotificationModelAdmin):
+class NotificationAdmin(_LargeList, Scoped, _ReadOnly, admin.ModelAdmin[Notification]):
     list_display = ["external_id", "registration", "treated", "received_at", "updated_at"]
     list_filter = ["treated", "received_at"]
     search_fields = ["key"]  # the search box; what it finds: `_records_found`
@@ -435,7 +420,7 @@ class NotificationAdmin(_LargeList, Scoped, _ReadOnly, _NotificationModelAdmin):
 
 
 @admin.register(Driver)
-class DriverAdmin(Scoped, _DriverModelAdmin):
+class DriverAdmin(Scoped, admin.ModelAdmin[Driver]):
     """Names for the vehicle list's driver ids: what the dashboard and the driver page show
     (the dashboard reads its figures again once a name changed). Scoped staff see the
     drivers of the fines they see, as the fines list's picker finds them."""
@@ -461,7 +446,7 @@ class DriverAdmin(Scoped, _DriverModelAdmin):
 
 
 @admin.register(UnknownWebhookKey)
-class UnknownWebhookKeyAdmin(WholeFleetOnly, _ReadOnly, _UnknownKeyModelAdmin):
+class UnknownWebhookKeyAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[UnknownWebhookKey]):
     """The report: keys the fleet platform sends that this version of the portal does not know."""
 
     list_display = ["path", "first_seen", "first_delivery", "sample"]

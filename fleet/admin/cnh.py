@@ -8,7 +8,7 @@ which is read-only too: nobody edits or deletes that record from here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
@@ -20,15 +20,9 @@ from fleet import cpf
 from fleet.models import CnhItemStatus, CnhLookup, CpfDisclosure, CpfDisclosurePlace
 from fleet.services.cnh_privacy import cpf_disclosure_record, cpf_full_allowed
 
-if TYPE_CHECKING:
-    _CnhLookupModelAdmin = admin.ModelAdmin[CnhLookup]
-    _CpfDisclosureModelAdmin = admin.ModelAdmin[CpfDisclosure]
-else:
-    _CnhLookupModelAdmin = _CpfDisclosureModelAdmin = admin.ModelAdmin
-
 
 @admin.register(CnhLookup)
-class CnhLookupAdmin(_CnhLookupModelAdmin):
+class CnhLookupAdmin(admin.ModelAdmin[CnhLookup]):
     """Who looked up how many licences, why, and how it went; read-only.
 
     The status "Outcome unknown", and the count of CPFs with one, are lookups
@@ -110,7 +104,7 @@ class CnhLookupAdmin(_CnhLookupModelAdmin):
 
 
 @admin.register(CpfDisclosure)
-class CpfDisclosureAdmin(_CpfDisclosureModelAdmin):
+class CpfDisclosureAdmin(admin.ModelAdmin[CpfDisclosure]):
     """Every display of full CPFs: who, when, which lookup, where. Read-only, never deleted here."""
 
     list_display = ["shown_at", "username", "lookup_public_id", "place", "cpf_count"]

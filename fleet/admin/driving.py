@@ -4,8 +4,6 @@ the fine page). A vehicle's periods are found by its plate, in either format."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -15,16 +13,9 @@ from fleet.admin import _ReadOnly
 from fleet.admin.scoping import WholeFleetOnly
 from fleet.models import DriverObservation, DriverSpan, FineDriverCorrection
 
-if TYPE_CHECKING:
-    _SpanAdmin = admin.ModelAdmin[DriverSpan]
-    _ObservationAdmin = admin.ModelAdmin[DriverObservation]
-    _CorrectionAdmin = admin.ModelAdmin[FineDriverCorrection]
-else:
-    _SpanAdmin = _ObservationAdmin = _CorrectionAdmin = admin.ModelAdmin
-
 
 @admin.register(DriverSpan)
-class DriverSpanAdmin(WholeFleetOnly, _ReadOnly, _SpanAdmin):
+class DriverSpanAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[DriverSpan]):
     list_display = [
         "registration",
         "driver_id",
@@ -49,13 +40,13 @@ class DriverSpanAdmin(WholeFleetOnly, _ReadOnly, _SpanAdmin):
 
 
 @admin.register(DriverObservation)
-class DriverObservationAdmin(WholeFleetOnly, _ReadOnly, _ObservationAdmin):
+class DriverObservationAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[DriverObservation]):
     list_display = ["seq", "at", "vehicles", "opened", "closed", "took_ms"]
     show_full_result_count = False
 
 
 @admin.register(FineDriverCorrection)
-class FineDriverCorrectionAdmin(WholeFleetOnly, _ReadOnly, _CorrectionAdmin):
+class FineDriverCorrectionAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[FineDriverCorrection]):
     list_display = ["at", "user_name", "fine", "from_driver_id", "from_basis", "to_driver_id"]
     list_select_related = ["fine"]
     readonly_fields = [

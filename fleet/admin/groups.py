@@ -14,7 +14,7 @@ through the mappings below them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -43,24 +43,11 @@ from fleet.services.vehicle_groups import (
 )
 from portal.lib.identity import identity_providers
 
-if TYPE_CHECKING:
-    _GroupForm = forms.ModelForm[VehicleGroup]
-    _GroupAdmin = admin.ModelAdmin[VehicleGroup]
-    _DirectoryGroupAdmin = admin.ModelAdmin[DirectoryGroup]
-    _MemberInline = admin.TabularInline[VehicleGroupMember, VehicleGroup]
-    _DirectoryInline = admin.TabularInline[DirectoryGroup, VehicleGroup]
-    _MemberFormSet = forms.BaseInlineFormSet[VehicleGroupMember, VehicleGroup, Any]
-else:
-    _GroupForm = forms.ModelForm
-    _GroupAdmin = _DirectoryGroupAdmin = admin.ModelAdmin
-    _MemberInline = _DirectoryInline = admin.TabularInline
-    _MemberFormSet = forms.BaseInlineFormSet
-
 _PLATES_PER_PAGE = 100
 _ERRORS_LISTED = 20
 
 
-class VehicleGroupForm(_GroupForm):
+class VehicleGroupForm(forms.ModelForm[VehicleGroup]):
     plates_add = forms.CharField(
         label=_("Add plates"),
         required=False,
@@ -110,7 +97,7 @@ class VehicleGroupForm(_GroupForm):
         return lines
 
 
-class HandMemberFormSet(_MemberFormSet):
+class HandMemberFormSet(forms.BaseInlineFormSet[VehicleGroupMember, VehicleGroup, Any]):
     def clean(self) -> None:
         super().clean()
         seen: set[int] = set()
@@ -128,7 +115,7 @@ class HandMemberFormSet(_MemberFormSet):
 _TABULAR = "admin/fleet/vehiclegroup/tabular.html"
 
 
-class HandMemberInline(_MemberInline):
+class HandMemberInline(admin.TabularInline[VehicleGroupMember, VehicleGroup]):
     """Members put in the group by hand: kept until removed here (or `vehicle_groups revoke`)."""
 
     model = VehicleGroupMember
@@ -145,7 +132,7 @@ class HandMemberInline(_MemberInline):
         return super().get_queryset(request).filter(provider="").order_by("user__username")
 
 
-class DirectoryMemberInline(_MemberInline):
+class DirectoryMemberInline(admin.TabularInline[VehicleGroupMember, VehicleGroup]):
     """Members an identity provider's groups give: read-only, its next sign-in decides."""
 
     model = VehicleGroupMember
@@ -189,7 +176,7 @@ class _ProviderField:
         return field
 
 
-class DirectoryGroupInline(_ProviderField, _DirectoryInline):
+class DirectoryGroupInline(_ProviderField, admin.TabularInline[DirectoryGroup, VehicleGroup]):
     model = DirectoryGroup
     template = _TABULAR
     fields = ["provider", "value"]
@@ -199,7 +186,7 @@ class DirectoryGroupInline(_ProviderField, _DirectoryInline):
 
 
 @admin.register(VehicleGroup)
-class VehicleGroupAdmin(Scoped, _GroupAdmin):
+class VehicleGroupAdmin(Scoped, admin.ModelAdmin[VehicleGroup]):
     form = VehicleGroupForm
     change_form_template = "admin/fleet/vehiclegroup/change_form.html"
     change_list_template = "admin/fleet/vehiclegroup/change_list.html"
@@ -352,7 +339,7 @@ class VehicleGroupAdmin(Scoped, _GroupAdmin):
 
 
 @admin.register(DirectoryGroup)
-class DirectoryGroupAdmin(_ProviderField, _DirectoryGroupAdmin):
+class DirectoryGroupAdmin(_ProviderField, admin.ModelAdmin[DirectoryGroup]):
     """Every mapping at a glance: which value of which provider's groups gives which group."""
 
     list_display = ["provider", "value", "group"]

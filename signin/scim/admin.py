@@ -5,7 +5,7 @@ pushed (read-only: the provider decides them)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -24,15 +24,6 @@ from signin.scim.tokens import (
     scim_token_revoke,
     scim_tokens_live,
 )
-
-if TYPE_CHECKING:
-    _TokenAdmin = admin.ModelAdmin[ScimToken]
-    _CallAdmin = admin.ModelAdmin[ScimCall]
-    _UserAdmin = admin.ModelAdmin[ScimUser]
-    _GroupAdmin = admin.ModelAdmin[ScimGroup]
-    _MinuteAdmin = admin.ModelAdmin[ScimMinute]
-else:
-    _TokenAdmin = _CallAdmin = _UserAdmin = _GroupAdmin = _MinuteAdmin = admin.ModelAdmin
 
 _MINTED = "_scim_token_minted"
 
@@ -68,7 +59,7 @@ class _ReadOnly:
 
 
 @admin.register(ScimToken)
-class ScimTokenAdmin(_TokenAdmin):
+class ScimTokenAdmin(admin.ModelAdmin[ScimToken]):
     form = ScimTokenForm
     list_display = [
         "provider",
@@ -143,7 +134,7 @@ class ScimTokenAdmin(_TokenAdmin):
 
 
 @admin.register(ScimCall)
-class ScimCallAdmin(_ReadOnly, _CallAdmin):
+class ScimCallAdmin(_ReadOnly, admin.ModelAdmin[ScimCall]):
     list_display = ["created_at", "provider", "method", "path", "status", "address", "detail"]
     list_filter = ["provider", "status", "method"]
     search_fields = ["path", "resource_id"]
@@ -151,7 +142,7 @@ class ScimCallAdmin(_ReadOnly, _CallAdmin):
 
 
 @admin.register(ScimMinute)
-class ScimMinuteAdmin(_ReadOnly, _MinuteAdmin):
+class ScimMinuteAdmin(_ReadOnly, admin.ModelAdmin[ScimMinute]):
     """The requests of each token, and of each address without a valid token (refused:
     counted here, not stored one by one), by minute; those past SCIM_REQUESTS_PER_MINUTE
     were answered 429 without being counted further."""
@@ -163,7 +154,7 @@ class ScimMinuteAdmin(_ReadOnly, _MinuteAdmin):
 
 
 @admin.register(ScimUser)
-class ScimUserAdmin(_ReadOnly, _UserAdmin):
+class ScimUserAdmin(_ReadOnly, admin.ModelAdmin[ScimUser]):
     list_display = [
         "provider",
         "user_name",
@@ -193,7 +184,7 @@ class ScimUserAdmin(_ReadOnly, _UserAdmin):
 
 
 @admin.register(ScimGroup)
-class ScimGroupAdmin(_ReadOnly, _GroupAdmin):
+class ScimGroupAdmin(_ReadOnly, admin.ModelAdmin[ScimGroup]):
     list_display = ["provider", "display_name", "external_id", "updated_at"]
     list_filter = ["provider"]
     search_fields = ["display_name", "external_id"]

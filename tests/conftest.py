@@ -105,12 +105,14 @@ class Emulator:
         return licence
 
 
-def start_emulator(*args: str) -> tuple[subprocess.Popen[str], str]:
-    """Start an emulator on a free loopback port; return it and its URL."""
+def start_emulator(*args: str, stderr: bool = False) -> tuple[subprocess.Popen[str], str]:
+    """Start an emulator on a free loopback port; return it and its URL (and its stderr
+    piped, if asked)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "emulator", "--host", "127.0.0.1", "--port", "0", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if stderr else None,
         text=True,
     )
     assert process.stdout is not None

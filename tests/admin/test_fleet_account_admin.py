@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -34,6 +35,13 @@ def check_url(account: FleetAccount) -> str:
 
 def shown_messages(response) -> list[tuple[str, str]]:
     return [(message.tags, str(message)) for message in response.context["messages"]]
+
+
+def fleet_login_checked(admin: Client, *ids: int) -> Any:
+    """The admin's answer to the "test the fleet login" action on the accounts `ids`."""
+    return admin.post(
+        CHANGELIST_URL, {"action": "check_fleet_login", "_selected_action": ids}, follow=True
+    )
 
 
 @pytest.fixture
@@ -181,11 +189,7 @@ def test_testing_a_right_login_reports_success_and_records_it(
 ):
     account = make_account("marcos", password=FLEET_PASSWORD)
 
-    response = admin.post(
-        CHANGELIST_URL,
-        {"action": "check_fleet_login", "_selected_action": [account.pk]},
-        follow=True,
-    )
+    response = fleet_login_checked(admin, account.pk)
 
     assert response.status_code == 200
     assert shown_messages(response) == [
@@ -211,11 +215,7 @@ def test_testing_a_wrong_password_reports_the_outcome_and_records_the_failure(
 ):
     account = make_account("marcos", password="not-the-fleet-password")
 
-    response = admin.post(
-        CHANGELIST_URL,
-        {"action": "check_fleet_login", "_selected_action": [account.pk]},
-        follow=True,
-    )
+    response = fleet_login_checked(admin, account.pk)
 
     [(level, text)] = shown_messages(response)
     assert level == "error"
@@ -233,11 +233,7 @@ def test_the_action_reports_each_selected_account(admin, fleet_settings, emulato
     right = make_account("marcos", password=FLEET_PASSWORD)
     wrong = make_account("paula", email="driver@example.com", password="not-the-password")
 
-    response = admin.post(
-        CHANGELIST_URL,
-        {"action": "check_fleet_login", "_selected_action": [right.pk, wrong.pk]},
-        follow=True,
-    )
+    response = fleet_login_checked(admin, right.pk, wrong.pk)
 
     messages = dict((text.split(":")[0], level) for level, text in shown_messages(response))
     assert messages == {
@@ -256,11 +252,7 @@ def test_an_unreachable_fleet_service_is_reported_with_what_to_do(
     account = make_account("marcos", password=FLEET_PASSWORD)
     emulator.fault("/key/generator", drop=True)
 
-    response = admin.post(
-        CHANGELIST_URL,
-        {"action": "check_fleet_login", "_selected_action": [account.pk]},
-        follow=True,
-    )
+    response = fleet_login_checked(admin, account.pk)
 
     [(level, text)] = shown_messages(response)
     assert level == "error"

@@ -93,16 +93,7 @@ def test_a_lookup_that_got_no_answer_is_not_sent_again_until_the_manager_accepts
 ):
     # The fleet service takes the lookup and closes the connection without an answer.
     emulator.fault("/v2/cnh/lookup", drop=True)
-    log_in(page, "manager", "manager-demo-password")
-    page.goto("/drivers/cnh/")
-
-    page.get_by_label("CPF", exact=True).fill(CPF)
-    single = page.get_by_test_id("cnh-single-form")
-    single.get_by_label("Finalidade da consulta").select_option("periodic")
-    page.get_by_role("button", name="Consultar", exact=True).click()
-
-    lookup = page.get_by_test_id("cnh-lookup")
-    expect(lookup).to_have_attribute("data-status", "unknown", timeout=15_000)
+    lookup = one_periodic_lookup_unknown(page)
     expect(page.get_by_test_id("cnh-unknown")).to_be_visible()
     expect(page.get_by_test_id("cnh-refresh")).to_have_count(0)  # final: no more polling
     assert emulator.calls("POST /v2/cnh/lookup") == 1
@@ -126,17 +117,22 @@ def test_an_unreadable_answer_is_shown_as_an_unknown_outcome_and_not_sent_again(
 ):
     # The fleet service answers 200 with a body that is not JSON: done, probably charged.
     emulator.fault("/v2/cnh/lookup", malformed=True)
-    log_in(page, "manager", "manager-demo-password")
-    page.goto("/drivers/cnh/")
-
-    page.get_by_label("CPF", exact=True).fill(CPF)
-    single = page.get_by_test_id("cnh-single-form")
-    single.get_by_label("Finalidade da consulta").select_option("periodic")
-    page.get_by_role("button", name="Consultar", exact=True).click()
-
-    lookup = page.get_by_test_id("cnh-lookup")
-    expect(lookup).to_have_attribute("data-status", "unknown", timeout=15_000)
+    one_periodic_lookup_unknown(page)
     expect(page.get_by_test_id("cnh-unknown")).to_have_attribute("data-reason", "invalid_response")
     expect(page.get_by_test_id("cnh-failure")).to_have_count(0)
     expect(page.get_by_test_id("cnh-accept-charge")).to_be_visible()
     assert emulator.calls("POST /v2/cnh/lookup") == 1
+
+
+def one_periodic_lookup_unknown(page):
+    """The manager signs in and asks for one periodic lookup of `CPF`, whose outcome the
+    portal cannot know (the fault set before): its element, once it says so."""
+    log_in(page, "manager", "manager-demo-password")
+    page.goto("/drivers/cnh/")
+    page.get_by_label("CPF", exact=True).fill(CPF)
+    single = page.get_by_test_id("cnh-single-form")
+    single.get_by_label("Finalidade da consulta").select_option("periodic")
+    page.get_by_role("button", name="Consultar", exact=True).click()
+    lookup = page.get_by_test_id("cnh-lookup")
+    expect(lookup).to_have_attribute("data-status", "unknown", timeout=15_000)
+    return lookup

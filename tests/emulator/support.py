@@ -57,6 +57,12 @@ def auth_headers(
     return {name: value for name, value in headers.items() if value is not None}
 
 
+def list_cars(url: str) -> requests.Response:
+    response = requests.get(f"{url}/key/list-cars", headers=auth_headers(), timeout=30)
+    response.raise_for_status()
+    return response
+
+
 def load_vectors() -> list[dict[str, Any]]:
     vectors: list[dict[str, Any]] = json.loads(VECTORS_FILE.read_text())["vectors"]
     return vectors

@@ -15,7 +15,7 @@ from emulator import api, state
 from emulator.messages import Call, Request
 from emulator.minimal import spellings
 from tests.conftest import ROOT, start_emulator
-from tests.emulator.support import auth_headers
+from tests.emulator.support import list_cars
 
 VEHICLE = {"id", "car_plate", "model", "active", "driver_id"}
 
@@ -33,12 +33,6 @@ def started(*args: str) -> Iterator[tuple[str, list[str]]]:
     finally:
         process.terminate()
         process.wait(timeout=10)
-
-
-def list_cars(url: str) -> requests.Response:
-    response = requests.get(f"{url}/key/list-cars", headers=auth_headers(), timeout=30)
-    response.raise_for_status()
-    return response
 
 
 def mode(url: str) -> dict[str, object]:

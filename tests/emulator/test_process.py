@@ -15,7 +15,7 @@ import requests
 from emulator import api, state
 from emulator.messages import Call, Request
 from tests.conftest import ROOT, start_emulator
-from tests.emulator.support import Api, auth_headers
+from tests.emulator.support import Api, list_cars
 
 
 @contextmanager
@@ -26,12 +26,6 @@ def running(*args: str) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=10)
-
-
-def list_cars(url: str) -> requests.Response:
-    response = requests.get(f"{url}/key/list-cars", headers=auth_headers(), timeout=30)
-    response.raise_for_status()
-    return response
 
 
 def test_the_same_seed_gives_the_same_fleet_and_requests(emulator_url: str) -> None:
@@ -103,15 +97,7 @@ def test_the_first_line_names_the_url_and_then_the_credentials() -> None:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_it_stops_cleanly_on_a_signal(signum: signal.Signals) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "emulator", "--port", "0"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    url = process.stdout.readline().split("listening on ")[1].strip()
+    process, url = start_emulator(stderr=True)
     list_cars(url)
 
     process.send_signal(signum)
@@ -124,15 +110,7 @@ def test_it_stops_cleanly_on_a_signal(signum: signal.Signals) -> None:
 def test_it_logs_nothing_per_request_unless_verbose() -> None:
     logs = {}
     for flags in ((), ("--verbose",)):
-        process = subprocess.Popen(
-            [sys.executable, "-m", "emulator", "--port", "0", *flags],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert process.stdout is not None
-        url = process.stdout.readline().split("listening on ")[1].strip()
+        process, url = start_emulator(*flags, stderr=True)
         api = Api(url)
         api.get("/key/list-cars")
         api.get("/key/list-cars", headers={})

@@ -62,6 +62,7 @@ from bench.servers import (
     bench_main,
     free_port,
     portal_call,
+    python_run,
     running_emulator,
     running_portal,
     stop,
@@ -132,12 +133,12 @@ def fill(
     """Write `count` fines (for the vehicles of the file `plates`, one a line, if given);
     the seconds it took."""
     began = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "manage.py", "shell", "-v", "0", "-c", _FILL],
-        cwd=ROOT,
-        env=environment
+    python_run(
+        ["manage.py", "shell", "-v", "0", "-c", _FILL],
+        environment
         | {"BENCH_START": str(start), "BENCH_COUNT": str(count), "BENCH_PLATES": str(plates or "")},
-        check=True,
+        what="writing fines",
+        timeout=3600,
     )
     return time.perf_counter() - began
 

@@ -25,8 +25,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 from array import array
 from dataclasses import replace
@@ -34,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.portal_setup import add_database_argument, portal_environment, portal_migrate
-from bench.servers import ROOT, bench_main, running_emulator
+from bench.servers import bench_main, python_run, running_emulator
 
 CHANGED_SHARE = 100  # one vehicle in a hundred changes hands
 
@@ -63,25 +61,13 @@ def run(options: argparse.Namespace, sizes: list[int], workdir: Path) -> int:
             if options.database_url:
                 environment["DATABASE_URL"] = options.database_url
             portal_migrate(environment)
-            completed = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "bench.driver_history",
-                    "--measure",
-                    "--rounds",
-                    str(options.rounds),
-                ],
-                cwd=ROOT,
-                env=environment,
-                capture_output=True,
-                text=True,
-                check=False,
+            output = python_run(
+                ["-m", "bench.driver_history", "--measure", "--rounds", str(options.rounds)],
+                environment,
+                what="measuring the history",
+                timeout=3600,
             )
-            if completed.returncode:
-                print(completed.stdout, completed.stderr, file=sys.stderr)
-                return 1
-            found.append((size, json.loads(completed.stdout.strip().splitlines()[-1])))
+            found.append((size, json.loads(output.strip().splitlines()[-1])))
     database = "PostgreSQL" if options.database_url else "SQLite"
     print(
         f"\nThe history's cost per refresh of the vehicle list ({database}, median of "

@@ -20,7 +20,6 @@ import html
 import re
 import sqlite3
 import sys
-import tempfile
 import time
 import uuid
 from collections import Counter
@@ -40,11 +39,10 @@ from bench.portal_setup import (
 )
 from bench.servers import (
     Server,
-    ServerFailed,
+    bench_main,
     ensure_running,
     running_emulator,
     running_portal,
-    sigterm_as_interrupt,
     upstream_session,
 )
 from bench.stats import Summary, summarize
@@ -227,36 +225,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.requests < 2 or args.warmup < 0:
         parser.error("--requests must be at least 2 and --warmup at least 0")
 
-    try:
-        with (
-            sigterm_as_interrupt(),
-            tempfile.TemporaryDirectory(prefix="fleet-bench-") as workdir,
-            running_emulator(Path(workdir), "--rate-limit", "0") as emulator,
-        ):
-            database = Path(workdir) / "portal.sqlite3"
-            environment = portal_environment(database=database, emulator_url=emulator.url)
-            user = portal_prepare(environment)
-            with running_portal(
-                environment, Path(workdir), workers=WORKERS, threads=THREADS
-            ) as portal:
-                print(
-                    f"Emulator at {emulator.url} (no rate limit), portal at {portal.url} "
-                    f"(gunicorn, {WORKERS} workers x {THREADS} threads, SQLite, DEBUG=False)"
-                )
-                print(f"{args.requests} rounds after {args.warmup} warm-up rounds, interleaved.")
-                with requests.Session() as browser, upstream_session() as upstream:
-                    portal_log_in(browser, portal.url, user)
-                    target = Target(emulator, portal, upstream, browser)
-                    samples = measure(target, rounds=args.requests, warmup=args.warmup)
-            audited = embed_mints_audited(database)
-            if audited != samples.embeds:
-                samples.failures[f"audit trail: {audited} rows for {samples.embeds} embeds"] += 1
-    except ServerFailed as error:
-        print(f"A server failed: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\nInterrupted; the servers are stopped.", file=sys.stderr)
-        return 130
+    return bench_main(lambda workdir: run(args, workdir))
+
+
+def run(args: argparse.Namespace, workdir: Path) -> int:
+    with running_emulator(workdir, "--rate-limit", "0") as emulator:
+        database = workdir / "portal.sqlite3"
+        environment = portal_environment(database=database, emulator_url=emulator.url)
+        user = portal_prepare(environment)
+        with running_portal(environment, workdir, workers=WORKERS, threads=THREADS) as portal:
+            print(
+                f"Emulator at {emulator.url} (no rate limit), portal at {portal.url} "
+                f"(gunicorn, {WORKERS} workers x {THREADS} threads, SQLite, DEBUG=False)"
+            )
+            print(f"{args.requests} rounds after {args.warmup} warm-up rounds, interleaved.")
+            with requests.Session() as browser, upstream_session() as upstream:
+                portal_log_in(browser, portal.url, user)
+                target = Target(emulator, portal, upstream, browser)
+                samples = measure(target, rounds=args.requests, warmup=args.warmup)
+        audited = embed_mints_audited(database)
+        if audited != samples.embeds:
+            samples.failures[f"audit trail: {audited} rows for {samples.embeds} embeds"] += 1
     report(samples, audited=audited)
     return 1 if samples.failures else 0
 

@@ -10,15 +10,13 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import requests
 
-from bench.servers import LOOPBACK, ROOT, ServerFailed, log_tail
+from bench.servers import LOOPBACK, ServerFailed, python_run
 
 # The emulator's demo web-app user (emulator/README.md), whom the manager is linked to.
 DEMO_FLEET_EMAIL = "manager@example.com"
@@ -93,7 +91,7 @@ def portal_migrate(environment: dict[str, str]) -> None:
     url = environment.get("DATABASE_URL", "")
     if ensure_database(url):
         print(f"Created the database {urlsplit(url).path.lstrip('/')!r} on {urlsplit(url).netloc}.")
-    _run([sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"], environment)
+    python_run(["manage.py", "migrate", "--no-input", "-v", "0"], environment, what="migrate")
 
 
 def ensure_database(url: str) -> bool:
@@ -135,12 +133,8 @@ def portal_empty_webhook_tables(environment: dict[str, str]) -> None:
         "    model.objects.all().delete()\n"
         "fine_tallies_rebuild()  # the dashboard's tallies: none left"
     )
-    subprocess.run(
-        [sys.executable, "manage.py", "shell", "-v", "0", "-c", script],
-        cwd=ROOT,
-        env=environment,
-        check=True,
-        capture_output=True,
+    python_run(
+        ["manage.py", "shell", "-v", "0", "-c", script], environment, what="emptying the records"
     )
 
 
@@ -148,10 +142,9 @@ def portal_prepare(environment: dict[str, str]) -> PortalUser:
     """Migrate the portal's database and create a manager who sees the whole fleet
     (`fleet.view_whole_fleet`), linked to the emulator's one."""
     user = PortalUser(username="bench-manager", password=secrets.token_urlsafe(16))
-    manage = [sys.executable, "manage.py"]
     portal_migrate(environment)
-    _run(
-        [*manage, "shell", "-v", "0", "-c", _CREATE_MANAGER],
+    python_run(
+        ["manage.py", "shell", "-v", "0", "-c", _CREATE_MANAGER],
         environment
         | {
             "BENCH_USERNAME": user.username,
@@ -159,6 +152,7 @@ def portal_prepare(environment: dict[str, str]) -> PortalUser:
             "BENCH_FLEET_EMAIL": DEMO_FLEET_EMAIL,
             "BENCH_FLEET_PASSWORD": DEMO_FLEET_PASSWORD,
         },
+        what="creating the manager",
     )
     return user
 
@@ -195,14 +189,3 @@ def portal_log_in(session: requests.Session, portal_url: str, user: PortalUser) 
     )
     if response.status_code != 302 or "sessionid" not in session.cookies:
         raise ServerFailed(f"logging in to the portal failed (HTTP {response.status_code})")
-
-
-def _run(command: list[str], environment: dict[str, str]) -> None:
-    completed = subprocess.run(
-        command, cwd=ROOT, env=environment, capture_output=True, text=True, check=False
-    )
-    if completed.returncode != 0:
-        raise ServerFailed(
-            f"{' '.join(command[1:3])} failed (exit {completed.returncode}):\n"
-            f"{log_tail(completed.stdout + completed.stderr)}"
-        )

@@ -227,18 +227,30 @@ def portal_call(environment: dict[str, str], function: str) -> Any:
     script = (
         f"import django, json; django.setup(); import {module} as m; print(json.dumps(m.{name}()))"
     )
+    output = python_run(["-c", script], environment, what="reading the portal's database")
+    return json.loads(output.splitlines()[-1])
+
+
+def python_run(
+    args: Sequence[str], environment: dict[str, str], *, what: str, timeout: float = 300
+) -> str:
+    """`python ARGS` in the project's folder with `environment`, run to its end: what it
+    printed; ServerFailed (saying `what` failed, and the end of its output) if it failed."""
     completed = subprocess.run(
-        [sys.executable, "-c", script],
+        [sys.executable, *args],
         cwd=ROOT,
         env=environment,
         capture_output=True,
         text=True,
         check=False,
-        timeout=300,
+        timeout=timeout,
     )
     if completed.returncode != 0:
-        raise ServerFailed(f"reading the portal's database failed:\n{completed.stderr[-2000:]}")
-    return json.loads(completed.stdout.splitlines()[-1])
+        raise ServerFailed(
+            f"{what} failed (exit {completed.returncode}):\n"
+            f"{log_tail(completed.stdout + completed.stderr)}"
+        )
+    return completed.stdout
 
 
 def portal_restart_workers(server: Server, *, workers: int) -> None:
@@ -300,7 +312,7 @@ def ensure_running(server: Server) -> None:
     _fail_if_exited(server.process, server.log)
 
 
-def stop(process: subprocess.Popen[bytes]) -> None:
+def stop(process: subprocess.Popen[Any]) -> None:
     """Stop `process` politely, then firmly."""
     if process.poll() is None:
         process.terminate()

@@ -11,8 +11,6 @@ from __future__ import annotations
 import gc
 import json
 import re
-import subprocess
-import sys
 import tracemalloc
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +18,7 @@ from pathlib import Path
 import redis
 
 from bench.portal_setup import portal_environment
-from bench.servers import ROOT, ServerFailed, running_emulator, upstream_session
+from bench.servers import python_run, running_emulator, upstream_session
 from bench.vehicles_rounds import SEARCH_MODEL, TTL, plate_fragment
 
 MEMORY_SIZE = 50_000
@@ -128,30 +126,18 @@ def measure_memory(
         def probe(mode: str, environment: dict[str, str], *, fetches: bool) -> dict[str, int]:
             response = upstream.get(f"{emulator.url}/_emulator/stats", timeout=10)
             before = response.json()["calls"].get("GET /key/list-cars", 0)
-            completed = subprocess.run(
-                [
-                    sys.executable,
-                    "-c",
-                    f"import bench.vehicles_memory as b; b.memory_probe({mode!r})",
-                ],
-                cwd=ROOT,
-                env=environment,
-                capture_output=True,
-                text=True,
-                check=False,
-                timeout=300,
+            output = python_run(
+                ["-c", f"import bench.vehicles_memory as b; b.memory_probe({mode!r})"],
+                environment,
+                what="the memory probe",
             )
-            if completed.returncode != 0:
-                raise ServerFailed(
-                    f"the memory probe failed:\n{completed.stdout}{completed.stderr}"
-                )
             response = upstream.get(f"{emulator.url}/_emulator/stats", timeout=10)
             calls = response.json()["calls"].get("GET /key/list-cars", 0) - before
             if calls != int(fetches):
                 problems.append(
                     f"memory probe ({mode}): {calls} list-cars calls, not {int(fetches)}"
                 )
-            numbers: dict[str, int] = json.loads(completed.stdout.splitlines()[-1])
+            numbers: dict[str, int] = json.loads(output.splitlines()[-1])
             return numbers
 
         traced = probe("traced", environment, fetches=True)

@@ -26,6 +26,8 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 import requests
 
+from bench.servers import stop
+
 ROOT = Path(__file__).resolve().parent.parent
 IDP_DIR = ROOT / "idp"
 SERVER = IDP_DIR / "server.mjs"
@@ -185,13 +187,7 @@ class IdentityProvider:
         process, self.process = self.process, None
         if process is None:
             return
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+        stop(process)
 
     def close(self) -> None:
         """Stop for good and remove the configuration file."""

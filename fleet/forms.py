@@ -113,6 +113,15 @@ class ListFilterForm(forms.Form):
         }
         return urlencode(params)
 
+    @classmethod
+    def address(cls, path: str, filters: Mapping[str, Any], *, page: int = 1) -> str:
+        """The list's own address for `filters` and `page`: what the address bar shows
+        after each change (`HX-Push-Url`), a bookmark or a link gives, a reload reads."""
+        query = cls.query_string(filters)
+        if page > 1:
+            query = f"{query}&page={page}" if query else f"page={page}"
+        return f"{path}?{query}" if query else path
+
 
 def _query_value(name: str, value: object) -> str:
     if isinstance(value, bool):

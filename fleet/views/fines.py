@@ -19,6 +19,7 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import push_url
 
 from fleet import plates
 from fleet.forms import FineDriverForm, FineFilterForm, NotificationFilterForm, SavedFineViewForm
@@ -303,7 +304,9 @@ def _render(
     # htmx swaps only the results, and the export link in the page's head (out of band).
     results = render_to_string(f"{template}#results", context, request)
     export_link = render_to_string("fleet/_record_parts.html#export_link", links | {"oob": True})
-    return HttpResponse(results + export_link)
+    # The address bar shows what was read from the request, filters as applied.
+    address = form.address(request.path, filters, page=page.number)
+    return push_url(HttpResponse(results + export_link), address)
 
 
 # The filter forms as rendered, by what they show (a dozen widgets, each a template).

@@ -18,6 +18,7 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import push_url
 
 from fleet.forms import VehicleFilterForm
 from fleet.services.scopes import scope_groups, scope_of
@@ -75,7 +76,10 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
             "fleet/vehicles.html#export_link",
             {"query_string": VehicleFilterForm.query_string(filters), "oob": True},
         )
-        return HttpResponse(results + export_link)
+        # The address bar shows what was read from the request, filters as applied.
+        page = result.page if result is not None else 1
+        address = VehicleFilterForm.address(request.path, filters, page=page)
+        return push_url(HttpResponse(results + export_link), address)
     user = request.user
     page = _pages.render(
         request,

@@ -77,8 +77,8 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
             {"query_string": VehicleFilterForm.query_string(filters), "oob": True},
         )
         # The address bar shows what was read from the request, filters as applied.
-        page = result.page if result is not None else 1
-        address = VehicleFilterForm.address(request.path, filters, page=page)
+        shown = result.page if result is not None else 1
+        address = VehicleFilterForm.address(request.path, filters, page=shown)
         return push_url(HttpResponse(results + export_link), address)
     user = request.user
     page = _pages.render(

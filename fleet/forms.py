@@ -18,6 +18,7 @@ from fleet.models import MintOutcome
 from fleet.services.drivers import DriverChoice, driver_id_typed, drivers_find
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope
 from fleet.services.sso import MintFailed
+from portal.lib import formatting
 
 
 class FleetAccountForm(forms.Form):
@@ -355,6 +356,19 @@ class FineFilterForm(NotificationFilterForm):
         raise forms.ValidationError(
             _("“%(value)s” fits more than one driver: choose one."), params={"value": text}
         )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        low, high = cleaned.get("amount_min"), cleaned.get("amount_max")
+        if low is not None and high is not None and low > high:
+            # Neither bound is applied: a range that holds nothing is a typing slip.
+            self.add_error(
+                "amount_max",
+                _("%(high)s is below %(low)s: the range holds no fine.")
+                % {"high": formatting.amount(high), "low": formatting.amount(low)},
+            )
+            cleaned.pop("amount_min", None)
+        return cleaned
 
     def filters(self) -> dict[str, Any]:
         data = super().filters()  # validates

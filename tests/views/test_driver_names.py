@@ -170,7 +170,7 @@ def test_a_driver_filter_that_names_no_driver_is_a_form_error(
     assert response.status_code == 200
     found = re.search(r'data-testid="filter-error">([^<]*)<', response.text)
     assert found, bogus
-    assert html.unescape(found[1]) == error
+    assert html.unescape(found[1]) == f"Not filtered by “Driver”: {error}"
     assert keys(response) == ["1", "2", "3"]  # left unfiltered, as the error says
 
 
@@ -185,7 +185,9 @@ def test_a_name_two_drivers_share_offers_each_by_id(manager_client, drivers):
 
     error = re.search(r'data-testid="filter-error">([^<]*)<', response.text)
     assert error
-    assert html.unescape(error[1]) == "“jose silva” fits more than one driver: choose one."
+    assert html.unescape(error[1]) == (
+        "Not filtered by “Driver”: “jose silva” fits more than one driver: choose one."
+    )
     assert keys(response) == ["1", "2", "3"]
     found = re.search(r'<ul class="picker__found"[^>]*>(.*?)</ul>', response.text, re.DOTALL)
     assert found

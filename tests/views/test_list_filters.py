@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 
 import pytest
@@ -10,6 +11,7 @@ from django.http import QueryDict
 
 from fleet.forms import FineFilterForm, NotificationFilterForm, VehicleFilterForm
 from fleet.views import fines as fine_views
+from fleet.webhooks.processing import deliveries_process_received
 
 
 @pytest.mark.parametrize(
@@ -80,3 +82,103 @@ def test_a_lists_filter_form_is_rendered_once_for_what_it_shows(manager_client, 
     assert ">Search<" in first.text
     assert ">Search<" not in translated.text
     assert len(fine_views._filter_forms) == kept + 2
+
+
+# --- Filters that say what they did ---------------------------------------------------
+
+WEBHOOK = "/webhooks/fleet/dev-webhook-token/"
+ROW = re.compile(r'<tr data-testid="fine" data-key="([^"]*)"')
+ENGLISH = {"Accept-Language": "en"}
+
+
+@pytest.fixture
+def three_fines(client):
+    for number, amount, plate in (
+        (71, "80.00", "ABC1D23"),
+        (72, "300.00", "ABC1D23"),
+        (73, "700.00", "XYZ9876"),
+    ):
+        payload = {"frame": {"id": number, "amount": amount, "carPlate": plate, "treated": False}}
+        response = client.post(WEBHOOK, data=json.dumps(payload), content_type="application/json")
+        assert response.status_code == 202
+    deliveries_process_received()
+
+
+def errors(page: str) -> list[str]:
+    return [
+        html.unescape(re.sub(r"<[^>]+>", "", error))
+        for error in re.findall(r'data-testid="filter-error">(.*?)</p>', page, re.S)
+    ]
+
+
+def has_clear_link(page: str) -> bool:
+    return 'data-testid="clear-filters"' in page
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("htmx", [False, True])
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        (
+            {"amount_min": "500", "amount_max": "100"},
+            "Not filtered by “Up to R$”: R$ 100.00 is below R$ 500.00: the range holds no fine.",
+        ),
+        (
+            {"plate": "abc"},
+            "Not filtered by “Plate”: “abc” is not a plate: type it like ABC-1234 or ABC1D23.",
+        ),
+        (
+            {"driver": "Zebedeu"},
+            "Not filtered by “Driver”: No driver's name begins like “Zebedeu”: "
+            "type part of a name, or an id.",
+        ),
+    ],
+)
+def test_a_filter_that_cannot_apply_is_said_not_applied_and_the_list_is_whole(
+    manager_client, three_fines, query, said, htmx
+):
+    headers = ENGLISH | ({"HX-Request": "true"} if htmx else {})
+    page = manager_client.get("/fines/", query, headers=headers).text
+
+    assert errors(page) == [said]
+    assert sorted(ROW.findall(page)) == ["71", "72", "73"]  # not silently empty, not filtered
+    assert has_clear_link(page)
+
+
+@pytest.mark.django_db
+def test_a_range_that_holds_amounts_filters_by_them(manager_client, three_fines):
+    page = manager_client.get(
+        "/fines/", {"amount_min": "100", "amount_max": "500"}, headers=ENGLISH
+    ).text
+
+    assert errors(page) == []
+    assert ROW.findall(page) == ["72"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("path", "query", "shown"),
+    [
+        ("/fines/", {}, False),
+        ("/fines/", {"sort": "-amount"}, False),  # an order, not a filter
+        ("/fines/", {"treated": "0"}, True),
+        ("/fines/", {"q": "radar"}, True),
+        ("/notifications/", {}, False),
+        ("/notifications/", {"plate": "ABC1D23"}, True),
+        ("/vehicles/", {}, False),
+        ("/vehicles/", {"sort": "-plate"}, False),
+        ("/vehicles/", {"active": "0"}, True),
+        ("/vehicles/", {"q": "onix"}, True),
+    ],
+)
+def test_a_clear_filters_link_is_there_whenever_a_filter_is_set(
+    manager_client, three_fines, emulator, path, query, shown
+):
+    page = manager_client.get(path, query, headers=ENGLISH).text
+
+    assert has_clear_link(page) is shown
+    if shown:
+        assert re.search(
+            rf'<a href="{path}" data-testid="clear-filters">Clear the filters</a>', page
+        )

@@ -19,9 +19,27 @@ from fleet import plates
 _PLATE_SEPARATORS = re.compile(r"[,;\n\r]+")  # not spaces: "ABC 1D23" is one plate
 
 
+# Brazil's time zones by the names people use, first; then every other zone by its id.
+BRAZIL_TIME_ZONES = [
+    ("America/Sao_Paulo", _("Brasília time (São Paulo, Rio de Janeiro, Brasília…)")),
+    ("America/Manaus", _("Amazon time (Manaus, Cuiabá, Porto Velho…)")),
+    ("America/Rio_Branco", _("Acre time (Rio Branco)")),
+    ("America/Noronha", _("Fernando de Noronha time")),
+]
+
+
 @cache
-def _time_zones() -> list[tuple[str, str]]:
-    return [(name, name.replace("_", " ")) for name in sorted(zoneinfo.available_timezones())]
+def _other_time_zones() -> list[tuple[str, str]]:
+    brazil = {name for name, _label in BRAZIL_TIME_ZONES}
+    return [
+        (name, name.replace("_", " "))
+        for name in sorted(zoneinfo.available_timezones())
+        if name not in brazil
+    ]
+
+
+def _time_zones() -> list[tuple[Any, Any]]:
+    return [*BRAZIL_TIME_ZONES, (_("Other time zones"), _other_time_zones())]
 
 
 class PlatesField(forms.CharField):

@@ -3,6 +3,7 @@ who never saved their own."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -88,3 +89,25 @@ def test_the_digest_is_at_the_chosen_hour_in_the_chosen_zone():
     assert digest_due(choices=defaults, after=after.replace(hour=11)) == datetime(
         2026, 11, 23, 11, 0, tzinfo=UTC
     )
+
+
+def test_the_page_speaks_to_a_manager_and_keeps_the_technical_words_for_it(client, signed_in):
+    page = client.get(PAGE, headers={"Accept-Language": "en"}).text
+
+    zone = re.search(r'<select name="time_zone".*?</select>', page, re.S)
+    assert zone
+    # Brazil's zones first, by the names people use; every other zone still there.
+    first = re.findall(r'<option value="([^"]+)"[^>]*>([^<]+)</option>', zone[0])
+    assert first[0] == ("America/Sao_Paulo", "Brasília time (São Paulo, Rio de Janeiro, Brasília…)")
+    assert [value for value, _label in first[:4]] == [
+        "America/Sao_Paulo", "America/Manaus", "America/Rio_Branco", "America/Noronha"
+    ]  # fmt: skip
+    assert '<optgroup label="Other time zones">' in zone[0]
+    assert ("Europe/London", "Europe/London") in first
+    assert ("America/Sao_Paulo", "America/Sao Paulo") not in first
+    # The signing scheme's header names, folded for the IT team.
+    outside = re.sub(r'<details class="technical".*?</details>', "", page, flags=re.S)
+    assert "webhook-signature" in page
+    assert "webhook-signature" not in outside
+    assert "Standard Webhooks" not in outside
+    assert "<summary>For your IT team</summary>" in page

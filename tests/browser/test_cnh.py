@@ -32,7 +32,7 @@ def test_a_manager_submits_a_lookup_and_sees_it_move_to_its_result_without_reloa
         Permission.objects.get(content_type__app_label="fleet", codename="view_full_cpf")
     )
     log_in(page, "manager", "manager-demo-password")
-    page.get_by_role("link", name="CNH dos motoristas").click()
+    page.get_by_role("link", name="CNH dos condutores").click()
 
     page.get_by_label("CPF", exact=True).fill(CPF)
     single = page.get_by_test_id("cnh-single-form")

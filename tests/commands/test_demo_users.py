@@ -51,3 +51,16 @@ def test_demo_users_are_refused_outside_the_emulator(settings, django_user_model
     with pytest.raises(CommandError, match="only created for the emulator"):
         call_command("demo_users", stdout=io.StringIO())
     assert not django_user_model.objects.exists()
+
+
+def test_the_login_page_names_every_demo_login_it_creates(client, settings):
+    settings.FLEET_ENVIRONMENT = "emulator"
+    out = io.StringIO()
+    call_command("demo_users", stdout=out)
+
+    hint = client.get("/accounts/login/", headers={"Accept-Language": "en"}).text
+    printed = out.getvalue()
+    for login in ("admin / admin-demo-password", "manager / manager-demo-password",
+                  "regional / regional-demo-password"):  # fmt: skip
+        assert login in printed
+        assert login in hint

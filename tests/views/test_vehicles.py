@@ -201,7 +201,7 @@ def test_export_streams_the_current_filter_as_csv_for_brazilian_excel(manager_cl
     text = b"".join(response.streaming_content).decode("utf-8")
     assert text.startswith("\ufeff")
     rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff")), delimiter=";"))
-    assert rows[0] == ["Placa", "Modelo", "Situação", "ID do motorista", "ID do veículo"]
+    assert rows[0] == ["Placa", "Modelo", "Situação", "ID do condutor", "ID do veículo"]
     active = sorted(
         (v for v in fleet if v["active"] == "1"), key=lambda v: v["car_plate"], reverse=True
     )

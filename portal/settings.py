@@ -381,6 +381,8 @@ AXES_SENSITIVE_PARAMETERS = ["password", "csrfmiddlewaretoken"]
 LANGUAGE_CODE = "pt-br"
 LANGUAGES = [("pt-br", _("Portuguese (Brazil)")), ("en", _("English"))]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+# English dates as a Brazilian fleet reads them: day/month/year, 24-hour (portal/formats/en).
+FORMAT_MODULE_PATH = ["portal.formats"]
 TIME_ZONE = env.text("TIME_ZONE", default="America/Sao_Paulo")
 USE_I18N = True
 USE_TZ = True

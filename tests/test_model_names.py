@@ -32,7 +32,7 @@ def test_a_webhook_delivery_is_named_by_number_local_time_and_status():
     with translation.override("pt-br"):
         assert str(delivery) == f"#{delivery.pk} · 24/11/2026 14:36 · guardada: inválida"
     with translation.override("en"):
-        assert str(delivery) == f"#{delivery.pk} · 11/24/2026 2:36 p.m. · kept: invalid"
+        assert str(delivery) == f"#{delivery.pk} · 24/11/2026 14:36 · kept: invalid"
 
 
 def test_an_access_key_mint_is_named_by_local_time_user_and_outcome(django_user_model):

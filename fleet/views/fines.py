@@ -184,8 +184,7 @@ def fine_list_export(request: AuthenticatedRequest) -> StreamingHttpResponse:
     filters = _export_filters(FineFilterForm(request.GET, scope=scope))
     handling = _handling()
     known = _driver_known()
-
-    moment = formatting.moments()
+    moment, written = formatting.spreadsheet_moments()
 
     def named(driver_id: int | None, names: Mapping[int, str]) -> str:
         if driver_id is None:
@@ -221,20 +220,20 @@ def fine_list_export(request: AuthenticatedRequest) -> StreamingHttpResponse:
         _("Plate"),
         _("Infraction"),
         _("Notice"),
-        _("Committed on"),
+        _("Committed on") + written,
         _("Amount (R$)"),
         _("Handling"),
         _("Official document"),
         _("Payment slip"),
-        _("Received"),
-        _("Updated"),
+        _("Received") + written,
+        _("Updated") + written,
         _("Id in the fleet platform"),
         _("Driver id"),
         _("Driver"),
         _("How the driver is known"),
         _("Candidates"),
-        _("Changed hands after"),
-        _("Changed hands before"),
+        _("Changed hands after") + written,
+        _("Changed hands before") + written,
     ]
     return csv_download(
         name="fines", header=header, records=fine_export(scope=scope, **filters), row=row
@@ -247,9 +246,9 @@ def notification_list_export(request: AuthenticatedRequest) -> StreamingHttpResp
     """The notifications the filters select, every page of them, as CSV."""
     filters = _export_filters(NotificationFilterForm(request.GET))
     handling = _handling()
-    moment = formatting.moments()
+    moment, written = formatting.spreadsheet_moments()
     header = [_("Plate"), _("Title"), _("Message"), _("Handling")]
-    header += [_("Received"), _("Updated"), _("Id in the fleet platform")]
+    header += [_("Received") + written, _("Updated") + written, _("Id in the fleet platform")]
     return csv_download(
         name="notifications",
         header=header,

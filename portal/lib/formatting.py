@@ -42,6 +42,23 @@ def moments() -> Moments:
     return moment
 
 
+def spreadsheet_moments() -> tuple[Moments, str]:
+    """`moments` for a CSV export, and what its header says of them. Excel in Brazilian
+    Portuguese reads the Portuguese short format (`24/11/2026 14:36`) as a date; in any
+    other language the cells are ISO 8601 (`2026-11-24 14:36`), which every spreadsheet
+    reads, and the header says so (" (yyyy-mm-dd hh:mm)")."""
+    if (translation.get_language() or "").startswith("pt"):
+        return moments(), ""
+    zone = timezone.get_current_timezone()
+
+    def moment(value: datetime | None, sent: str = "") -> str:
+        if value is None:
+            return sent
+        return (value.astimezone(zone) if value.tzinfo else value).strftime("%Y-%m-%d %H:%M")
+
+    return moment, " (yyyy-mm-dd hh:mm)"
+
+
 # Django's format characters that `strftime` writes the same way (zero-padded numbers).
 _STRFTIME = {"d": "%d", "m": "%m", "Y": "%Y", "y": "%y", "H": "%H", "i": "%M", "s": "%S"}
 # Django's format characters that depend on the hour and minute alone ("2:30 p.m.", "noon"):

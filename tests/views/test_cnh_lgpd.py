@@ -208,7 +208,7 @@ def test_the_daily_limit_refuses_what_would_pass_it_and_says_when_it_renews(
         "This lookup has 2 CPFs, but you can look up only 1 more CPF today "
         "(the daily limit is 2). Nothing was sent."
     ) in too_many.text
-    assert "The limit renews at Nov. 26, 2026, midnight." in too_many.text
+    assert "The limit renews at 26 Nov 2026, 00:00." in too_many.text
     assert "26 de novembro de 2026 às 00:00" in spent.text
     assert "You can look up 0 more CPFs today (daily limit: 2)." in page.text
     assert CnhLookupItem.objects.count() == 3

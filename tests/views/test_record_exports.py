@@ -84,13 +84,33 @@ def test_the_export_keeps_the_filters_of_the_list(manager_client, client):
     assert [row[ID] for row in rows] == ["3"]
 
 
-def test_the_export_uses_commas_and_points_in_english(manager_client, client):
-    deliver(client, a_fine(1, amount="293.47", occurredAt="2025-12-31T21:14:00Z"))
+def test_the_export_uses_commas_points_and_iso_moments_in_english(manager_client, client):
+    deliver(client, a_fine(1, amount="1293.47", occurredAt="2025-12-31T21:14:00Z"))
 
     header, row = read(manager_client.get("/fines/export.csv", headers=ENGLISH), delimiter=",")
 
-    assert header[:5] == ["Plate", "Infraction", "Notice", "Committed on", "Amount (R$)"]
-    assert row[3:6] == ["12/31/2025 6:14 p.m.", "293.47", "Untreated"]
+    assert header[:5] == [
+        "Plate", "Infraction", "Notice", "Committed on (yyyy-mm-dd hh:mm)", "Amount (R$)"
+    ]  # fmt: skip
+    assert header[8:10] == ["Received (yyyy-mm-dd hh:mm)", "Updated (yyyy-mm-dd hh:mm)"]
+    assert row[3:6] == ["2025-12-31 18:14", "1293.47", "Untreated"]  # São Paulo's time
+
+
+def test_the_eighth_of_june_is_never_the_sixth_of_august(manager_client, client):
+    """A date that reads differently in the two conventions: 8 June, 12:49 in São Paulo.
+    The page shows it day first in both languages, 24-hour; the Portuguese export as
+    Brazilian Excel reads it, the English one in ISO 8601."""
+    deliver(client, a_fine(1, occurredAt="2026-06-08T15:49:00Z", carPlate="ABC1D23"))
+
+    for headers in (ENGLISH, PORTUGUESE):
+        page = manager_client.get("/fines/", headers=headers).text
+        assert "08/06/2026 12:49" in page
+        assert "06/08/2026" not in page
+        assert "p.m." not in page
+    _header, portuguese = read(manager_client.get("/fines/export.csv", headers=PORTUGUESE))
+    _header, english = read(manager_client.get("/fines/export.csv", headers=ENGLISH), ",")
+    assert portuguese[3] == "08/06/2026 12:49"
+    assert english[3] == "2026-06-08 12:49"
 
 
 def test_text_a_spreadsheet_would_run_as_a_formula_is_written_as_text(manager_client, client):

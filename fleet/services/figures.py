@@ -47,7 +47,8 @@ class DriverFigure:
 
 @dataclass(frozen=True, slots=True)
 class Bar:
-    """One month's bar in the SVG's units: R$ as its height, its count written above it."""
+    """One month's bar in the SVG's units: its count of fines as its height, and written
+    above it (its R$ in its tooltip and in the table)."""
 
     month: MonthFigure
     x: int
@@ -59,8 +60,8 @@ class Bar:
 
 @dataclass(frozen=True, slots=True)
 class Chart:
-    """The months as bars, scaled to the largest month's R$; room below for the months'
-    names (`label_y`) and above the bars for their counts."""
+    """The months as bars, scaled to the largest month's count of fines; room below for
+    the months' names (`label_y`) and above the bars for their counts."""
 
     width: int
     height: int  # of the whole drawing
@@ -91,19 +92,20 @@ class FineFigures:
             amount=sum((m.amount for m in self.months), _ZERO),
         )
 
-    def chart(self, *, width: int = 600, height: int = 180) -> Chart:
-        top, bottom = 20, 24  # room for the counts above, the months below
+    def chart(self, *, width: int = 600, height: int = 200) -> Chart:
+        # Room for the counts above and the months below, at the size a phone's narrow
+        # screen needs them (portal.css enlarges the text there).
+        top, bottom = 28, 30
         base = height - bottom
         room = base - top
-        largest = max((m.amount for m in self.months), default=_ZERO) or Decimal(1)
+        largest = max((m.count for m in self.months), default=0) or 1
         slot = width // max(len(self.months), 1)
         bars = []
         for number, month in enumerate(self.months):
-            # A month with fines but no known amount still shows a sliver.
-            tall = max(round(room * month.amount / largest), 2 if month.count else 0)
+            tall = round(room * month.count / largest)
             x = number * slot + slot // 8
             bars.append(Bar(month, x, base - tall, slot * 3 // 4, tall, number * slot + slot // 2))
-        return Chart(width=width, height=height, base=base, label_y=height - 6, bars=bars)
+        return Chart(width=width, height=height, base=base, label_y=height - 8, bars=bars)
 
 
 @dataclass(frozen=True, slots=True)

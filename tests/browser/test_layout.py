@@ -58,6 +58,13 @@ def test_every_page_fits_a_phone_and_its_tables_scroll_inside_their_box(
             "document.documentElement.scrollWidth - document.documentElement.clientWidth"
         )
         assert overflow == 0, f"{path} scrolls sideways by {overflow} px on a phone"
+        if path == "/":
+            # The chart's months and counts as tall on the screen as the page's small text.
+            heights = page.locator(".chart__label, .chart__value").evaluate_all(
+                "texts => texts.map(t => t.getBoundingClientRect().height)"
+            )
+            assert len(heights) == 24
+            assert min(heights) >= 11, f"the chart's text is {min(heights):.1f} px high"
     context.close()
 
     # On a laptop the fines, the widest table, fit without scrolling at all.

@@ -281,3 +281,25 @@ def test_the_driver_page_does_not_take_the_cnh_pages(manager_client, fleet):
     assert manager_client.get("/drivers/cnh/").resolver_match.url_name == "cnh"
     assert manager_client.get("/drivers/12/").resolver_match.url_name == "driver"
     assert manager_client.get("/drivers/abc/").status_code == 404
+
+
+def test_the_chart_draws_and_writes_one_measure_the_count_of_fines(client, manager_client):
+    """A month of few costly fines stands lower than a month of many cheap ones: the bars
+    and the numbers on them are counts; the R$ is in each bar's tooltip and the table."""
+    deliver(client, a_fine(1, amount="2000.00", months_ago=1))
+    for number in (2, 3, 4):
+        deliver(client, a_fine(number, amount="10.00"))
+
+    bars = {bar.month.query: bar for bar in fine_figures().chart().bars}
+    this_month = month_start(timezone.localdate()).strftime("%Y-%m")
+    last_month = month_start(timezone.localdate(), back=1).strftime("%Y-%m")
+    assert abs(bars[this_month].height - 3 * bars[last_month].height) <= 1  # rounded
+    assert bars[last_month].height > 0
+    page = manager_client.get("/", headers=ENGLISH).text
+    svg = re.search(r'<svg class="chart__svg".*?</svg>', page, re.S)
+    assert svg
+    written = re.findall(r'<text class="chart__value"[^>]*>(\d+)</text>', svg[0])
+    assert sorted(written, key=int)[-2:] == ["1", "3"]
+    assert re.search(r"<title>[^<]*: 1 fine, R\$ 2,000\.00</title>", svg[0])
+    assert re.search(r"<title>[^<]*: 3 fines, R\$ 30\.00</title>", svg[0])
+    assert "Number of fines by month committed" in page

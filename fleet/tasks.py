@@ -30,10 +30,12 @@ def cnh_lookup_run(lookup_id: int) -> str:
     return cnh_lookup_process(lookup_id=lookup_id)
 
 
-@worker.task()
+# Below the other tasks (priority 0): the fines and notifications received go first.
+@worker.task(priority=-10)
 def driver_history_take_in_run() -> None:
     """Take the vehicle list into the history of who had each vehicle: one a page's
-    refresh found too large to write after its response (the first of a large fleet)."""
+    refresh found too large to write after its response (the first of a large fleet),
+    FLEET_DRIVER_HISTORY_TASK_CHANGES changes a run."""
     vehicle_list_take_in()
 
 

@@ -105,6 +105,9 @@ FLEET_DRIVER_HISTORY = env.flag("FLEET_DRIVER_HISTORY", default=True)
 # response; more (the first observation of a large fleet) are the worker's, where no
 # web server's timeout stops them.
 FLEET_DRIVER_HISTORY_PAGE_CHANGES = 20_000
+# The most changes one run of the worker writes into it (a few seconds); the rest in its
+# next run, after the fines and notifications received meanwhile.
+FLEET_DRIVER_HISTORY_TASK_CHANGES = 50_000
 # How long a request with no data at all waits for another worker's refresh.
 FLEET_VEHICLES_WAIT = env.seconds("FLEET_VEHICLES_WAIT", default=5.0)
 # After a failed refresh (without Retry-After), no worker tries again for this long.

@@ -19,7 +19,9 @@ changed is written (`fleet.models.DriverSpan`), with one `DriverObservation` row
 - **Out of the page's way.** A refresh a page started writes at most
   FLEET_DRIVER_HISTORY_PAGE_CHANGES changes itself, after the response; more (the first
   observation of a large fleet: minutes) go to the worker (`vehicle_list_take_in`),
-  where no web server's timeout stops them half-way.
+  where no web server's timeout stops them half-way. There too a run writes at most
+  FLEET_DRIVER_HISTORY_TASK_CHANGES (seconds of work) and asks for the next, at a lower
+  priority than the fines and notifications received: the worker stays theirs.
 - **Late observations.** The fines committed since the previous observation are
   attributed again by the worker (`fleet.services.attribution.fine_drivers_follow`):
   their answer is the one that can change.
@@ -88,12 +90,18 @@ class Follows(NamedTuple):
 
 
 def history_observe(
-    snapshot: Snapshot, *, previous: Snapshot | None = None, at_most: int | None = None
+    snapshot: Snapshot,
+    *,
+    previous: Snapshot | None = None,
+    at_most: int | None = None,
+    written_at_most: int | None = None,
 ) -> Observed | None:
     """Take the vehicle list `snapshot` into the history; `previous`, the version it
-    replaced, if this process holds it. None when it was not taken in: older than the
-    latest observation, taken in by another process meanwhile, or more than `at_most`
-    changes, handed to the worker (`driver_history_take_in_run`; said in the log)."""
+    replaced, if this process holds it. None when it was not taken in (yet): older than
+    the latest observation, taken in by another process meanwhile, more than `at_most`
+    changes (handed to the worker, `driver_history_take_in_run`), or more than
+    `written_at_most`, of which that many were written and the rest asked of the worker's
+    next run (each said in the log)."""
     started = time.perf_counter()
     at = datetime.fromtimestamp(snapshot.fetched_at, UTC)
     latest = DriverObservation.objects.order_by("-seq").first()
@@ -111,14 +119,21 @@ def history_observe(
         return None
     seq = 1 if latest is None else latest.seq + 1
     try:
-        if len(changes) <= ONE_TRANSACTION:
+        capped = written_at_most is not None and len(changes) > written_at_most
+        if len(changes) <= ONE_TRANSACTION and not capped:
             with transaction.atomic():
                 _write(changes.closes, changes.opens, at=at, before=latest)
                 observation = _observation(seq, at, snapshot, changes, started)
         else:
-            for closes, opens in _chunks(changes):
+            written, size = 0, min(CHUNK, written_at_most or CHUNK)
+            for closes, opens in _chunks(changes, size):
+                if written_at_most is not None and written >= written_at_most:
+                    # The rest in the worker's next run, which compares with the database.
+                    _take_in_ask(at, len(changes) - written)
+                    return None
                 with transaction.atomic():
                     _write(closes, opens, at=at, before=latest)
+                written += len(closes | opens.keys())
             observation = _observation(seq, at, snapshot, changes, started)
     except (IntegrityError, DatabaseError) as error:
         logger.warning(
@@ -194,12 +209,12 @@ def _write(
 
 
 def _chunks(
-    changes: _Changes,
+    changes: _Changes, size: int = CHUNK
 ) -> Iterator[tuple[set[str], dict[str, tuple[Holder, Follows | None]]]]:
-    """The changes a vehicle at a time, `CHUNK` vehicles to a transaction: a vehicle's
+    """The changes a vehicle at a time, `size` vehicles to a transaction: a vehicle's
     period closed in the same transaction as its next one opens."""
     vehicles = sorted(changes.closes | changes.opens.keys())
-    for chunk in _slices(vehicles, CHUNK):
+    for chunk in _slices(vehicles, size):
         yield (
             {r for r in chunk if r in changes.closes},
             {r: changes.opens[r] for r in chunk if r in changes.opens},

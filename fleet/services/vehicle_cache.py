@@ -411,7 +411,7 @@ def vehicle_list_take_in() -> None:
     except FleetDataUnavailable:
         logger.warning("no vehicle list to take into the history: the next refresh will")
         return
-    history_observe(snapshot)
+    history_observe(snapshot, written_at_most=settings.FLEET_DRIVER_HISTORY_TASK_CHANGES)
 
 
 # --- Fresh, stale or none --------------------------------------------------------

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission
 from django.core.management import call_command
+from django.tasks import TaskResultStatus
 from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
 
 from alerts.models import Alert
 from alerts.services.emails import alert_email
@@ -161,10 +163,37 @@ def test_a_large_observation_from_a_page_is_taken_in_by_the_worker(
     run_tasks()
     vehicles = len(emulator.vehicles())
     assert (DriverSpan.objects.count(), DriverObservation.objects.count()) == (vehicles, 1)
-    clocks.observe(h + 30 * MINUTE)  # a few hand-overs: the refresh writes them itself
+    # Two hours of hand-overs (how many depends on the day): the refresh writes them itself.
+    fleet_settings.FLEET_DRIVER_HISTORY_PAGE_CHANGES = vehicles // 2
+    clocks.observe(h + 30 * MINUTE)
     latest = DriverObservation.objects.get(seq=2)
-    assert 1 <= latest.opened <= 10
+    assert 1 <= latest.opened <= vehicles // 2
     assert DriverSpan.objects.count() == vehicles + latest.opened
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_worker_takes_a_large_observation_in_a_few_changes_a_run_after_the_rest(
+    clocks, emulator, fleet_settings
+):
+    """The worker writes at most FLEET_DRIVER_HISTORY_TASK_CHANGES a run and asks for the
+    next at a lower priority than the fines received: a large first observation never
+    holds the worker for minutes while fines wait."""
+    fleet_settings.FLEET_DRIVER_HISTORY_PAGE_CHANGES = 10
+    fleet_settings.FLEET_DRIVER_HISTORY_TASK_CHANGES = 50
+    _plate, h, _d1, _d2 = lone_handover(emulator)
+    vehicles = len(emulator.vehicles())
+    assert vehicles > 150
+    clocks.observe(h - 90 * MINUTE)  # every vehicle first seen: the worker's
+    (waiting,) = DBTaskResult.objects.filter(task_path__endswith=".driver_history_take_in_run")
+    assert waiting.priority < 0  # below a fine's processing (priority 0)
+
+    run_tasks()
+
+    runs = DBTaskResult.objects.filter(task_path__endswith=".driver_history_take_in_run")
+    assert runs.count() == -(-vehicles // 50)  # a run for each fifty vehicles
+    assert set(runs.values_list("status", flat=True)) == {TaskResultStatus.SUCCESSFUL}
+    assert (DriverSpan.objects.count(), DriverObservation.objects.count()) == (vehicles, 1)
+    assert DriverObservation.objects.get().opened == 50  # the last run's, the observation's
 
 
 def test_a_refresh_where_nothing_changed_writes_one_row(clocks, emulator):
@@ -365,9 +394,9 @@ def test_the_list_filters_uncertain_fines_and_the_export_names_the_candidates(
     assert uncertain["Driver id"] == ""
     assert uncertain["How the driver is known"] == "changed hands around then"
     assert uncertain["Candidates"] == f"Ana Souza ({d1}) or Bruno Lima ({d2})"
-    assert uncertain["Changed hands after"]
-    assert uncertain["Changed hands before"]
-    assert uncertain["Changed hands after"] != uncertain["Changed hands before"]
+    after = uncertain["Changed hands after (yyyy-mm-dd hh:mm)"]
+    before = uncertain["Changed hands before (yyyy-mm-dd hh:mm)"]
+    assert after < before  # ISO moments: their order as text is their order in time
 
 
 def test_the_alerts_name_who_was_driving_or_both_candidates(client, handed_over, django_user_model):

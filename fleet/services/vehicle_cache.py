@@ -392,10 +392,15 @@ def _history_observe(snapshot: Snapshot, previous: Snapshot | None) -> None:
     logged, and the list stays stored (the next refresh compares with the database)."""
     if not settings.FLEET_DRIVER_HISTORY:
         return
-    # In a web process, a large observation is the worker's (`vehicle_list_take_in`).
-    at_most = None if worker.in_task() else settings.FLEET_DRIVER_HISTORY_PAGE_CHANGES
+    # In a web process, a large observation is the worker's (`vehicle_list_take_in`); in
+    # the worker, a few seconds of it a run, the rest in runs of its own.
+    limits = (
+        {"written_at_most": settings.FLEET_DRIVER_HISTORY_TASK_CHANGES}
+        if worker.in_task()
+        else {"at_most": settings.FLEET_DRIVER_HISTORY_PAGE_CHANGES}
+    )
     try:
-        history_observe(snapshot, previous=previous, at_most=at_most)
+        history_observe(snapshot, previous=previous, **limits)
     except Exception:
         logger.exception("vehicle list %s not taken into the history", snapshot.version)
 
@@ -406,10 +411,12 @@ def vehicle_list_take_in() -> None:
     and its own refresh takes it in."""
     if not settings.FLEET_DRIVER_HISTORY:
         return
-    try:
-        snapshot, _freshness = current_snapshot()
-    except FleetDataUnavailable:
-        logger.warning("no vehicle list to take into the history: the next refresh will")
+    snapshot = cached_snapshot()
+    if snapshot is None:
+        try:
+            current_snapshot()  # fetched, and taken in as every refresh is
+        except FleetDataUnavailable:
+            logger.warning("no vehicle list to take into the history: the next refresh will")
         return
     history_observe(snapshot, written_at_most=settings.FLEET_DRIVER_HISTORY_TASK_CHANGES)
 

@@ -35,6 +35,7 @@ from fleet.models import (
     VehicleGroupMember,
 )
 from fleet.services.tallies import driver_key
+from portal.lib import worker
 from tests.conftest import Emulator, run_tasks
 from tests.driving import HOUR, MINUTE, Clocks, deliver, lone_handover
 from tests.scopes import grant_whole_fleet
@@ -172,20 +173,27 @@ def test_a_large_observation_from_a_page_is_taken_in_by_the_worker(
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("fetched_by", ["a page", "the worker"])
 def test_the_worker_takes_a_large_observation_in_a_few_changes_a_run_after_the_rest(
-    clocks, emulator, fleet_settings
+    clocks, emulator, fleet_settings, fetched_by
 ):
     """The worker writes at most FLEET_DRIVER_HISTORY_TASK_CHANGES a run and asks for the
     next at a lower priority than the fines received: a large first observation never
-    holds the worker for minutes while fines wait."""
+    holds the worker for minutes while fines wait, whether a page fetched the list (and
+    handed its observation over) or the worker did (for a task that needed it)."""
     fleet_settings.FLEET_DRIVER_HISTORY_PAGE_CHANGES = 10
     fleet_settings.FLEET_DRIVER_HISTORY_TASK_CHANGES = 50
     _plate, h, _d1, _d2 = lone_handover(emulator)
     vehicles = len(emulator.vehicles())
     assert vehicles > 150
-    clocks.observe(h - 90 * MINUTE)  # every vehicle first seen: the worker's
+    clocks.at(h - 90 * MINUTE)
+    if fetched_by == "a page":
+        clocks.observe(h - 90 * MINUTE)  # every vehicle first seen: the worker's
+    else:
+        worker.enqueue("driver_history_take_in_run")  # no list in this process: fetched
     (waiting,) = DBTaskResult.objects.filter(task_path__endswith=".driver_history_take_in_run")
     assert waiting.priority < 0  # below a fine's processing (priority 0)
+    assert DriverSpan.objects.count() == 0
 
     run_tasks()
 

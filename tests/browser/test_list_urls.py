@@ -27,6 +27,13 @@ def keys(rows: Any) -> list[str]:
     return [row.get_attribute("data-key") for row in rows.all()]
 
 
+def back_to(page: Any, url: str, rows: Any, count: int) -> None:
+    """The browser's back button: the list at `url` again, with its `count` rows."""
+    page.go_back()
+    expect(page).to_have_url(url)
+    expect(rows).to_have_count(count)
+
+
 def send(live_server: Any, *events: dict[str, Any]) -> None:
     webhook = f"{live_server.url}/webhooks/fleet/dev-webhook-token/"
     for event in events:
@@ -81,12 +88,8 @@ def test_each_change_of_the_fines_list_is_its_url_and_back_and_reload_give_it_ag
     assert keys(rows) == sorted_treated
     assert shown_query(page) == {"treated": ["1"], "sort": ["-amount"]}
     expect(page.get_by_label("Buscar")).to_have_value("")
-    page.go_back()
-    expect(page).to_have_url("/fines/?treated=1")
-    expect(rows).to_have_count(3)
-    page.go_back()
-    expect(page).to_have_url("/fines/")
-    expect(rows).to_have_count(4)
+    back_to(page, "/fines/?treated=1", rows, 3)
+    back_to(page, "/fines/", rows, 4)
     page.go_forward()
     expect(page).to_have_url("/fines/?treated=1")
     expect(rows).to_have_count(3)
@@ -120,12 +123,8 @@ def test_each_change_of_the_notifications_list_is_its_url(
 
     page.reload()
     expect(rows).to_have_count(1)
-    page.go_back()
-    expect(page).to_have_url("/notifications/?treated=1")
-    expect(rows).to_have_count(2)
-    page.go_back()
-    expect(page).to_have_url("/notifications/")
-    expect(rows).to_have_count(3)
+    back_to(page, "/notifications/?treated=1", rows, 2)
+    back_to(page, "/notifications/", rows, 3)
 
 
 def test_each_change_of_the_vehicles_list_is_its_url(page, manager, emulator):

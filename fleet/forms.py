@@ -155,7 +155,7 @@ class VehicleFilterForm(ListFilterForm):
         widget=forms.TextInput(
             attrs={
                 "type": "search",
-                "placeholder": _("Plate or model, e.g. ABC-1234, ABC1D23, Onix"),
+                "placeholder": _("e.g. ABC1D23 or Onix"),
                 "autocomplete": "off",
             }
         ),
@@ -253,7 +253,7 @@ class FineFilterForm(NotificationFilterForm):
     """The fine list's query string: search, plate, treated and official-document filters,
     driver, month, amount range, received since, driver uncertain, sort, and page."""
 
-    SEARCH_PLACEHOLDER = _("Notice number or infraction")
+    SEARCH_PLACEHOLDER = _("Notice or infraction")
 
     DOCUMENT_CHOICES = [
         ("", _("With or without")),

@@ -104,3 +104,38 @@ def test_a_licence_with_long_members_the_portal_does_not_know_fits_a_phone(
     )
     assert overflow == 0, f"the licence scrolls sideways by {overflow} px on a phone"
     context.close()
+
+
+# The width a placeholder's text takes in its field's font, against the room inside it.
+_PLACEHOLDERS_CUT = """() => {
+  const canvas = document.createElement("canvas").getContext("2d");
+  return [...document.querySelectorAll("input[placeholder]")]
+    .filter(field => field.offsetParent !== null)
+    .map(field => {
+      const style = getComputedStyle(field);
+      canvas.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+      const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+      const room = field.clientWidth - padding;
+      return [field.name, field.placeholder, canvas.measureText(field.placeholder).width - room];
+    })
+    .filter(([, , over]) => over > 0.5);
+}"""
+
+
+@pytest.mark.parametrize("locale", ["pt-BR", "en-GB"])
+@pytest.mark.parametrize("viewport", [PHONE, LAPTOP], ids=["phone", "laptop"])
+def test_no_placeholder_is_cut_off(browser, live_server, manager, emulator, locale, viewport):
+    context = browser.new_context(base_url=live_server.url, locale=locale, viewport=viewport)
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    page.goto("/accounts/login/")
+    page.locator("#id_username").fill("manager")
+    page.locator("#id_password").fill("manager-demo-password")
+    page.locator("form button[type=submit]").first.click()
+    page.wait_for_url("**/")
+    cut = {}
+    for path in ("/vehicles/", "/fines/", "/notifications/", "/drivers/cnh/"):
+        page.goto(path)
+        cut[path] = page.evaluate(_PLACEHOLDERS_CUT)
+    context.close()
+    assert {path: fields for path, fields in cut.items() if fields} == {}

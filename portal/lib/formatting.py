@@ -31,15 +31,7 @@ class Moments(Protocol):
 def moments() -> Moments:
     """`moment` for many values, in the language and time zone active now, which it reads
     once (an export's three million moments)."""
-    shown = _short_datetime(translation.get_language() or "")
-    zone = timezone.get_current_timezone()
-
-    def moment(value: datetime | None, sent: str = "") -> str:
-        if value is None:
-            return sent
-        return shown(value.astimezone(zone) if value.tzinfo is not None else value)
-
-    return moment
+    return _in_zone(_short_datetime(translation.get_language() or ""))
 
 
 def spreadsheet_moments() -> tuple[Moments, str]:
@@ -49,14 +41,20 @@ def spreadsheet_moments() -> tuple[Moments, str]:
     reads, and the header says so (" (yyyy-mm-dd hh:mm)")."""
     if (translation.get_language() or "").startswith("pt"):
         return moments(), ""
+    return _in_zone(lambda value: value.strftime("%Y-%m-%d %H:%M")), " (yyyy-mm-dd hh:mm)"
+
+
+def _in_zone(shown: Callable[[datetime], str]) -> Moments:
+    """`shown` of each moment in the time zone active now (read once); without one, the
+    text as sent."""
     zone = timezone.get_current_timezone()
 
     def moment(value: datetime | None, sent: str = "") -> str:
         if value is None:
             return sent
-        return (value.astimezone(zone) if value.tzinfo else value).strftime("%Y-%m-%d %H:%M")
+        return shown(value.astimezone(zone) if value.tzinfo is not None else value)
 
-    return moment, " (yyyy-mm-dd hh:mm)"
+    return moment
 
 
 # Django's format characters that `strftime` writes the same way (zero-padded numbers).

@@ -23,8 +23,8 @@ from django.utils.translation import gettext as _
 @checks.register(checks.Tags.database)
 def squashed_migrations_applied_whole(databases: Any = None, **kwargs: Any) -> list[Any]:
     """An error per app whose squashed migrations the database applied only some of."""
+    squashes = _squashes() if databases else {}
     found = []
-    squashes = _squashes()
     for alias in databases or ():
         recorder = MigrationRecorder(connections[alias])
         if not squashes or not recorder.has_table():

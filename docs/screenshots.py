@@ -7,7 +7,8 @@ waits until the worker has processed them, signs in as the demo manager in
 Chromium and saves, under docs/screenshots/:
 
 - dashboard-1280.png and dashboard-390.png: the dashboard on a laptop and a phone;
-- fines-1280.png: the fines list;
+- fines-1280.png and fines-390.png: the fines list, and its first screen on a phone
+  (the filters folded, each fine a card);
 - vehicle-1280.png: the page of the vehicle with the most untreated fines.
 
 Run it again after changing a page: the pictures never go stale.
@@ -49,7 +50,7 @@ SHOTS: Final[list[tuple[ViewportSize, list[tuple[str, str | None, bool]]]]] = [
             ("vehicle-1280", None, False),
         ],
     ),
-    (PHONE, [("dashboard-390", "/", True)]),
+    (PHONE, [("dashboard-390", "/", True), ("fines-390", "/fines/?treated=0", False)]),
 ]
 DELIVERIES = 600  # the README's send-webhooks command
 VEHICLES = 500  # make run's

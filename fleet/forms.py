@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import date
+from decimal import Decimal
 from typing import Any, ClassVar
 from urllib.parse import urlencode
 
 from django import forms
 from django.http import QueryDict
 from django.urls import reverse
+from django.utils.formats import date_format
 from django.utils.translation import gettext_lazy as _
 from django_stubs_ext import StrOrPromise
 
@@ -89,9 +92,19 @@ class FleetAccountForm(forms.Form):
             )
 
 
+@dataclass(frozen=True)
+class FilterChip:
+    """A filter a list applies, as its chip shows it (`text`), and the list's address
+    without it (`address`): a phone's folded filters are summed up by these."""
+
+    text: str
+    address: str
+
+
 class ListFilterForm(forms.Form):
     """A list's query string read as its filters (`filters`), and written back for the
-    links that keep them (`query_string`): one page, or every page (`every_page`)."""
+    links that keep them (`query_string`): one page, or every page (`every_page`); the
+    filters applied as chips (`chips`)."""
 
     PARAMETERS: ClassVar[dict[str, str]] = {}  # a filter's parameter, where the names differ
     DEFAULTS: ClassVar[dict[str, object]] = {}  # values a link leaves out
@@ -122,6 +135,43 @@ class ListFilterForm(forms.Form):
         if page > 1:
             query = f"{query}&page={page}" if query else f"page={page}"
         return f"{path}?{query}" if query else path
+
+    def chips(
+        self, path: str, filters: Mapping[str, Any], *, names: Mapping[str, Mapping[str, str]] = {}
+    ) -> list[FilterChip]:
+        """The filters applied (not the sort), each with the address without it; `names`
+        shows a value the form has no choice for (a vehicle group's id)."""
+        kept = self.every_page(filters)
+        return [
+            FilterChip(
+                self._chip_text(name, value, names.get(name, {})),
+                self.address(path, {**kept, name: None}),
+            )
+            for name, value in kept.items()
+            if name != "sort"
+            and value is not None
+            and value != ""
+            and self.DEFAULTS.get(name) != value
+        ]
+
+    def _chip_text(self, name: str, value: object, names: Mapping[str, str]) -> str:
+        field = self.fields[self.PARAMETERS.get(name, name)]
+        written = _query_value(name, value)
+        choices = dict(getattr(field, "choices", ()))
+        if written in names or written in choices:
+            shown = str(names.get(written) or choices[written])
+        elif value is True:
+            return str(field.label)
+        elif isinstance(value, Decimal):
+            shown = formatting.amount(value)
+        elif isinstance(value, date):
+            shown = date_format(
+                value, "YEAR_MONTH_FORMAT" if name == "month" else "SHORT_DATE_FORMAT"
+            )
+        else:
+            # A field shows its value as typed or as chosen (a driver by name).
+            shown = str(self[self.PARAMETERS.get(name, name)].value() or written).strip()
+        return f"{field.label}: {shown}"
 
 
 def _query_value(name: str, value: object) -> str:

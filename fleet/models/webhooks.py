@@ -4,6 +4,8 @@ know yet. What a payload says is read by `fleet.webhooks.payloads`, nowhere else
 
 from __future__ import annotations
 
+import hashlib
+
 from django.db import models
 from django.urls import reverse
 from django.utils import timezone
@@ -197,6 +199,11 @@ class WebhookRecord(models.Model):
     def plate(self) -> str:
         return payload_plate(self.payload)
 
+    def shown_version(self) -> str:
+        """What a list's kept row of this record shows changes with (`fleet.views.rows`):
+        when it last changed, and its history of `treated` (which only grows)."""
+        return f"{self.updated_at.timestamp()}:{len(self.treated_history)}"
+
     def treated_changes(self) -> list[dict[str, object]]:
         """The history reduced to its changes: each entry differs from the one before."""
         changes: list[dict[str, object]] = []
@@ -251,6 +258,10 @@ class Fine(WebhookRecord):
     notice number, `autoInfracao`) and `infraction` (its `description`, in the
     `Wording`s) are the payload's too, for the list's search: no filter reads the JSON.
     """
+
+    # The driver's name where the portal knows one, given to a page's fines by
+    # `fleet.services.drivers.fines_named` (not a column).
+    driver_name = ""
 
     link_frame = models.TextField(_("official infraction document"), blank=True)
     link = models.TextField(_("payment slip"), blank=True)
@@ -353,6 +364,11 @@ class Fine(WebhookRecord):
 
     def get_absolute_url(self) -> str:
         return reverse("fleet:fine", args=[self.pk])
+
+    def shown_version(self) -> str:
+        """And its driver: set by the worker or a person, the fine itself unchanged."""
+        name = hashlib.sha256(self.driver_name.encode()).hexdigest()[:12]
+        return f"{super().shown_version()}:{self.driver_id}:{self.driver_basis}:{name}"
 
     @property
     def description(self) -> str:

@@ -157,3 +157,12 @@ def driver_names_add(*, names: Mapping[int, str]) -> int:
 def driver_names(driver_ids: list[int]) -> dict[int, str]:
     """The names the portal knows for these drivers (`Driver`, typed in the admin)."""
     return dict(Driver.objects.filter(driver_id__in=driver_ids).values_list("driver_id", "name"))
+
+
+def fines_named(fines: Iterable[Fine]) -> None:
+    """Give each of `fines` its driver's name where the portal knows one
+    (`Fine.driver_name`): one read for a page of them."""
+    listed = [fine for fine in fines if fine.driver_id is not None]
+    names = driver_names([fine.driver_id for fine in listed if fine.driver_id is not None])
+    for fine in listed:
+        fine.driver_name = names.get(fine.driver_id or 0, "")

@@ -38,7 +38,7 @@ from fleet.services.dashboard import (
     local_midnight,
     month_start,
 )
-from fleet.services.drivers import prefix_end
+from fleet.services.drivers import fines_named, prefix_end
 from fleet.services.figures import Total
 from fleet.services.list_walks import (
     checked,
@@ -103,6 +103,8 @@ def vehicle_records(plate: str, *, scope: VehicleScope) -> VehicleRecords:
     }
     fines = Fine.objects.filter(of_vehicle(registration)).order_by(*LIST_ORDER)
     notifications = Notification.objects.filter(of_vehicle(registration)).order_by(*LIST_ORDER)
+    listed_fines = list(fines[:VEHICLE_LISTED]) if counts[Fine]["all"] else []
+    fines_named(listed_fines)
     return VehicleRecords(
         fines=counts[Fine]["all"],
         untreated_fines=counts[Fine]["untreated"],
@@ -110,7 +112,7 @@ def vehicle_records(plate: str, *, scope: VehicleScope) -> VehicleRecords:
         untreated_amount=counts[Fine]["untreated_amount"],
         notifications=counts[Notification]["all"],
         untreated_notifications=counts[Notification]["untreated"],
-        listed_fines=list(fines[:VEHICLE_LISTED]) if counts[Fine]["all"] else [],
+        listed_fines=listed_fines,
         listed_notifications=(
             list(notifications[:VEHICLE_LISTED]) if counts[Notification]["all"] else []
         ),
@@ -161,6 +163,8 @@ def fine_list_page(
     finds, the tallies, the count (up to `COUNTED`)."""
     with _looking_up_once():
         listed = fine_search(scope=scope, page=page, **filters)
+        listed.object_list = list(listed.object_list)
+        fines_named(listed.object_list)
         return listed, fine_list_total(scope=scope, listed=listed, **filters)
 
 

@@ -11,7 +11,7 @@ Every value that comes from the API or the query string is escaped.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 from urllib.parse import quote
@@ -24,6 +24,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
 
 from fleet.services.vehicles import VehicleRow
+from portal.lib import formatting
 
 register = template.Library()
 
@@ -31,9 +32,12 @@ _SENTINEL = "__plate__"
 
 
 @register.simple_tag(takes_context=True)
-def vehicle_rows(context: template.Context, rows: Sequence[VehicleRow]) -> SafeString:
-    """`<tr>`s for `rows`: plate (to the vehicle page), model, status, driver (to the
-    driver page), deep link."""
+def vehicle_rows(
+    context: template.Context, rows: Sequence[VehicleRow], names: Mapping[int, str]
+) -> SafeString:
+    """`<tr>`s for `rows`: plate (to the vehicle page), model, status, driver (`names`, or
+    the id, to the driver page), deep link; on a phone, cards whose cells say what they
+    hold (`data-label`)."""
     before, after = escape(reverse("fleet:vehicle", args=[_SENTINEL])).split(_SENTINEL)
     driver_before, driver_after = reverse("fleet:driver", args=[0]).split("0", 1)
     next_page = context["request"].get_full_path()
@@ -43,47 +47,32 @@ def vehicle_rows(context: template.Context, rows: Sequence[VehicleRow]) -> SafeS
         escape(gettext("Active")),
         escape(gettext("Inactive")),
     )
+    model_cell, status_cell, driver_cell = (
+        f'<td data-label="{escape(label)}">'
+        for label in (gettext("Model"), gettext("Status"), gettext("Driver"))
+    )
     # A button posting the page's deep-link form (base.html): minting a key is no GET.
     open_cell = (
         f'<td class="actions-cell"><button type="submit" form="app-open" name="next" '
         f'value="{escape(next_page)}" class="link-button">{open_label}</button></td></tr>'
     )
-    active = f'<td><span class="badge badge--ok">{active_label}</span></td>'
-    inactive = f'<td><span class="badge">{inactive_label}</span></td>'
+    active = f'{status_cell}<span class="badge badge--ok">{active_label}</span></td>'
+    inactive = f'{status_cell}<span class="badge">{inactive_label}</span></td>'
 
-    def driver_link(driver_id: int) -> str:  # an int: nothing to escape
-        return f'<a href="{driver_before}{driver_id}{driver_after}">{driver_id}</a>'
+    def driver_link(driver_id: int) -> str:
+        shown = escape(formatting.driver(driver_id, names.get(driver_id, "")))
+        return f'<a href="{driver_before}{driver_id}{driver_after}">{shown}</a>'
 
     html = [
         f'<tr><td><a class="plate" href="{before}{quote(row.plate, safe="")}{after}">'
         f"{escape(row.plate_display)}</a></td>"
-        f"<td>{escape(row.model)}</td>"
+        f"{model_cell}{escape(row.model)}</td>"
         f"{active if row.active else inactive}"
-        f"<td>{'—' if row.driver_id is None else driver_link(row.driver_id)}</td>"
+        f"{driver_cell}{'—' if row.driver_id is None else driver_link(row.driver_id)}</td>"
         f"{open_cell}"
         for row in rows
     ]
     return mark_safe("\n".join(html))  # noqa: S308 -- every interpolated value is escaped above
-
-
-@register.simple_tag(takes_context=True)
-def sort_link(context: template.Context, key: str, label: str) -> SafeString:
-    """A sortable column header: `key` ascending, then descending; marks the current order."""
-    current = context["filters"]["sort"]
-    base_query = context["base_query"]
-    descending = f"-{key}"
-    target = descending if current == key else key
-    href = escape(f"?{base_query}&sort={target}" if base_query else f"?sort={target}")
-    state, arrow = "", ""
-    if current == key:
-        state, arrow = gettext("ascending"), " ▲"
-    elif current == descending:
-        state, arrow = gettext("descending"), " ▼"
-    marked = f' aria-current="true" title="{escape(state)}"' if state else ""
-    return mark_safe(  # noqa: S308 -- escaped above
-        f'<a href="{href}" hx-get="{href}" hx-target="#vehicle-results" hx-push-url="true"'
-        f"{marked}>{escape(label)}{arrow}</a>"
-    )
 
 
 @register.simple_tag

@@ -290,12 +290,14 @@ def _render(
     extra: dict[str, object] | None = None,
 ) -> HttpResponse:
     links = {"query_string": form.query_string(filters), "export_url": reverse(export_view)}
-    filtered = any(
-        value not in (None, "") for name, value in filters.items() if name not in ("page", "sort")
-    )
+    chips = form.chips(request.path, filters)
     rows = rows_rendered(f"{template}#row", cast(Sequence[WebhookRecord], page.object_list))
-    context = {"filters": filters, "filtered": filtered, "form": form, "page": page, **links}
-    context["rows"] = rows
+    context = {"filters": filters, "filtered": bool(chips), "form": form, "page": page, **links}
+    context |= {
+        "rows": rows,
+        "chips": chips,
+        "sort_query": form.query_string(filters | {"sort": ""}),
+    }
     context |= extra or {}
     if not is_fragment_request(request):
         context["filters_html"] = _filters_rendered(request, form)
@@ -303,6 +305,9 @@ def _render(
     # htmx swaps only the results, and the export link in the page's head (out of band).
     results = render_to_string(f"{template}#results", context, request)
     export_link = render_to_string("fleet/_record_parts.html#export_link", links | {"oob": True})
+    export_link += render_to_string(
+        "fleet/_list_parts.html#filters_count", {"chips": chips, "oob": True}
+    )
     # The address bar shows what was read from the request, filters as applied.
     address = form.address(request.path, filters, page=page.number)
     return push_url(HttpResponse(results + export_link), address)

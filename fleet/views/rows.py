@@ -2,9 +2,9 @@
 record and kept in the process's `rows` cache: a page of fifty rows reads them in one
 call, and renders only the records that changed since.
 
-A row's key says all it shows: the record, when it last changed (`updated_at`; its
-history of `treated` only grows, so its length), the language and time zone, and the
-row's template as deployed. A row is rendered without the request (no context
+A row's key says all it shows: the record and its version (`shown_version`: when it
+last changed, its history of `treated`, a fine's driver), the language and time zone,
+and the row's template as deployed. A row is rendered without the request (no context
 processors): the list's own address, which its deep-link button returns to, is in the
 page once (`_record_parts.html#app_link`).
 """
@@ -34,9 +34,7 @@ def rows_rendered(template_name: str, records: Sequence[WebhookRecord]) -> list[
     language = translation.get_language()
     zone = timezone.get_current_timezone_name()
     keys = [
-        f"{version}:{language}:{zone}:{record.pk}:"
-        f"{record.updated_at.timestamp()}:{len(record.treated_history)}"
-        for record in records
+        f"{version}:{language}:{zone}:{record.pk}:{record.shown_version()}" for record in records
     ]
     rows = caches["rows"]
     found: dict[str, str] = rows.get_many(keys)

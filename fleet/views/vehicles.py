@@ -21,7 +21,8 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import push_url
 
 from fleet.forms import VehicleFilterForm
-from fleet.services.scopes import scope_groups, scope_of
+from fleet.services.drivers import driver_names
+from fleet.services.scopes import VehicleScope, scope_groups, scope_of
 from fleet.services.vehicles import (
     FleetDataUnavailable,
     vehicle_export,
@@ -50,16 +51,25 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
     except FleetDataUnavailable as error:
         result, unavailable = None, error
 
+    form = VehicleFilterForm(request.GET)
+    chips = form.chips(
+        request.path, filters, names={"group": _group_named(scope, filters["group"])}
+    )
+    # The drivers' names of the page's rows, as the portal knows them now.
+    names = driver_names([row.driver_id for row in result.rows if row.driver_id]) if result else {}
+
     def context() -> dict[str, Any]:
         return {
             "scope": scope,
             "group_choices": scope_groups(scope),
-            "form": VehicleFilterForm(request.GET),
+            "form": form,
             "filters": filters,
             "query_string": VehicleFilterForm.query_string(filters),
             # For the sort links.
-            "base_query": VehicleFilterForm.query_string({**filters, "sort": "plate"}),
+            "sort_query": VehicleFilterForm.query_string({**filters, "sort": "plate"}),
             "result": result,
+            "names": names,
+            "chips": chips,
             "unavailable": unavailable,
         }
 
@@ -68,13 +78,26 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
     key = (
         None
         if result is None or result.freshness.stale
-        else (result.version, result.part, language, timezone.get_current_timezone_name(), path)
+        else (
+            result.version,
+            result.part,
+            language,
+            timezone.get_current_timezone_name(),
+            path,
+            tuple(sorted(names.items())),
+        )
     )
     results = _results.render(request, "fleet/vehicles.html#results", context, key=key)
+    # The filters applied, above the results: a group's name as it is now.
+    applied = {"chips": chips, "errors": form.errors, "path": request.path}
+    results = render_to_string("fleet/_list_parts.html#chips", applied) + results
     if is_fragment_request(request):  # htmx swaps only the results, and the export link
         export_link = render_to_string(
             "fleet/vehicles.html#export_link",
             {"query_string": VehicleFilterForm.query_string(filters), "oob": True},
+        )
+        export_link += render_to_string(
+            "fleet/_list_parts.html#filters_count", {"chips": chips, "oob": True}
         )
         # The address bar shows what was read from the request, filters as applied.
         shown = result.page if result is not None else 1
@@ -98,6 +121,13 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
         holes={"results": results},
     )
     return HttpResponse(page, status=503 if result is None else 200)
+
+
+def _group_named(scope: VehicleScope, group: str) -> dict[str, str]:
+    """The name a group filter's chip shows for `group` (an id, or "none")."""
+    if group == "none":
+        return {group: _("In no group")}
+    return {str(id_): name for id_, name in scope_groups(scope) if str(id_) == group}
 
 
 @functools.lru_cache(maxsize=256)

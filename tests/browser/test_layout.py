@@ -1,11 +1,14 @@
-"""On a phone's screen the pages fit its width: a wide table scrolls inside its own
-box, and nothing makes the whole page scroll sideways."""
+"""On a phone's screen the pages fit its width: a list's rows are cards, its filters fold
+behind one control, a wide table scrolls inside its own box, and nothing makes the whole
+page scroll sideways; on a laptop the lists' filters are open and their rows fit."""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
+import requests
 from playwright.sync_api import expect
 
 from fleet.models import (
@@ -16,6 +19,7 @@ from fleet.models import (
     Fine,
     Notification,
 )
+from fleet.webhooks.processing import deliveries_process_received
 from tests.browser.conftest import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -52,8 +56,11 @@ def test_every_page_fits_a_phone_and_its_tables_scroll_inside_their_box(
         if table is not None:
             shown = page.get_by_test_id(table)
             expect(shown).to_be_visible()
-            # Wider than the phone, so it has to scroll inside its box.
-            assert shown.evaluate("t => t.parentElement.scrollWidth > t.parentElement.clientWidth")
+            # Each row a card as wide as the phone: nothing to scroll.
+            assert (
+                shown.evaluate("t => t.parentElement.scrollWidth - t.parentElement.clientWidth")
+                == 0
+            )
         overflow = page.evaluate(
             "document.documentElement.scrollWidth - document.documentElement.clientWidth"
         )
@@ -106,6 +113,18 @@ def test_a_licence_with_long_members_the_portal_does_not_know_fits_a_phone(
     context.close()
 
 
+def _signed_in(context: Any) -> Any:
+    """A page of `context` signed in as the demo manager, in the context's language."""
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    page.goto("/accounts/login/")
+    page.locator("#id_username").fill("manager")
+    page.locator("#id_password").fill("manager-demo-password")
+    page.locator("form button[type=submit]").first.click()
+    page.wait_for_url("**/")
+    return page
+
+
 # The width a placeholder's text takes in its field's font, against the room inside it.
 _PLACEHOLDERS_CUT = """() => {
   const canvas = document.createElement("canvas").getContext("2d");
@@ -126,16 +145,134 @@ _PLACEHOLDERS_CUT = """() => {
 @pytest.mark.parametrize("viewport", [PHONE, LAPTOP], ids=["phone", "laptop"])
 def test_no_placeholder_is_cut_off(browser, live_server, manager, emulator, locale, viewport):
     context = browser.new_context(base_url=live_server.url, locale=locale, viewport=viewport)
-    context.set_default_timeout(10_000)
-    page = context.new_page()
-    page.goto("/accounts/login/")
-    page.locator("#id_username").fill("manager")
-    page.locator("#id_password").fill("manager-demo-password")
-    page.locator("form button[type=submit]").first.click()
-    page.wait_for_url("**/")
+    page = _signed_in(context)
     cut = {}
     for path in ("/vehicles/", "/fines/", "/notifications/", "/drivers/cnh/"):
         page.goto(path)
         cut[path] = page.evaluate(_PLACEHOLDERS_CUT)
     context.close()
     assert {path: fields for path, fields in cut.items() if fields} == {}
+
+
+# Elements of a list's rows that reach past the screen's edges, or past their own cell.
+_OUTSIDE = """table => {
+  const width = document.documentElement.clientWidth;
+  return [...table.querySelectorAll("tbody td *")]
+    .filter(element => element.getClientRects().length > 0)
+    .map(element => [
+      element, element.getBoundingClientRect(), element.closest("td").getBoundingClientRect(),
+    ])
+    .filter(([, box, cell]) =>
+      box.left < -0.5 || box.right > width + 0.5 || box.right > cell.right + 0.5)
+    .map(([element]) => element.outerHTML.slice(0, 120));
+}"""
+
+
+def _fines_and_notifications(live_server: Any) -> None:
+    """Fines with everything a row shows (an opened handling history among them), and
+    notifications, as the fleet platform sends them."""
+    webhook = f"{live_server.url}/webhooks/fleet/dev-webhook-token/"
+    events: list[dict[str, Any]] = [
+        {
+            "frame": {
+                "id": 700 + number,
+                "treated": False,
+                "description": "Transitar em velocidade superior à máxima permitida em mais de 20%",
+                "autoInfracao": f"E0100{number:05d}",
+                "carPlate": "ABC1D23" if number % 2 else "ABC-1234",
+                "amount": "1293.47",
+                "occurredAt": "2026-06-08T12:49:00-03:00",
+            },
+            "linkFrame": f"https://autoridade.example/{number}.pdf" if number % 2 else None,
+            "link": f"https://boletos.example/{number}" if number % 3 else None,
+        }
+        for number in range(8)
+    ]
+    # The first fine treated since: a history of two changes.
+    events.append({**events[0], "frame": {**events[0]["frame"], "treated": True}})
+    events += [
+        {"notification": {"id": 800 + n, "title": "Recall do airbag", "treated": False}}
+        for n in range(3)
+    ]
+    for event in events:
+        assert requests.post(webhook, json=event, timeout=10).status_code == 202
+    deliveries_process_received()
+
+
+@pytest.mark.parametrize("locale", ["pt-BR", "en-GB"])
+def test_on_a_phone_the_lists_fold_their_filters_and_show_each_row_as_a_card(
+    browser, live_server, manager, emulator, fleet_settings, locale
+):
+    _fines_and_notifications(live_server)
+    context = browser.new_context(base_url=live_server.url, locale=locale, viewport=PHONE)
+    page = _signed_in(context)
+
+    for path, row, table in [
+        ("/fines/?treated=0", "fine", "fine-table"),
+        ("/vehicles/?active=1", "vehicle", "vehicle-table"),
+        ("/notifications/", "notification", "notification-table"),
+    ]:
+        page.goto(path)
+        fold = page.get_by_test_id("filters-fold")
+        expect(fold.locator("form.filters")).to_be_hidden()
+        first = (
+            page.get_by_test_id(table).locator("tbody tr").first
+            if row == "vehicle"
+            else page.get_by_test_id(row).first
+        )
+        expect(first).to_be_visible()
+        top = first.evaluate("row => row.getBoundingClientRect().top + window.scrollY")
+        assert top < 600, f"{path}: the first row starts {top:.0f} px down"
+        # The filters applied, as removable chips; the control says how many.
+        if "?" in path:
+            expect(page.get_by_test_id("filter-chip")).to_have_count(1)
+            expect(page.get_by_test_id("filters-toggle")).to_contain_text("(1)")
+        assert page.get_by_test_id(table).evaluate(_OUTSIDE) == [], path
+        overflow = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow == 0, f"{path} scrolls sideways by {overflow} px"
+        # Unfolded, the filters are there to change.
+        page.get_by_test_id("filters-toggle").click()
+        expect(fold.locator("form.filters")).to_be_visible()
+
+    # Every cell of a fine's card says what it holds, in the page's language.
+    page.goto("/fines/")
+    labels = (
+        page.get_by_test_id("fine")
+        .first.locator("td[data-label]")
+        .evaluate_all("cells => cells.map(cell => getComputedStyle(cell, '::before').content)")
+    )
+    assert len(labels) == 6, labels
+    assert all(label not in ("none", '""') for label in labels), labels
+    context.close()
+
+
+@pytest.mark.parametrize("width", [1024, 1280])
+def test_on_a_laptop_the_filters_are_open_and_a_fines_opened_history_fits_its_column(
+    browser, live_server, manager, emulator, fleet_settings, width
+):
+    _fines_and_notifications(live_server)
+    context = browser.new_context(
+        base_url=live_server.url, locale="en-GB", viewport={"width": width, "height": 800}
+    )
+    page = _signed_in(context)
+    page.goto("/fines/")
+
+    expect(page.locator("form.filters")).to_be_visible()
+    expect(page.get_by_test_id("filters-toggle")).to_be_hidden()
+    history = page.get_by_test_id("treated-history")
+    history.locator("summary").click()
+    expect(history.locator("ol li")).to_have_count(2)
+    past = history.evaluate(
+        "h => { const cell = h.closest('td').getBoundingClientRect();"
+        " return [...h.querySelectorAll('*')]"
+        ".map(e => e.getBoundingClientRect().right - cell.right).filter(over => over > 0.5); }"
+    )
+    assert past == [], f"the history reaches {max(past):.0f} px past its column"
+    if width == LAPTOP["width"]:
+        # The whole row fits: no scrolling, every cell's content within it.
+        assert page.get_by_test_id("fine-table").evaluate(_OUTSIDE) == []
+        box = page.get_by_test_id("fine-table").locator("xpath=..")
+        assert box.evaluate("b => b.scrollWidth - b.clientWidth") == 0
+    context.close()

@@ -92,7 +92,10 @@ def test_the_driver_filter_is_a_text_field_that_suggests_drivers_as_it_is_typed(
     assert field, "no driver field"
     assert 'hx-get="/fines/drivers/"' in field[0]
     assert 'aria-controls="driver-choices"' in field[0]
-    assert "Souza" not in page
+    # No list of the drivers in the filters (the fines' rows name their drivers).
+    filters = re.search(r'<form class="filters".*?</form>', page, re.DOTALL)
+    assert filters
+    assert "Souza" not in filters[0]
     assert "Carla" not in page
     # Words that begin words of the names, accents and case aside, in any order.
     assert suggested(manager_client, "sou") == [
@@ -250,3 +253,23 @@ def test_the_vehicle_page_links_its_driver_by_name(manager_client, drivers):
         f'<a href="/drivers/{unnamed["driver_id"]}/" data-testid="vehicle-driver">'
         f"Condutor {unnamed['driver_id']}</a>" in other
     )
+
+
+def test_the_lists_name_each_driver_and_follow_a_new_name(manager_client, drivers):
+    """The fines and vehicles lists link each driver by name, or as "Driver <id>" where
+    the portal knows no name; a row kept from before shows a name given since."""
+    named, unnamed = drivers[0], drivers[2]
+    Driver.objects.create(driver_id=named["driver_id"], name="Ana Souza")
+
+    for path in ("/fines/", "/vehicles/"):
+        page = manager_client.get(path, headers=ENGLISH).text
+        assert f'<a href="/drivers/{named["driver_id"]}/">Ana Souza</a>' in page, path
+        unnamed_link = (
+            f'<a href="/drivers/{unnamed["driver_id"]}/">Driver {unnamed["driver_id"]}</a>'
+        )
+        assert unnamed_link in page, path
+
+    Driver.objects.create(driver_id=unnamed["driver_id"], name="Bruno Lima")
+    for path in ("/fines/", "/vehicles/"):
+        page = manager_client.get(path, headers=ENGLISH).text
+        assert f'<a href="/drivers/{unnamed["driver_id"]}/">Bruno Lima</a>' in page, path

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from fleet.models import Fine
 from fleet.webhooks.processing import deliveries_process_received
 
 pytestmark = pytest.mark.django_db
@@ -296,7 +297,7 @@ def test_each_fine_and_notification_has_its_own_page_that_the_lists_link_to(mana
     deliveries_process_received()
 
     fine_page = manager_client.get("/fines/").text
-    path = re.search(r'<a href="(/fines/\d+/)">Farol</a>', fine_page).group(1)
+    path = re.search(r'<a href="(/fines/\d+/)"[^>]*>Farol</a>', fine_page).group(1)
     page = manager_client.get(path)
     assert page.status_code == 200
     assert 'data-key="31"' in page.text
@@ -307,3 +308,19 @@ def test_each_fine_and_notification_has_its_own_page_that_the_lists_link_to(mana
     assert manager_client.get("/fines/999999/").status_code == 404
     manager_client.logout()
     assert manager_client.get(path).status_code == 302  # signed in only
+
+
+def test_a_fines_infraction_is_shown_as_the_authority_wrote_it_and_says_so_in_english(
+    manager_client, client
+):
+    deliver(client, a_fine(41, description="Estacionar em local proibido"))
+    path = Fine.objects.get().get_absolute_url()
+
+    english = manager_client.get(path, headers=ENGLISH).text
+    portuguese = manager_client.get(path, headers={"Accept-Language": "pt-BR"}).text
+
+    title = '<h1 data-testid="record-title" lang="pt-BR">Estacionar em local proibido</h1>'
+    assert title in english
+    assert title in portuguese
+    assert "as the issuing authority wrote it, in Portuguese" in english
+    assert 'data-testid="as-written"' not in portuguese

@@ -180,5 +180,97 @@ def test_a_clear_filters_link_is_there_whenever_a_filter_is_set(
     assert has_clear_link(page) is shown
     if shown:
         assert re.search(
-            rf'<a href="{path}" data-testid="clear-filters">Clear the filters</a>', page
+            rf'<a class="chips-bar__clear" href="{path}" data-testid="clear-filters">'
+            r"Clear the filters</a>",
+            page,
         )
+
+
+CHIP = re.compile(
+    r'data-testid="filter-chip"><span>([^<]*)</span>\s*<a class="chip__remove" href="([^"]*)"'
+)
+
+
+def chips(page: str) -> list[tuple[str, str]]:
+    """(text, address without it) of each filter the list says it applies."""
+    return [(html.unescape(text), html.unescape(href)) for text, href in CHIP.findall(page)]
+
+
+@pytest.mark.django_db
+def test_each_filter_applied_is_a_chip_that_removes_it(manager_client, three_fines):
+    query = "treated=0&month=2026-06&amount_min=100&uncertain=1&sort=-amount"
+    page = manager_client.get(f"/fines/?{query}", headers=ENGLISH).text
+
+    assert chips(page) == [
+        ("Handling: Untreated", "/fines/?month=2026-06&amount_min=100&uncertain=1&sort=-amount"),
+        ("Month committed: June 2026", "/fines/?treated=0&amount_min=100&uncertain=1&sort=-amount"),
+        ("From R$: R$ 100.00", "/fines/?treated=0&month=2026-06&uncertain=1&sort=-amount"),
+        ("Uncertain who drove", "/fines/?treated=0&month=2026-06&amount_min=100&sort=-amount"),
+    ]
+    assert '<span id="filters-count">Filters (4)</span>' in page
+    # In Portuguese, as the page.
+    portuguese = manager_client.get(
+        "/vehicles/?active=1&q=onix", headers={"Accept-Language": "pt-BR"}
+    )
+    assert chips(portuguese.text) == [
+        ("Buscar: onix", "/vehicles/?active=1"),
+        ("Situação: Ativo", "/vehicles/?q=onix"),
+    ]
+    # A filter left out (an invalid plate) is no chip; the list says so instead.
+    page = manager_client.get("/notifications/?plate=abc", headers=ENGLISH).text
+    assert chips(page) == []
+    assert '<span id="filters-count">Filters</span>' in page
+    assert errors(page)
+    assert has_clear_link(page)
+
+
+@pytest.mark.django_db
+def test_an_htmx_result_brings_the_count_of_filters_along(manager_client, three_fines):
+    response = manager_client.get(
+        "/fines/", {"treated": "0", "plate": "ABC1D23"}, headers=ENGLISH | {"HX-Request": "true"}
+    )
+
+    assert '<span id="filters-count" hx-swap-oob="true">Filters (2)</span>' in response.text
+
+
+SORT_HEADER = re.compile(
+    r'<th scope="col"(?: class="num")?( aria-sort="[a-z]+")?><a href="([^"]*)"[^>]*>([^<]*)</a>'
+)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("path", "headers"),
+    [
+        (
+            "/fines/?treated=0",
+            [
+                ("", "?treated=0&sort=-occurred_at", "Committed on"),
+                ("", "?treated=0&sort=-amount", "Amount"),
+            ],
+        ),
+        (
+            "/fines/?treated=0&sort=-amount",
+            [
+                ("", "?treated=0&sort=-occurred_at", "Committed on"),
+                (' aria-sort="descending"', "?treated=0&sort=amount", "Amount"),
+            ],
+        ),
+        (
+            "/vehicles/",
+            [
+                (' aria-sort="ascending"', "?sort=-plate", "Plate"),
+                ("", "?sort=model", "Model"),
+                ("", "?sort=-active", "Status"),
+            ],
+        ),
+    ],
+)
+def test_the_columns_sort_by_their_headers_and_say_how_the_list_is_sorted(
+    manager_client, three_fines, emulator, path, headers
+):
+    page = manager_client.get(path, headers=ENGLISH).text
+
+    assert [
+        (sort, html.unescape(href), label) for sort, href, label in SORT_HEADER.findall(page)
+    ] == headers

@@ -19,7 +19,8 @@ SLIP = "https://boletos.example/1"
 ICON_BUTTON = re.compile(
     r'<(a|button|span) [^>]*class="icon-button[^"]*"[^>]*title="([^"]*)"[^>]*>'
     r'<svg class="icon"[^>]* aria-hidden="true"[^>]*>.*?</svg>'
-    r'<span class="icon-button__label">([^<]*)</span></\1>'
+    r'<span class="icon-button__label">([^<]*)</span>'
+    r'(?:<span class="icon-button__short" aria-hidden="true">[^<]*</span>)?</\1>'
 )
 
 

@@ -271,10 +271,13 @@ def _send(client: Client, method: str, path: str, data: dict[str, Any]) -> Any:
 
 # What a page echoes of the request itself (the search box, links that keep the filters):
 # attribute values holding a query string, and form values; the messages that quote what
-# was typed, which the walk checks are the same whether it names a driver or not.
+# was typed, which the walk checks are the same whether it names a driver or not; the
+# filters applied, as chips.
 _ECHOES = re.compile(
     r'(?:value|placeholder)="[^"]*"|="[^"]*\?[^"]*"'
     r'|data-testid="(?:filter-error|driver-choices-none)">[^<]*<'
+    r'|<li class="chip" data-testid="filter-chip">.*?</li>',
+    re.DOTALL,
 )
 
 

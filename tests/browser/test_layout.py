@@ -4,6 +4,7 @@ page scroll sideways; on a laptop the lists' filters are open and their rows fit
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -235,6 +236,14 @@ def test_on_a_phone_the_lists_fold_their_filters_and_show_each_row_as_a_card(
         # Unfolded, the filters are there to change.
         page.get_by_test_id("filters-toggle").click()
         expect(fold.locator("form.filters")).to_be_visible()
+
+    # A chip's × shows the list without its filter.
+    page.goto("/fines/?treated=0&q=velocidade")
+    expect(page.get_by_test_id("filter-chip")).to_have_count(2)
+    page.get_by_test_id("filter-chip").first.get_by_role("link").click()
+    expect(page).to_have_url(re.compile(r"/fines/\?treated=0$"))
+    expect(page.get_by_test_id("filter-chip")).to_have_count(1)
+    expect(page.get_by_test_id("filters-toggle")).to_contain_text("(1)")
 
     # Every cell of a fine's card says what it holds, in the page's language.
     page.goto("/fines/")

@@ -237,7 +237,7 @@ def test_on_a_phone_the_lists_fold_their_filters_and_show_each_row_as_a_card(
         page.get_by_test_id("filters-toggle").click()
         expect(fold.locator("form.filters")).to_be_visible()
 
-    # A chip's × shows the list without its filter.
+    # A chip's remove link shows the list without its filter.
     page.goto("/fines/?treated=0&q=velocidade")
     expect(page.get_by_test_id("filter-chip")).to_have_count(2)
     page.get_by_test_id("filter-chip").first.get_by_role("link").click()

@@ -35,7 +35,6 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Count, DecimalField, Min, Q, QuerySet, Sum, Value
-from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 from django.template.loader import render_to_string
 from django.urls import get_script_prefix
@@ -68,6 +67,7 @@ from fleet.services.tallies import (
     month_key,
     tally_amount,
 )
+from fleet.webhooks.payloads import payload_plate
 from portal.lib import after_response, worker
 
 logger = logging.getLogger(__name__)
@@ -487,16 +487,23 @@ def _top_vehicles(
 
 
 def _plates_named(registrations: set[str]) -> dict[str, str]:
-    """A plate the untreated fines of each vehicle name it by; the old one sorts first
-    ("ABC-1234", "ABC1234" < "ABC1C34")."""
+    """The plate each vehicle's first untreated fine names it by (as sent: the old
+    format or the Mercosul one), read from those few payloads (`payload_plate`)."""
     if not registrations:
         return {}
-    return dict(
+    first = (
         Fine.objects.filter(treated=False, registration__in=registrations)
         .exclude(registration="")  # the plate index covers only those
         .values_list("registration")
-        .annotate(named=Min(Coalesce(KT("payload__carPlate"), KT("payload__plate"))))
+        .annotate(first=Min("pk"))
+        .values_list("first", flat=True)
     )
+    return {
+        registration: payload_plate(payload)
+        for registration, payload in Fine.objects.filter(pk__in=list(first)).values_list(
+            "registration", "payload"
+        )
+    }
 
 
 def _top_drivers(scoped: Tallies | None, tallies: _Tallies | None) -> list[DriverFigure]:

@@ -175,6 +175,10 @@ def test_empty_lists_say_so(manager_client):
     assert "No notification has been received yet" in (
         manager_client.get("/notifications/", headers=ENGLISH).text
     )
+    # A search that finds nothing is a filter too: the way back to the whole list.
+    searched = manager_client.get("/notifications/", {"q": "airbag"}, headers=ENGLISH).text
+    assert "No notification matches this filter." in searched
+    assert '<a href="/notifications/">Show all notifications</a>' in searched
 
 
 def test_notifications_untreated_first_with_their_filter(manager_client, client):

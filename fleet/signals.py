@@ -15,7 +15,7 @@ from django.contrib.auth.models import Group, Permission, User
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
 from fleet.models import Driver, VehicleGroup, VehicleGroupMember
-from fleet.services.drivers import driver_words_write
+from fleet.services.drivers import driver_names_changed, driver_words_write
 from fleet.services.scopes import directory_groups_apply, scopes_changed
 from portal.lib.identity import access_refused, directory_groups_asserted
 
@@ -56,6 +56,10 @@ def _driver_saved(sender: Any, instance: Driver, raw: bool = False, **kwargs: An
     driver_words_write([instance])
 
 
+def _driver_removed(sender: Any, **kwargs: Any) -> None:
+    driver_names_changed()
+
+
 def connect() -> None:
     for model in (VehicleGroup, VehicleGroupMember):
         post_save.connect(_changed, sender=model, dispatch_uid=f"{_UID}.save.{model.__name__}")
@@ -69,3 +73,4 @@ def connect() -> None:
     access_refused.connect(_access_refused, dispatch_uid=f"{_UID}.refused")
     directory_groups_asserted.connect(_directory_groups, dispatch_uid=f"{_UID}.directory")
     post_save.connect(_driver_saved, sender=Driver, dispatch_uid="fleet.drivers.words")
+    post_delete.connect(_driver_removed, sender=Driver, dispatch_uid="fleet.drivers.removed")

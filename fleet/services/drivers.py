@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
@@ -77,6 +78,25 @@ def driver_words_write(drivers: Iterable[Driver]) -> None:
                 for driver in chunk
                 for word in name_words(driver.name)[:NAME_WORDS]
             )
+    if drivers:
+        driver_names_changed()
+
+
+# A number that changes whenever a driver's name is written or removed, in the shared
+# cache: what a page keeps with the names it shows (the vehicles list) is looked up by it.
+_NAMES_VERSION = "fleet:driver-names-version"
+
+
+def driver_names_version() -> int:
+    """The version of the drivers' names (`driver_names_changed`)."""
+    return int(cache.get_or_set(_NAMES_VERSION, 0, timeout=None) or 0)
+
+
+def driver_names_changed() -> None:
+    try:
+        cache.incr(_NAMES_VERSION)
+    except ValueError:  # not set yet, or evicted
+        cache.set(_NAMES_VERSION, 1, timeout=None)
 
 
 def driver_id_typed(text: str) -> int | None:

@@ -21,7 +21,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import push_url
 
 from fleet.forms import VehicleFilterForm
-from fleet.services.drivers import driver_names
+from fleet.services.drivers import driver_names, driver_names_version
 from fleet.services.scopes import VehicleScope, scope_groups, scope_of
 from fleet.services.vehicles import (
     FleetDataUnavailable,
@@ -51,12 +51,13 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
     except FleetDataUnavailable as error:
         result, unavailable = None, error
 
+    # The filters applied, as chips: none without a query (the list as most open it).
     form = VehicleFilterForm(request.GET)
-    chips = form.chips(
-        request.path, filters, names={"group": _group_named(scope, filters["group"])}
+    chips = (
+        form.chips(request.path, filters, names={"group": _group_named(scope, filters["group"])})
+        if request.GET
+        else []
     )
-    # The drivers' names of the page's rows, as the portal knows them now.
-    names = driver_names([row.driver_id for row in result.rows if row.driver_id]) if result else {}
 
     def context() -> dict[str, Any]:
         return {
@@ -68,7 +69,10 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
             # For the sort links.
             "sort_query": VehicleFilterForm.query_string({**filters, "sort": "plate"}),
             "result": result,
-            "names": names,
+            # The drivers' names of the page's rows (kept with the results, by their version).
+            "names": driver_names([row.driver_id for row in result.rows if row.driver_id])
+            if result
+            else {},
             "chips": chips,
             "unavailable": unavailable,
         }
@@ -84,13 +88,14 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
             language,
             timezone.get_current_timezone_name(),
             path,
-            tuple(sorted(names.items())),
+            driver_names_version(),
         )
     )
     results = _results.render(request, "fleet/vehicles.html#results", context, key=key)
     # The filters applied, above the results: a group's name as it is now.
-    applied = {"chips": chips, "errors": form.errors, "path": request.path}
-    results = render_to_string("fleet/_list_parts.html#chips", applied) + results
+    if request.GET:
+        applied = {"chips": chips, "errors": form.errors, "path": request.path}
+        results = render_to_string("fleet/_list_parts.html#chips", applied) + results
     if is_fragment_request(request):  # htmx swaps only the results, and the export link
         export_link = render_to_string(
             "fleet/vehicles.html#export_link",

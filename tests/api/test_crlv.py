@@ -82,12 +82,13 @@ def test_an_unfinished_request_has_neither_document_nor_failure(
 
 def test_a_request_moves_with_the_emulator_clock(emulator: Emulator, client: FleetClient) -> None:
     plate = emulator.vehicles()[5]["car_plate"]
-    created = emulator.create_crlv_request(plate, pending_seconds=5, in_progress_seconds=10)
+    # A minute each: the emulator's clock ticks, and a slow machine must not skip a state.
+    created = emulator.create_crlv_request(plate, pending_seconds=60, in_progress_seconds=60)
     request_id = created["requestId"]
     assert client.get_crlv_request(request_id).status is CrlvStatus.PENDING
-    emulator.advance(6)
+    emulator.advance(61)
     assert client.get_crlv_request(request_id).status is CrlvStatus.IN_PROGRESS
-    emulator.advance(10)
+    emulator.advance(60)
     done = client.get_crlv_request(request_id)
     assert done.status is CrlvStatus.COMPLETED
     assert done.status.is_final

@@ -195,6 +195,8 @@ def _fines_and_notifications(live_server: Any) -> None:
         {"notification": {"id": 800 + n, "title": "Recall do airbag", "treated": False}}
         for n in range(3)
     ]
+    # The first notification treated since: its history too.
+    events.append({"notification": {"id": 800, "title": "Recall do airbag", "treated": True}})
     for event in events:
         assert requests.post(webhook, json=event, timeout=10).status_code == 202
     deliveries_process_received()
@@ -257,31 +259,34 @@ def test_on_a_phone_the_lists_fold_their_filters_and_show_each_row_as_a_card(
     context.close()
 
 
-@pytest.mark.parametrize("width", [1024, 1280])
-def test_on_a_laptop_the_filters_are_open_and_a_fines_opened_history_fits_its_column(
-    browser, live_server, manager, emulator, fleet_settings, width
+@pytest.mark.parametrize("locale", ["pt-BR", "en-GB"])
+@pytest.mark.parametrize("width", [PHONE["width"], 1024, LAPTOP["width"]])
+def test_an_opened_handling_history_fits_its_column_and_on_a_laptop_the_filters_are_open(
+    browser, live_server, manager, emulator, fleet_settings, width, locale
 ):
     _fines_and_notifications(live_server)
     context = browser.new_context(
-        base_url=live_server.url, locale="en-GB", viewport={"width": width, "height": 800}
+        base_url=live_server.url, locale=locale, viewport={"width": width, "height": 800}
     )
     page = _signed_in(context)
-    page.goto("/fines/")
-
-    expect(page.locator("form.filters")).to_be_visible()
-    expect(page.get_by_test_id("filters-toggle")).to_be_hidden()
-    history = page.get_by_test_id("treated-history")
-    history.locator("summary").click()
-    expect(history.locator("ol li")).to_have_count(2)
-    past = history.evaluate(
-        "h => { const cell = h.closest('td').getBoundingClientRect();"
-        " return [...h.querySelectorAll('*')]"
-        ".map(e => e.getBoundingClientRect().right - cell.right).filter(over => over > 0.5); }"
-    )
-    assert past == [], f"the history reaches {max(past):.0f} px past its column"
-    if width == LAPTOP["width"]:
-        # The whole row fits: no scrolling, every cell's content within it.
-        assert page.get_by_test_id("fine-table").evaluate(_OUTSIDE) == []
-        box = page.get_by_test_id("fine-table").locator("xpath=..")
-        assert box.evaluate("b => b.scrollWidth - b.clientWidth") == 0
+    for path, table in (("/fines/", "fine-table"), ("/notifications/", "notification-table")):
+        page.goto(path)
+        if width >= 1024:
+            expect(page.locator("form.filters")).to_be_visible()
+            expect(page.get_by_test_id("filters-toggle")).to_be_hidden()
+        history = page.get_by_test_id("treated-history")
+        expect(history).to_have_count(1)
+        history.locator("summary").click()
+        expect(history.locator("ol li")).to_have_count(2)
+        past = history.evaluate(
+            "h => { const cell = h.closest('td').getBoundingClientRect();"
+            " return [...h.querySelectorAll('*')]"
+            ".map(e => e.getBoundingClientRect().right - cell.right).filter(over => over > 0.5); }"
+        )
+        assert past == [], f"{path}: the history reaches {max(past):.0f} px past its column"
+        if width == LAPTOP["width"]:
+            # The whole row fits: no scrolling, every cell's content within it.
+            assert page.get_by_test_id(table).evaluate(_OUTSIDE) == []
+            box = page.get_by_test_id(table).locator("xpath=..")
+            assert box.evaluate("b => b.scrollWidth - b.clientWidth") == 0
     context.close()

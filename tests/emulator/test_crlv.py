@@ -98,9 +98,10 @@ def test_a_failed_request_carries_a_public_code_and_message(api: Api, emulator: 
 
 def test_status_moves_with_the_clock(api: Api, emulator: Emulator) -> None:
     plate = emulator.vehicles()[10]["car_plate"]
-    created = emulator.create_crlv_request(plate, pending_seconds=5, in_progress_seconds=10)
+    # A minute each: the emulator's clock ticks, and a slow machine must not skip a state.
+    created = emulator.create_crlv_request(plate, pending_seconds=60, in_progress_seconds=60)
     seen = [status_of(api, created["requestId"])["status"]]
-    for seconds in (5, 10):
+    for seconds in (60, 60):
         emulator.advance(seconds)
         seen.append(status_of(api, created["requestId"])["status"])
 
@@ -244,9 +245,9 @@ def test_the_pdf_url_serves_a_real_pdf(api: Api, emulator: Emulator) -> None:
 def test_the_pdf_url_is_valid_for_one_hour_then_refused(api: Api, emulator: Emulator) -> None:
     url = pdf_url(api, seeded(emulator)["completed"]["requestId"])
 
-    emulator.advance(3600 - 2)
+    emulator.advance(3600 - 60)  # the emulator's clock ticks too: a minute to spare
     assert requests.get(url, timeout=10).status_code == 200
-    emulator.advance(3)
+    emulator.advance(61)
     assert requests.get(url, timeout=10).status_code == 410
 
 

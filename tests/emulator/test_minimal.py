@@ -246,7 +246,7 @@ def test_a_v1_error_is_unchanged(api: Api, mode: dict[str, Any]) -> None:
 def test_control_answers_do_not_change(emulator: Emulator, mode: dict[str, Any]) -> None:
     plate = emulator.control("GET", "crlv/requests")[0]["carPlate"]
 
-    created = emulator.create_crlv_request(plate)
+    created = emulator.create_crlv_request(plate, pending_seconds=60)  # still pending when listed
 
     assert {"requestId", "carPlate", "status", "createdAt", "updatedAt"} <= set(created)
     listed = emulator.control("GET", "crlv/requests")

@@ -181,6 +181,13 @@ def emulator_process(pytestconfig: pytest.Config) -> Iterator[str]:
 
 
 @pytest.fixture
+def held_clock(time_machine: Any) -> Any:
+    """The portal's wall clock, held at now (the emulator's runs on); move it with `shift`."""
+    time_machine.move_to(time.time(), tick=False)
+    return time_machine
+
+
+@pytest.fixture
 def emulator(emulator_process: str, request: pytest.FixtureRequest) -> Emulator:
     """The session's emulator, reset to its start state (and mode) for this test."""
     running = Emulator(emulator_process)

@@ -16,39 +16,33 @@ from tests.conftest import Emulator
 from tests.services.conftest import LIST_CARS
 
 
-@pytest.fixture
-def frozen(time_machine: Any) -> Any:
-    time_machine.move_to(time.time(), tick=False)
-    return time_machine
-
-
 def test_a_route_without_a_hold_may_be_called_now() -> None:
     assert CacheCooldown().remaining(LIST_VEHICLES) == 0.0
 
 
-def test_hold_pauses_only_that_route_for_the_given_seconds(frozen: Any) -> None:
+def test_hold_pauses_only_that_route_for_the_given_seconds(held_clock: Any) -> None:
     cooldown = CacheCooldown()
     cooldown.hold(LIST_VEHICLES, 30)
-    frozen.shift(10)
+    held_clock.shift(10)
     assert cooldown.remaining(LIST_VEHICLES) == pytest.approx(20)
     assert cooldown.remaining("/key/generator") == 0.0
 
 
-def test_the_pause_ends_after_its_seconds(frozen: Any) -> None:
+def test_the_pause_ends_after_its_seconds(held_clock: Any) -> None:
     cooldown = CacheCooldown()
     cooldown.hold(LIST_VEHICLES, 5)
-    frozen.shift(5)
+    held_clock.shift(5)
     assert cooldown.remaining(LIST_VEHICLES) == 0.0
 
 
-def test_a_shorter_hold_never_shortens_a_longer_pause(frozen: Any) -> None:
+def test_a_shorter_hold_never_shortens_a_longer_pause(held_clock: Any) -> None:
     cooldown = CacheCooldown()
     cooldown.hold(LIST_VEHICLES, 30)
     cooldown.hold(LIST_VEHICLES, 1)
     assert cooldown.remaining(LIST_VEHICLES) == pytest.approx(30)
 
 
-def test_a_longer_hold_extends_the_pause(frozen: Any) -> None:
+def test_a_longer_hold_extends_the_pause(held_clock: Any) -> None:
     cooldown = CacheCooldown()
     cooldown.hold(LIST_VEHICLES, 1)
     cooldown.hold(LIST_VEHICLES, 30)
@@ -62,13 +56,13 @@ def test_zero_negative_and_nan_holds_pause_nothing() -> None:
     assert cooldown.remaining(LIST_VEHICLES) == 0.0
 
 
-def test_the_pause_is_seen_by_every_worker_of_the_same_scope(frozen: Any) -> None:
+def test_the_pause_is_seen_by_every_worker_of_the_same_scope(held_clock: Any) -> None:
     CacheCooldown(scope="one-api").hold(LIST_VEHICLES, 30)
     assert CacheCooldown(scope="one-api").remaining(LIST_VEHICLES) == pytest.approx(30)
     assert CacheCooldown(scope="another-api").remaining(LIST_VEHICLES) == 0.0
 
 
-def test_holds_from_many_threads_keep_the_longest(frozen: Any) -> None:
+def test_holds_from_many_threads_keep_the_longest(held_clock: Any) -> None:
     threads = [
         threading.Thread(target=CacheCooldown().hold, args=(LIST_VEHICLES, float(n)))
         for n in range(1, 21)
@@ -81,7 +75,7 @@ def test_holds_from_many_threads_keep_the_longest(frozen: Any) -> None:
 
 
 def test_the_portal_client_pauses_every_worker_after_a_long_retry_after(
-    fleet_settings: Any, emulator: Emulator, frozen: Any
+    fleet_settings: Any, emulator: Emulator, held_clock: Any
 ) -> None:
     emulator.fault("/key/list-cars", status=429, retry_after=30)
     with pytest.raises(RateLimited):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import pickle
 import threading
-import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,10 +33,9 @@ from tests.services.conftest import LIST_CARS, envelope, vehicle
 
 
 @pytest.fixture
-def clock(time_machine: Any) -> Any:
+def clock(held_clock: Any) -> Any:
     """The wall clock, stopped now; tests move it with `shift`."""
-    time_machine.move_to(time.time(), tick=False)
-    return time_machine
+    return held_clock
 
 
 def run_at_once(count: int, work: Any) -> tuple[list[Any], list[BaseException]]:

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import push_url
 
-from fleet.forms import VehicleFilterForm
+from fleet.forms import FilterChip, VehicleFilterForm
 from fleet.services.drivers import driver_names, driver_names_version
 from fleet.services.scopes import VehicleScope, scope_groups, scope_of
 from fleet.services.vehicles import (
@@ -37,13 +37,16 @@ from portal.lib.render_cache import RenderCache
 _results = RenderCache(size=256)
 # The page around them (header, filter form): kept per user, for any version.
 _pages = RenderCache(size=256)
+# The filters applied above the results, as chips: kept per set of chips.
+_applied_shown = RenderCache(size=256)
 
 
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
 def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
-    filters = _filters(request.META.get("QUERY_STRING", ""))
+    query = request.META.get("QUERY_STRING", "")
+    filters = _filters(query)
     scope = scope_of(request.user)
     unavailable: FleetDataUnavailable | None = None
     try:
@@ -51,19 +54,17 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
     except FleetDataUnavailable as error:
         result, unavailable = None, error
 
-    # The filters applied, as chips: none without a query (the list as most open it).
-    form = VehicleFilterForm(request.GET)
-    chips = (
-        form.chips(request.path, filters, names={"group": _group_named(scope, filters["group"])})
-        if request.GET
-        else []
-    )
+    # The filters applied, as chips, and whether any could not apply: none without a query
+    # (the list as most open it). A group's chip names it as it is now.
+    language = get_language()
+    group_named = tuple(_group_named(scope, filters["group"]).items())
+    chips, refused = _applied(request.path, query, language, group_named) if query else ((), False)
 
     def context() -> dict[str, Any]:
         return {
             "scope": scope,
             "group_choices": scope_groups(scope),
-            "form": form,
+            "form": VehicleFilterForm(request.GET),
             "filters": filters,
             "query_string": VehicleFilterForm.query_string(filters),
             # For the sort links.
@@ -77,7 +78,7 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
             "unavailable": unavailable,
         }
 
-    language, path = get_language(), request.get_full_path()
+    path = request.get_full_path()
     # Only fresh results are kept: stale ones say how long to wait, or offer a refresh.
     key = (
         None
@@ -92,10 +93,19 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
         )
     )
     results = _results.render(request, "fleet/vehicles.html#results", context, key=key)
-    # The filters applied, above the results: a group's name as it is now.
-    if request.GET:
-        applied = {"chips": chips, "errors": form.errors, "path": request.path}
-        results = render_to_string("fleet/_list_parts.html#chips", applied) + results
+    # The filters applied, above the results (a group's name as it is now), and any
+    # that could not apply, with why: as on the other lists.
+    if query:
+        results = (
+            _applied_shown.render(
+                request,
+                "fleet/_record_parts.html#filter_errors",
+                lambda: {"chips": chips, "form": VehicleFilterForm(request.GET)},
+                # What the chips say is all they show; a refused filter is rendered each time.
+                key=None if refused else (chips, request.path, language),
+            )
+            + results
+        )
     if is_fragment_request(request):  # htmx swaps only the results, and the export link
         export_link = render_to_string(
             "fleet/vehicles.html#export_link",
@@ -129,10 +139,23 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
 
 
 def _group_named(scope: VehicleScope, group: str) -> dict[str, str]:
-    """The name a group filter's chip shows for `group` (an id, or "none")."""
+    """The name a group filter's chip shows for `group` (an id, or "none"; "": no filter)."""
+    if not group:
+        return {}
     if group == "none":
         return {group: _("In no group")}
     return {str(id_): name for id_, name in scope_groups(scope) if str(id_) == group}
+
+
+@functools.lru_cache(maxsize=256)
+def _applied(
+    path: str, query_string: str, language: str, group_named: tuple[tuple[str, str], ...]
+) -> tuple[tuple[FilterChip, ...], bool]:
+    """The chips of a query string's filters (in `language`, the one active: part of
+    the key), and whether any filter could not apply; kept, as `_filters`."""
+    form = VehicleFilterForm(QueryDict(query_string))
+    chips = form.chips(path, _filters(query_string), names={"group": dict(group_named)})
+    return tuple(chips), bool(form.errors)
 
 
 @functools.lru_cache(maxsize=256)

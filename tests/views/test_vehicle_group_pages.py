@@ -93,3 +93,28 @@ def test_a_manager_without_groups_is_told_why_they_see_nothing(client, django_us
     assert "You see no vehicles yet" in client.get("/", headers=ENGLISH).text
     export = b"".join(client.get("/vehicles/export.csv").streaming_content).decode("utf-8-sig")
     assert export.count("\n") == 1  # the header alone
+
+
+CHIP = re.compile(r'data-testid="filter-chip"><span>([^<]*)</span>')
+
+
+def test_a_group_filters_chip_names_the_group_as_it_is_now_in_the_pages_language(
+    client, django_user_model, regions
+):
+    # The chips are rendered once for what they say: a renamed group, another language
+    # or a filter that cannot apply is rendered again.
+    rio = regions[1]["Rio"][0]
+    login(client, django_user_model, "regina", rio)
+    address = f"/vehicles/?group={rio.pk}&q=a"
+
+    assert CHIP.findall(client.get(address, headers=ENGLISH).text) == ["Search: a", "Group: Rio"]
+    rio.name = "Rio de Janeiro"
+    rio.save()
+    renamed = ["Search: a", "Group: Rio de Janeiro"]
+    assert CHIP.findall(client.get(address, headers=ENGLISH).text) == renamed
+    portuguese = client.get(address, headers={"Accept-Language": "pt-BR"}).text
+    assert CHIP.findall(portuguese) == ["Buscar: a", "Grupo: Rio de Janeiro"]
+    assert "Limpar os filtros" in portuguese
+    refused = client.get(f"{address}&active=maybe", headers=ENGLISH).text
+    assert CHIP.findall(refused) == renamed
+    assert "Not filtered by “Status”" in refused

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 import pytest
+
+CHIP = re.compile(
+    r'data-testid="filter-chip"><span>([^<]*)</span>\s*<a class="chip__remove" href="([^"]*)"'
+)
+
+
+def chips(page: str) -> list[tuple[str, str]]:
+    """(text, address without it) of each filter the list says it applies."""
+    return [(html.unescape(text), html.unescape(href)) for text, href in CHIP.findall(page)]
 
 
 @pytest.fixture

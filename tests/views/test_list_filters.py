@@ -12,6 +12,7 @@ from django.http import QueryDict
 from fleet.forms import FineFilterForm, NotificationFilterForm, VehicleFilterForm
 from fleet.views import fines as fine_views
 from fleet.webhooks.processing import deliveries_process_received
+from tests.views.conftest import chips
 
 
 @pytest.mark.parametrize(
@@ -184,16 +185,6 @@ def test_a_clear_filters_link_is_there_whenever_a_filter_is_set(
             r"Clear the filters</a>",
             page,
         )
-
-
-CHIP = re.compile(
-    r'data-testid="filter-chip"><span>([^<]*)</span>\s*<a class="chip__remove" href="([^"]*)"'
-)
-
-
-def chips(page: str) -> list[tuple[str, str]]:
-    """(text, address without it) of each filter the list says it applies."""
-    return [(html.unescape(text), html.unescape(href)) for text, href in CHIP.findall(page)]
 
 
 @pytest.mark.django_db

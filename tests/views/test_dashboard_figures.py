@@ -22,7 +22,9 @@ from fleet.services.dashboard import fine_figures, month_start
 from fleet.services.vehicles import vehicle_search
 from fleet.webhooks.processing import deliveries_process_received
 
-pytestmark = pytest.mark.django_db
+# The day and month a test reads are the ones the figures it checks were counted on,
+# even when it runs across midnight or a month's end in São Paulo.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("held_clock")]
 
 WEBHOOK = "/webhooks/fleet/dev-webhook-token/"
 ENGLISH = {"Accept-Language": "en"}

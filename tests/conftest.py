@@ -182,7 +182,11 @@ def emulator_process(pytestconfig: pytest.Config) -> Iterator[str]:
 
 @pytest.fixture
 def held_clock(time_machine: Any) -> Any:
-    """The portal's wall clock, held at now (the emulator's runs on); move it with `shift`."""
+    """The portal's wall clock, held at now (the emulator's runs on); move it with `shift`.
+
+    Where a test reads the day or month that the code it checks reads again (the
+    dashboard's figures), held so that both are one day even across São Paulo's midnight
+    or a month's end."""
     time_machine.move_to(time.time(), tick=False)
     return time_machine
 

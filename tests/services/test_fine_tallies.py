@@ -50,8 +50,6 @@ from fleet.webhooks.processing import deliveries_process_received, delivery_repl
 from portal.lib import worker
 from tests.conftest import ROOT, _database_url, start_db_worker, stop_db_worker, wait_until
 
-# The day and month a test reads are the ones the figures it checks were counted on,
-# even when it runs across midnight or a month's end in São Paulo.
 pytestmark = pytest.mark.usefixtures("held_clock")
 
 WEBHOOK = "/webhooks/fleet/dev-webhook-token/"

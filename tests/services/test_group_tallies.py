@@ -34,8 +34,6 @@ from tests.services.test_fine_tallies_rebuild import written_while_counting
 
 __all__ = ["fleet"]  # the fixture
 
-# The day and month a test reads are the ones the figures it checks were counted on,
-# even when it runs across midnight or a month's end in São Paulo.
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.timeout(300),

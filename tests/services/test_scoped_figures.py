@@ -17,8 +17,6 @@ from fleet.services.dashboard import fine_figures
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope
 from fleet.services.tallies import fine_tallies_rebuild
 
-# The day and month a test reads are the ones the figures it checks were counted on,
-# even when it runs across midnight or a month's end in São Paulo.
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("held_clock")]
 
 REGION = ["AAA1A11", "BBB2B22", "CCC3C33"]

@@ -22,8 +22,6 @@ from fleet.services.dashboard import fine_figures, month_start
 from fleet.services.vehicles import vehicle_search
 from fleet.webhooks.processing import deliveries_process_received
 
-# The day and month a test reads are the ones the figures it checks were counted on,
-# even when it runs across midnight or a month's end in São Paulo.
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("held_clock")]
 
 WEBHOOK = "/webhooks/fleet/dev-webhook-token/"

@@ -40,6 +40,7 @@ from django.utils.autoreload import file_changed
 from django.utils.safestring import SafeString, mark_safe
 
 from portal.lib.bounded import bounded_put
+from portal.lib.caches import caches_on
 
 # Letters and digits only, so that escaping leaves a hole as it is.
 _MARK = secrets.token_hex(16)
@@ -84,7 +85,7 @@ class RenderCache:
         shows the context variable of that name.
         """
         holes = holes or {}
-        if key is None or len(get_messages(request)):
+        if key is None or not caches_on() or len(get_messages(request)):
             return render_to_string(template_name, {**context(), **holes}, request)
         nonce = get_nonce(request)
         entry = (key, template_name, nonce is None)

@@ -19,7 +19,7 @@ from django_stubs_ext import StrOrPromise
 from fleet import plates
 from fleet.models import MintOutcome
 from fleet.services.drivers import DriverChoice, driver_id_typed, drivers_find
-from fleet.services.scopes import WHOLE_FLEET, VehicleScope
+from fleet.services.scopes import WHOLE_FLEET, VehicleScope, driver_seen
 from fleet.services.sso import MintFailed
 from portal.lib import formatting
 
@@ -474,6 +474,10 @@ class FineDriverForm(forms.Form):
     )
     reason = forms.CharField(label=_("Why"), max_length=REASON_LENGTH, strip=True)
 
+    def __init__(self, *args: Any, scope: VehicleScope, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.scope = scope
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         choice = cleaned.get("choice") or ""
@@ -483,4 +487,11 @@ class FineDriverForm(forms.Form):
             cleaned["driver_id"] = cleaned["other"]
         elif "other" not in self.errors:
             raise forms.ValidationError(_("Choose who was driving, or type the driver's id."))
+        # Whatever the page offered: a driver the user does not see is refused, so that a
+        # correction cannot name (and so open) another group's driver.
+        if "driver_id" in cleaned and not driver_seen(self.scope, cleaned["driver_id"]):
+            raise forms.ValidationError(
+                _("No driver of your vehicles has the id %(id)s."),
+                params={"id": cleaned["driver_id"]},
+            )
         return cleaned

@@ -27,7 +27,7 @@ from django.contrib.admin.utils import quote, unquote
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import OuterRef, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
@@ -52,7 +52,7 @@ from fleet.models import (
 from fleet.services.dashboard import fine_figures_forget
 from fleet.services.fines import records_searched
 from fleet.services.paging import CappedPaginator
-from fleet.services.scopes import VehicleScope
+from fleet.services.scopes import VehicleScope, scope_drivers
 from fleet.services.sso import fleet_account_check
 from fleet.webhooks.payloads import KNOWN_PATHS
 from fleet.webhooks.processing import delivery_replay
@@ -423,14 +423,13 @@ class NotificationAdmin(_LargeList, Scoped, _ReadOnly, admin.ModelAdmin[Notifica
 class DriverAdmin(Scoped, admin.ModelAdmin[Driver]):
     """Names for the vehicle list's driver ids: what the dashboard and the driver page show
     (the dashboard reads its figures again once a name changed). Scoped staff see the
-    drivers of the fines they see, as the fines list's picker finds them."""
+    drivers their scope sees (`driver_seen`), as the fines list's picker finds them."""
 
     list_display = ["driver_id", "name"]
     search_fields = ["name", "=driver_id"]
 
     def scoped(self, rows: QuerySet[Any], scope: VehicleScope) -> QuerySet[Any]:
-        seen = scope.records(Fine.objects.filter(driver_id__isnull=False))
-        return rows.filter(driver_id__in=seen.values("driver_id"))
+        return rows.filter(scope_drivers(scope, OuterRef("driver_id")))
 
     def save_model(self, request: HttpRequest, obj: Driver, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)

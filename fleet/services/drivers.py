@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import OuterRef, QuerySet
 
 from fleet.models import Driver, DriverWord, Fine
 from fleet.models.drivers import WORD_LENGTH
-from fleet.services.scopes import WHOLE_FLEET, VehicleScope
+from fleet.services.scopes import WHOLE_FLEET, VehicleScope, driver_seen, scope_drivers
 from portal.lib import formatting
 
 # Words of a name kept, and of a search read: beyond, they only narrow what is found.
@@ -117,11 +117,11 @@ def drivers_find(
 ) -> list[DriverChoice]:
     """Up to `limit` drivers `text` names: an id (the driver, named or not), or words
     each of which begins a word of the name ("ana sou" finds "Ana Souza"), names that
-    begin closest to the words first. Outside the whole fleet, only the drivers of
-    the fines `scope` sees (and no name for an id it does not see)."""
+    begin closest to the words first. Outside the whole fleet, only the drivers `scope`
+    sees (`driver_seen`; no name for an id it does not see)."""
     if (driver_id := driver_id_typed(text)) is not None:
         name = driver_names([driver_id]).get(driver_id, "")
-        if name and not scope.whole_fleet and not _sees(scope).filter(driver_id=driver_id).exists():
+        if name and not scope.whole_fleet and not driver_seen(scope, driver_id):
             name = ""
         return [DriverChoice(driver_id, name)]
     words = sorted(name_words(text)[:SEARCH_WORDS], key=len, reverse=True)
@@ -134,7 +134,7 @@ def drivers_find(
     for word in words[1:]:
         ranged = ranged.filter(driver_id__in=_beginning(word).values("driver_id"))
     if not scope.whole_fleet:
-        ranged = ranged.filter(Exists(_sees(scope).filter(driver_id=OuterRef("driver__driver_id"))))
+        ranged = ranged.filter(scope_drivers(scope, OuterRef("driver__driver_id")))
     found = ranged.order_by("word", "driver_id").values_list(
         "word", "driver__driver_id", "driver__name"
     )[: limit * 2]
@@ -155,10 +155,6 @@ def prefix_end(text: str) -> str:
     """The first text after every text that begins with `text`: the end of its range in an
     index, which every database reads (a LIKE would not, whatever the collation)."""
     return text[:-1] + chr(ord(text[-1]) + 1)
-
-
-def _sees(scope: VehicleScope) -> QuerySet[Fine]:
-    return scope.records(Fine.objects.filter(driver_id__isnull=False))
 
 
 def driver_names_add(*, names: Mapping[int, str]) -> int:

@@ -30,13 +30,16 @@ from typing import Any, Final
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Exists, F, Model, OuterRef, QuerySet
+from django.db.models import Exists, F, Model, OuterRef, Q, QuerySet
 
 from fleet import plates
 from fleet.models import (
     WHOLE_FLEET_PERMISSION,
     CrlvRequestVehicle,
     DirectoryGroup,
+    Driver,
+    DriverBasis,
+    DriverSpan,
     Fine,
     Notification,
     ScopeVersion,
@@ -319,7 +322,38 @@ def scope_sees(scope: VehicleScope, page: str, arguments: Mapping[str, Any]) -> 
     elif page == "fleet:notification" and "notification_id" in arguments:
         records = Notification.objects.filter(pk=arguments["notification_id"])
     elif page == "fleet:driver":
-        records = Fine.objects.filter(driver_id=arguments.get("driver_id"))
+        driver_id = arguments.get("driver_id")
+        return isinstance(driver_id, int) and driver_seen(scope, driver_id)
     elif "request_id" in arguments:
         records = CrlvRequestVehicle.objects.filter(request_id=str(arguments["request_id"]))
     return records is None or scope.records(records).exists()
+
+
+def scope_drivers(scope: VehicleScope, driver_id: Any) -> Q:
+    """The condition that `scope` sees the driver `driver_id` (an `OuterRef` to a driver
+    id, or a value): see `driver_seen`."""
+    found = Q(pk__in=[])
+    for rows in _driver_sources(scope, driver_id):
+        found |= Q(Exists(rows))
+    return found
+
+
+def driver_seen(scope: VehicleScope, driver_id: int) -> bool:
+    """Whether `scope` sees driver `driver_id`: the history had them drive one of its
+    vehicles, or a fine of its vehicles is theirs by the history or the vehicle list. A
+    fine set to them by a person does not count: a correction names a driver its author
+    sees already, and cannot open another group's driver to them. The whole fleet sees
+    every driver the portal knows (named, in the history or on a fine)."""
+    return any(rows.exists() for rows in _driver_sources(scope, driver_id))
+
+
+def _driver_sources(scope: VehicleScope, driver_id: Any) -> list[QuerySet[Any]]:
+    spans = DriverSpan.objects.filter(driver_id=driver_id)
+    fines = Fine.objects.filter(driver_id=driver_id)
+    if scope.whole_fleet:
+        return [Driver.objects.filter(driver_id=driver_id), spans, fines]
+    if scope.empty:
+        return []
+    # By the driver's index first: a driver drove a few vehicles, a region holds thousands.
+    by_history = fines.exclude(driver_basis=DriverBasis.MANUAL)
+    return [scope.records(spans, walked=True), scope.records(by_history, walked=True)]

@@ -12,7 +12,7 @@ from fleet.services.dashboard import fine_totals
 from fleet.services.driver_history import driver_periods
 from fleet.services.drivers import driver_names
 from fleet.services.fines import PER_PAGE, fine_filtered
-from fleet.services.scopes import scope_of
+from fleet.services.scopes import driver_seen, scope_of
 from fleet.services.vehicles import FleetDataUnavailable, VehicleRow, driver_vehicles
 from fleet.views import AuthenticatedRequest
 
@@ -21,18 +21,18 @@ from fleet.views import AuthenticatedRequest
 @login_required
 def driver_detail(request: AuthenticatedRequest, driver_id: int) -> HttpResponse:
     """The driver's vehicles and fines among those the user sees: outside the whole fleet,
-    a driver with neither is not found."""
+    a driver the user does not see (`driver_seen`, or a vehicle of theirs now) is not found."""
     scope = scope_of(request.user)
     vehicles: list[VehicleRow] | None
     try:
         vehicles = driver_vehicles(driver_id=driver_id, scope=scope)
     except FleetDataUnavailable:
         vehicles = None  # the page says the list could not be read
+    if not scope.whole_fleet and not vehicles and not driver_seen(scope, driver_id):
+        raise Http404
     fines = fine_filtered(scope=scope, driver=driver_id)
     totals = fine_totals(fines)
     periods = driver_periods(driver_id, scope=scope, fines=fines)
-    if not scope.whole_fleet and not vehicles and not totals.count and not periods:
-        raise Http404
     context = {
         "driver_id": driver_id,
         "name": driver_names([driver_id]).get(driver_id, ""),

@@ -129,7 +129,7 @@ def fine_detail(request: AuthenticatedRequest, fine_id: int) -> HttpResponse:
     record = fine_get(scope=scope_of(request.user), fine_id=fine_id)
     if record is None:
         raise Http404
-    return _fine_page(request, record, FineDriverForm())
+    return _fine_page(request, record, FineDriverForm(scope=scope_of(request.user)))
 
 
 @require_POST
@@ -142,7 +142,7 @@ def fine_driver_set(request: AuthenticatedRequest, fine_id: int) -> HttpResponse
         raise Http404
     if not request.user.has_perm(FINE_DRIVER_PERMISSION):
         raise PermissionDenied
-    form = FineDriverForm(request.POST)
+    form = FineDriverForm(request.POST, scope=scope_of(request.user))
     if not form.is_valid():
         return _fine_page(request, record, form, status=400)
     fine_driver_correct(

@@ -11,6 +11,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 PORT ?= 8000
+# The emulator's and the demo identity provider's ports follow the portal's, so that two
+# portals run side by side (make run PORT=8100: 8101 and 8102).
+EMULATOR_PORT ?= $(shell echo $$(($(PORT) + 1)))
+IDP_PORT ?= $(shell echo $$(($(PORT) + 2)))
 CHROMIUM ?= /usr/bin/chromium
 PYTEST_ARGS ?=
 SOAK_SECONDS ?= 600
@@ -25,6 +29,7 @@ PYTHON313 := $(shell (pyenv which python3.13 2>/dev/null || command -v python3.1
 
 help:
 	@echo "make run    set up and start the emulator and the portal at http://127.0.0.1:$(PORT)/"
+	@echo "           (PORT=8000; the emulator at EMULATOR_PORT=PORT+1, the demo identity provider at IDP_PORT=PORT+2)"
 	@echo "make test   install test tools (and Chromium) and run ruff, mypy and pytest"
 	@echo "make soak   deploy/ on loopback under mixed load and faults (SOAK_SECONDS=600, SOAK_HOSTS=1)"
 	@echo "make flake-hunt   the suite 5 times on SQLite and 5 on PostgreSQL + Redis in random orders, then 5 soaks, one core kept busy (hours; not CI)"
@@ -55,7 +60,7 @@ setup: $(VENV)/.runtime .env
 	@$(PY) manage.py demo_users
 
 run: setup idp
-	$(PY) manage.py run_dev --port $(PORT)
+	$(PY) manage.py run_dev --port $(PORT) --emulator-port $(EMULATOR_PORT) --idp-port $(IDP_PORT)
 
 # The README's pictures (docs/screenshots/), taken from a demo of their own on spare ports.
 screenshots: $(VENV)/.dev .env browser

@@ -11,6 +11,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 PORT ?= 8000
+# The emulator's and the demo identity provider's ports follow the portal's, so that two
+# portals run side by side (make run PORT=8100: 8101 and 8102).
+EMULATOR_PORT ?= $(shell echo $$(($(PORT) + 1)))
+IDP_PORT ?= $(shell echo $$(($(PORT) + 2)))
 CHROMIUM ?= /usr/bin/chromium
 PYTEST_ARGS ?=
 SOAK_SECONDS ?= 600
@@ -25,6 +29,7 @@ PYTHON313 := $(shell (pyenv which python3.13 2>/dev/null || command -v python3.1
 
 help:
 	@echo "make run    set up and start the emulator and the portal at http://127.0.0.1:$(PORT)/"
+	@echo "           (PORT=8000; the emulator at EMULATOR_PORT=PORT+1, the demo identity provider at IDP_PORT=PORT+2)"
 	@echo "make test   install test tools (and Chromium) and run ruff, mypy and pytest"
 	@echo "make soak   deploy/ on loopback under mixed load and faults (SOAK_SECONDS=600, SOAK_HOSTS=1)"
 	@echo "make flake-hunt   the suite 5 times on SQLite and 5 on PostgreSQL + Redis in random orders, then 5 soaks, one core kept busy (hours; not CI)"
@@ -55,11 +60,26 @@ setup: $(VENV)/.runtime .env
 	@$(PY) manage.py demo_users
 
 run: setup idp
-	$(PY) manage.py run_dev --port $(PORT)
+	$(PY) manage.py run_dev --port $(PORT) --emulator-port $(EMULATOR_PORT) --idp-port $(IDP_PORT)
 
 # The README's pictures (docs/screenshots/), taken from a demo of their own on spare ports.
 screenshots: $(VENV)/.dev .env browser
 	$(PY) -m docs.screenshots
+
+# apt-get waits up to ten minutes for Debian's package lock while another install holds it
+# (two `make test` at once, unattended-upgrades) instead of failing at once. The option is
+# dpkg's lock only: `apt-get update` has none for the package lists' lock (apt 2.6), so
+# while another update holds that it is tried again every 5 s, for as long.
+APT_LOCK_TIMEOUT := 600
+APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_TIMEOUT) install -y -qq
+APT_UPDATE := waited=0; \
+	while ! errors=$$(LC_ALL=C apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_TIMEOUT) update -qq 2>&1 >/dev/null); do \
+	  if [[ $$errors != *"Could not get lock"* ]] || (( waited >= $(APT_LOCK_TIMEOUT) )); then \
+	    echo "$$errors" >&2; exit 1; \
+	  fi; \
+	  (( waited )) || echo "Another apt-get is updating the package lists: waiting for it…"; \
+	  sleep 5; waited=$$((waited + 5)); \
+	done
 
 # Debian packages the tests need, installed when missing and we are root; otherwise
 # the tests that need them say loudly that they are skipped (and fail under CI=true).
@@ -68,7 +88,8 @@ define debian_package
 	@if [ ! -x "$(2)" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "Installing $(1) (Debian package) for $(3)…"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) >/dev/null; \
+	    $(APT_UPDATE); \
+	    $(APT_INSTALL) $(1) >/dev/null; \
 	  else \
 	    echo "!!! $(2) is missing and cannot be installed here: $(3) will be skipped."; \
 	  fi; \
@@ -87,8 +108,8 @@ define debian_package_without_service
 	      trap 'rm -f /usr/sbin/policy-rc.d' EXIT; \
 	      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; \
 	    fi; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	      --no-install-recommends $(1) >/dev/null; installed=$$?; \
+	    $(APT_UPDATE); \
+	    $(APT_INSTALL) --no-install-recommends $(1) >/dev/null; installed=$$?; \
 	    if [ -d /run/systemd/system ]; then systemctl disable --now -q $(4) 2>/dev/null; fi; \
 	    deb-systemd-helper disable $(4).service 2>/dev/null; \
 	    if [ -x /etc/init.d/$(4) ]; then update-rc.d $(4) disable >/dev/null 2>&1; fi; \

@@ -81,8 +81,6 @@ def demo(tmp: Path) -> Iterator[str]:
     portal, emulator, idp = free_port(), free_port(), free_port()
     env = os.environ | {
         "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
-        "FLEET_BASE_URL": f"http://127.0.0.1:{emulator}",
-        "FLEET_LOGIN_URL": f"http://127.0.0.1:{emulator}/app",
         "CACHE_URL": "locmemcache://",
         "DEBUG": "True",
     }
@@ -92,8 +90,9 @@ def demo(tmp: Path) -> Iterator[str]:
             [*manage, *command], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL
         )
     log = (tmp / "run_dev.log").open("w")
+    ports = ["--port", str(portal), "--emulator-port", str(emulator), "--idp-port", str(idp)]
     process = subprocess.Popen(  # noqa: S603 (our own interpreter and arguments)
-        [*manage, "run_dev", "--port", str(portal), "--idp-port", str(idp)],
+        [*manage, "run_dev", *ports],
         cwd=ROOT,
         env=env,
         stdout=log,

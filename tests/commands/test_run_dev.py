@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -14,7 +16,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from bench.servers import free_port
+from bench.servers import LOOPBACK, free_port
 from tests.conftest import ROOT
 from tests.idp import sign_in_at_provider, skip_unless_identity_provider_can_run
 
@@ -27,48 +29,102 @@ def refused(url: str) -> bool:
     return False
 
 
+def free_ports_in_a_row(count: int) -> int:
+    """The first of `count` TCP ports in a row that are free on loopback right now."""
+    for _ in range(100):
+        first = free_port()
+        with contextlib.ExitStack() as held:
+            try:
+                for port in range(first + 1, first + count):
+                    held.enter_context(socket.create_server((LOOPBACK, port)))
+            except (OSError, OverflowError):  # taken, or past the last port
+                continue
+        return first
+    raise AssertionError(f"no {count} free ports in a row")
+
+
 @pytest.fixture
-def run_dev(tmp_path):
+def start_run_dev(tmp_path):
+    """run_dev with these options, in a fresh database of its own and no .env; stopped as
+    Ctrl-C stops it after the test."""
     skip_unless_identity_provider_can_run()  # make run starts the demo provider too
-    portal_port, emulator_port, idp_port = free_port(), free_port(), free_port()
     env = os.environ | {
         "DJANGO_ENV_FILE": "",
         "DJANGO_SECRET_KEY": "run-dev-test-secret-key",
         "DEBUG": "True",  # as make run's .env: cookies over plain http
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "FLEET_BASE_URL": f"http://127.0.0.1:{emulator_port}",
-        "FLEET_LOGIN_URL": f"http://127.0.0.1:{emulator_port}/app",
     }
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    env.pop("CACHE_URL", None)
-    # As `make run` does before it (`make setup`): the worker needs its tables.
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
-        cwd=ROOT,
-        env=env,
-        check=True,
+    for variable in ("DJANGO_SETTINGS_MODULE", "CACHE_URL", "FLEET_BASE_URL", "FLEET_LOGIN_URL"):
+        env.pop(variable, None)
+    # As `make run` does before it (`make setup`): the worker needs its tables, and the
+    # provider's manager is the demo manager, who sees the whole fleet.
+    for command in (["migrate", "--no-input", "-v", "0"], ["demo_users"]):
+        subprocess.run(
+            [sys.executable, "manage.py", *command],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    started: list[subprocess.Popen[str]] = []
+
+    def start(*options: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
+        # Started as a script's background job is (`make run &`, `nohup`): with SIGINT
+        # ignored, which it inherits, and Ctrl-C must still stop it.
+        command = [sys.executable, "manage.py", "run_dev", "--vehicles", "50", *options]
+        process = subprocess.Popen(
+            ["sh", "-c", 'trap "" INT && exec "$@"', "run_dev", *command],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        started.append(process)
+        return process, env
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            # As Ctrl-C: run_dev stops its children (a kill would leave them running).
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=120)  # as in the test below
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@pytest.fixture
+def run_dev(start_run_dev):
+    portal_port, emulator_port, idp_port = free_port(), free_port(), free_port()
+    process, env = start_run_dev(
+        *("--port", str(portal_port)),
+        *("--emulator-port", str(emulator_port)),
+        *("--idp-port", str(idp_port)),
     )
-    # Started as a script's background job is (`make run &`, `nohup`): with SIGINT
-    # ignored, which it inherits, and Ctrl-C must still stop it.
-    command = [sys.executable, "manage.py", "run_dev", "--port", str(portal_port)]
-    command += ["--vehicles", "50", "--idp-port", str(idp_port)]
-    process = subprocess.Popen(
-        ["sh", "-c", 'trap "" INT && exec "$@"', "run_dev", *command],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    portal, emulator, idp = (
+        f"http://127.0.0.1:{port}" for port in (portal_port, emulator_port, idp_port)
     )
-    addresses = (f"http://127.0.0.1:{port}" for port in (portal_port, emulator_port, idp_port))
-    yield process, *addresses, env
-    if process.poll() is None:
-        # As Ctrl-C: run_dev stops its children (a kill would leave them running).
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=120)  # as in the test below
-        except subprocess.TimeoutExpired:
-            process.kill()
+    # The shell commands of the test read the emulator where run_dev started it.
+    emulator_env = {"FLEET_BASE_URL": emulator, "FLEET_LOGIN_URL": f"{emulator}/app"}
+    return process, portal, emulator, idp, env | emulator_env
+
+
+def read_until_started(process: subprocess.Popen[str]) -> tuple[str, list[str], threading.Thread]:
+    """What run_dev printed until it said how to stop it; the list the rest goes into, and
+    the thread that reads it there all along: run_dev and its children write to this pipe,
+    and a full one (64 KB of log lines on a busy machine) would block them, Ctrl-C or not."""
+    lines = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        lines.append(line)
+        if "Press Ctrl-C" in line or not line:
+            break
+    later: list[str] = []
+    drain = threading.Thread(target=lambda: later.extend(process.stdout), daemon=True)
+    drain.start()
+    return "".join(lines), later, drain
 
 
 # Run in the portal's own environment: a lookup queued like the form does, then
@@ -94,19 +150,7 @@ print("NAMED", Driver.objects.exclude(name="").count())
 
 def test_run_dev_serves_both_prints_the_logins_and_stops_both_on_ctrl_c(run_dev):
     process, portal, emulator, idp, env = run_dev
-    lines = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        lines.append(line)
-        if "Press Ctrl-C" in line or not line:
-            break
-    printed = "".join(lines)
-    # The rest, drained all along: run_dev and its children write to this pipe, and a
-    # full one (64 KB of log lines on a busy machine) would block them, Ctrl-C or not.
-    later: list[str] = []
-    drain = threading.Thread(target=lambda: later.extend(process.stdout), daemon=True)
-    drain.start()
+    printed, later, drain = read_until_started(process)
 
     assert f"Fleet Portal is running at {portal}/" in printed
     assert "manager / manager-demo-password" in printed
@@ -148,10 +192,35 @@ def test_run_dev_serves_both_prints_the_logins_and_stops_both_on_ctrl_c(run_dev)
     assert not Path(f"/proc/{worker_pid}").exists()
 
 
-def sign_in_through_the_demo_provider(portal: str, username: str) -> str:
+def test_run_dev_puts_the_emulator_and_the_provider_on_the_two_ports_after_the_portals(
+    start_run_dev,
+):
+    port = free_ports_in_a_row(3)
+    portal, emulator, idp = (f"http://127.0.0.1:{port + n}" for n in range(3))
+    process, _ = start_run_dev("--port", str(port))  # as `make run PORT=…` runs it
+    printed, _, _ = read_until_started(process)
+
+    assert f"Fleet Portal is running at {portal}/" in printed
+    assert f"Fleet API emulator at {emulator}/" in printed
+    assert f"Demo identity provider at {idp}/" in printed
+    assert requests.get(f"{emulator}/healthz", timeout=5).status_code == 200
+    discovery = requests.get(f"{idp}/.well-known/openid-configuration", timeout=5)
+    assert discovery.json()["issuer"] == idp
+    # The portal signs in through that provider, and reads its vehicles from that emulator.
+    browser = requests.Session()
+    assert "Olá, Marcos" in sign_in_through_the_demo_provider(portal, "manager", browser)
+    vehicles = browser.get(f"{portal}/vehicles/", timeout=30).text
+    shown = re.search(r'data-testid="result-count">\s*(\d+)', vehicles)
+    assert shown
+    assert int(shown.group(1)) > 0
+
+
+def sign_in_through_the_demo_provider(
+    portal: str, username: str, browser: requests.Session | None = None
+) -> str:
     """A browser's way through the login page's button and the provider's page; the page
     the portal shows after."""
-    browser = requests.Session()
+    browser = browser or requests.Session()
     login = browser.get(f"{portal}/accounts/login/", timeout=10)
     button = re.search(
         r'<form method="post" action="([^"]+)"[^>]*>\s*<input[^>]*value="([^"]+)"', login.text

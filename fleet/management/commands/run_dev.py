@@ -7,6 +7,9 @@ identity provider (`idp/`, when Node.js and its packages are there and no OIDC_I
 configured), the development server and the background worker (`manage.py db_worker`:
 webhook deliveries, CNH lookups and alerts) as child processes, waits until they are up,
 prints the addresses and the demo logins, and stops them all on Ctrl-C or when one exits.
+
+The emulator and the demo provider listen on the two ports after the portal's (8001 and
+8002 beside 8000) unless told otherwise, so that two portals can run side by side.
 """
 
 from __future__ import annotations
@@ -44,7 +47,10 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--vehicles", type=int, default=500)
         parser.add_argument(
-            "--idp-port", type=int, default=8002, help="the demo identity provider's"
+            "--emulator-port", type=int, help="the Fleet API emulator's (default: --port + 1)"
+        )
+        parser.add_argument(
+            "--idp-port", type=int, help="the demo identity provider's (default: --port + 2)"
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -55,13 +61,19 @@ class Command(BaseCommand):
         # stops them the same way.
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.default_int_handler)
+        port = options["port"]
+        emulator_port = port + 1 if options["emulator_port"] is None else options["emulator_port"]
+        idp_port = port + 2 if options["idp_port"] is None else options["idp_port"]
+        portal_url = f"http://{options['host']}:{port}"
+        portal_env = os.environ.copy()
         try:
             if settings.FLEET_ENVIRONMENT == "emulator":
-                children.append(self._start_emulator(options["vehicles"]))
+                portal_env |= self._use_emulator_at(emulator_port)
+                # The links in alerts lead to this portal, unless PORTAL_BASE_URL says otherwise.
+                portal_env.setdefault("PORTAL_BASE_URL", portal_url)
+                children.append(self._start_emulator(emulator_port, options["vehicles"]))
                 self._name_demo_drivers()
-            portal_url = f"http://{options['host']}:{options['port']}"
-            portal_env = os.environ.copy()
-            demo_idp = self._start_demo_idp(portal_url, options["idp_port"])
+            demo_idp = self._start_demo_idp(portal_url, idp_port)
             if demo_idp is not None:
                 children.append(demo_idp.process)
                 portal_env |= demo_idp.portal_env
@@ -72,7 +84,7 @@ class Command(BaseCommand):
                         "manage.py",
                         "runserver",
                         "--noreload",
-                        f"{options['host']}:{options['port']}",
+                        f"{options['host']}:{port}",
                     ],
                     cwd=settings.BASE_DIR,
                     env=portal_env,
@@ -85,6 +97,7 @@ class Command(BaseCommand):
             worker = subprocess.Popen(
                 [sys.executable, "manage.py", "db_worker", "--no-reload", "--interval", "1"],
                 cwd=settings.BASE_DIR,
+                env=portal_env,
             )
             children.append(worker)
             self._announce(portal_url, worker, demo_idp)
@@ -106,17 +119,25 @@ class Command(BaseCommand):
                     child.kill()
                     child.wait()
 
-    def _start_emulator(self, vehicles: int) -> subprocess.Popen[bytes]:
-        base = urlsplit(settings.FLEET_BASE_URL)
+    def _use_emulator_at(self, port: int) -> dict[str, str]:
+        """Point this command, and the portal and worker it starts (the variables returned),
+        at the emulator it starts on `port`, whatever FLEET_BASE_URL said."""
+        emulator_url = f"http://127.0.0.1:{port}"
+        # The demo commands run in this process, and read the API's address from settings.
+        settings.FLEET_BASE_URL = emulator_url
+        settings.FLEET_LOGIN_URL = f"{emulator_url}/app"
+        return {"FLEET_BASE_URL": emulator_url, "FLEET_LOGIN_URL": f"{emulator_url}/app"}
+
+    def _start_emulator(self, port: int, vehicles: int) -> subprocess.Popen[bytes]:
         process = subprocess.Popen(  # noqa: S603 (our own interpreter and arguments)
             [
                 sys.executable,
                 "-m",
                 "emulator",
                 "--host",
-                base.hostname or "127.0.0.1",
+                "127.0.0.1",
                 "--port",
-                str(base.port or 8001),
+                str(port),
                 "--vehicles",
                 str(vehicles),
                 "--handovers",  # vehicles change hands as the hours go by
@@ -170,8 +191,9 @@ class Command(BaseCommand):
         except CommandError as exc:
             self.stdout.write(
                 self.style.WARNING(
-                    f"The demo identity provider did not start ({exc}; --idp-port chooses "
-                    "another port): sign-in is with the demo local logins only."
+                    f"The demo identity provider did not start ({exc}; --idp-port, or make "
+                    "run's IDP_PORT, chooses another port): sign-in is with the demo local "
+                    "logins only."
                 )
             )
             return None

@@ -320,6 +320,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://fleet-portal")}
 if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":
     CACHES["default"]["BACKEND"] = "portal.cache.RedisCache"  # one client per pool, not per call
+# What the portal keeps for speed (portal/lib/caches.py): all of it, unless SPEED_CACHES
+# is off, less the caches SPEED_CACHES_OFF names (for a benchmark of what each saves, or
+# to rule one out while looking into a page).
+SPEED_CACHES = env.flag("SPEED_CACHES", default=True)
+SPEED_CACHES_OFF = env.comma_list("SPEED_CACHES_OFF", default=[])
 # The lists' rows as rendered (`fleet.views.rows`): in each process's memory, apart from
 # the shared cache so that they never push out what that holds (the vehicle list).
 CACHES["rows"] = {

@@ -22,7 +22,6 @@ version: apart, each part would have to agree with the others on it.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import operator
 from dataclasses import dataclass, field
@@ -69,6 +68,7 @@ from fleet.services.tallies import (
 )
 from fleet.webhooks.payloads import payload_plate
 from portal.lib import after_response, worker
+from portal.lib.caches import KeptValues
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +83,15 @@ _READ_ATTEMPTS: Final = 3
 _SCOPED_CACHE_SECONDS: Final = 86_400
 _SCOPED_READING_SECONDS: Final = 300
 _GENERATION: Final = "fleet:fine-figures:generation"
+
+# The figures of the whole fleet and of a group, by when they were read (`_read_at`).
+_figures_kept = KeptValues("dashboard.figures", timeout=_CACHE_SECONDS)
+# A part of several groups' figures with when they were read: shown, then read again.
+_scoped_kept = KeptValues("dashboard.scoped_figures", timeout=_SCOPED_CACHE_SECONDS)
+_notifications_kept = KeptValues("dashboard.untreated_notifications", timeout=_SCOPED_CACHE_SECONDS)
+# The fragment about money, by the figures it shows (whose key names their part of the
+# fleet) and the script prefix its links start with, which a worker's may not share.
+_money_kept = KeptValues("dashboard.money_html", timeout=_CACHE_SECONDS, for_everyone=True)
 _ZERO: Final = Decimal("0.00")
 
 type Tallies = dict[tuple[str, str], tuple[int, int]]
@@ -149,13 +158,11 @@ def _untreated_notifications(scope: VehicleScope) -> int:
     notifications = scope.records(Notification.objects.filter(treated=False))
     if scope.whole_fleet:
         return notifications.order_by()[: COUNTED + 1].count()
-    digest = hashlib.sha256(scope.key.encode()).hexdigest()[:24]
-    key = f"fleet:untreated-notifications:{digest}:{fine_tallies_version(NOTIFICATIONS)}"
-    counted: int | None = cache.get(key)
-    if counted is None:
-        counted = notifications.order_by()[: COUNTED + 1].count()
-        cache.set(key, counted, timeout=_SCOPED_CACHE_SECONDS)
-    return counted
+    return _notifications_kept.get_or_compute(
+        lambda: notifications.order_by()[: COUNTED + 1].count(),
+        fine_tallies_version(NOTIFICATIONS),
+        scope=scope,
+    )
 
 
 def fine_figures(*, scope: VehicleScope = WHOLE_FLEET) -> FineFigures:
@@ -165,26 +172,24 @@ def fine_figures(*, scope: VehicleScope = WHOLE_FLEET) -> FineFigures:
     its plates as they are; any other part's as `_scoped_figures` keeps them."""
     today = timezone.localdate()
     tallies = _Tallies(FineTally)
-    part = ""
     if not scope.whole_fleet:
         if len(scope.group_ids) != 1:
             return _scoped_figures(today, scope)
         tallies = _Tallies(GroupTally, Q(group_id=scope.group_ids[0]))
-        part = f":group:{hashlib.sha256(scope.key.encode()).hexdigest()[:24]}"
     version = fine_tallies_version()
     for _attempt in range(_READ_ATTEMPTS):
-        key = f"{_figures_key(today, version)}{part}"
-        cached: FineFigures | None = cache.get(key)
+        read_at = _read_at(today, version)
+        cached: FineFigures | None = _figures_kept.get(read_at, scope=scope)
         if cached is not None:
             return cached
-        if part and not group_tallies_current(scope.group_ids[0]):
+        if not scope.whole_fleet and not group_tallies_current(scope.group_ids[0]):
             _catch_up_ask()
             return _scoped_figures(today, scope)
-        figures = _computed(today, key, scope, tallies)
+        figures = _computed(today, f"{read_at}:{scope.key}", scope, tallies)
         # Read in several statements: they make one state only if no write came between.
         now = fine_tallies_version()
         if now == version:
-            cache.set(key, figures, timeout=_CACHE_SECONDS)
+            _figures_kept.set(figures, read_at, scope=scope)
             return figures
         version = now
     return figures  # writes keep coming: as read, not kept
@@ -210,49 +215,46 @@ def _scoped_figures(today: date, scope: VehicleScope) -> FineFigures:
     a page shows them as they were and reads them again after its response (one
     process at a time), for the next page: the dashboard refreshes itself, a moment
     later. Outside a request, and when none are kept, they are read at once."""
-    entry = _scoped_key(today, scope)
-    kept: tuple[str, FineFigures] | None = cache.get(entry)
+    kept: tuple[str, FineFigures] | None = _scoped_kept.get(today, scope=scope)
     if kept is None or not after_response.in_request():
-        return _scoped_read(today, scope, entry)
+        return _scoped_read(today, scope)
     read_at, figures = kept
-    if read_at != _figures_key(today, fine_tallies_version()) and cache.add(
-        f"{entry}:reading", 1, timeout=_SCOPED_READING_SECONDS
+    reading = _scoped_kept.key(today, "reading", scope=scope)  # one process at a time
+    if read_at != _read_at(today, fine_tallies_version()) and cache.add(
+        reading, 1, timeout=_SCOPED_READING_SECONDS
     ):
-        after_response.later(lambda: _scoped_read(today, scope, entry))
+        language = translation.get_language()
+
+        def read_again() -> None:  # kept for the language asked in, as the page reads them
+            with translation.override(language):
+                _scoped_read(today, scope)
+
+        after_response.later(read_again)
     return figures
 
 
-def _scoped_read(today: date, scope: VehicleScope, entry: str) -> FineFigures:
+def _scoped_read(today: date, scope: VehicleScope) -> FineFigures:
     """`scope`'s figures summed from its fines, and kept (if no write came meanwhile)."""
     try:
         version = fine_tallies_version()
         for _attempt in range(_READ_ATTEMPTS):
-            read_at = _figures_key(today, version)
-            figures = _computed(today, f"{read_at}:{entry}", scope)
+            read_at = _read_at(today, version)
+            figures = _computed(today, f"{read_at}:{scope.key}:scoped", scope)
             now = fine_tallies_version()
             if now == version:
-                cache.set(entry, (read_at, figures), timeout=_SCOPED_CACHE_SECONDS)
+                _scoped_kept.set((read_at, figures), today, scope=scope)
                 return figures
             version = now
         return figures
     finally:
-        cache.delete(f"{entry}:reading")
-
-
-def _scoped_key(today: date, scope: VehicleScope) -> str:
-    digest = hashlib.sha256(scope.key.encode()).hexdigest()[:24]
-    return f"fleet:fine-figures:{_CACHE_FORMAT}:scoped:{today}:{digest}"
+        cache.delete(_scoped_kept.key(today, "reading", scope=scope))
 
 
 def fine_figures_html(figures: FineFigures, *, language: str) -> str:
     """The dashboard's fragment about money (`fleet/dashboard.html#money`) for `figures`
     in `language`, kept beside them: it shows the figures alone (no user, no token)."""
-    key = _html_key(figures, language)
-    html: str | None = cache.get(key)
-    if html is None:
-        html = _html(figures, language)
-        cache.set(key, html, timeout=_CACHE_SECONDS)
-    return html
+    with translation.override(language):
+        return _money_kept.get_or_compute(lambda: _html(figures), figures.key, get_script_prefix())
 
 
 def fine_figures_prepare() -> None:
@@ -262,9 +264,9 @@ def fine_figures_prepare() -> None:
     reads the figures itself; with nothing changed, this reads one row. A cache that
     fails is logged, not raised: the writes are done."""
     try:
-        figures = fine_figures()
         for language, _name in settings.LANGUAGES:
-            fine_figures_html(figures, language=language)
+            with translation.override(language):  # kept per language, as pages read them
+                fine_figures_html(fine_figures(), language=language)
     except Exception:
         logger.exception("could not prepare the dashboard's figures")
 
@@ -279,36 +281,39 @@ def fine_figures_publish() -> None:
     try:
         with transaction.atomic():  # a savepoint: a failure here leaves the writes be
             today = timezone.localdate()
-            figures = _computed(today, _figures_key(today, fine_tallies_version()))
-            entries: dict[str, object] = {figures.key: figures}
-            for language, _name in settings.LANGUAGES:
-                entries[_html_key(figures, language)] = _html(figures, language)
+            read_at = _read_at(today, fine_tallies_version())
+            figures = _computed(today, f"{read_at}:{WHOLE_FLEET.key}")
+            languages = [language for language, _name in settings.LANGUAGES]
+            rendered = {}
+            for language in languages:
+                with translation.override(language):
+                    rendered[language] = _html(figures)
     except Exception:
         logger.exception("could not read the dashboard's figures to publish them")
         return
+    prefix = get_script_prefix()
 
     def publish() -> None:
         try:
-            cache.set_many(entries, timeout=_CACHE_SECONDS)
+            for language in languages:
+                with translation.override(language):
+                    _figures_kept.set(figures, read_at, scope=WHOLE_FLEET)
+                    _money_kept.set(rendered[language], figures.key, prefix)
         except Exception:
             logger.exception("could not publish the dashboard's figures")
 
     transaction.on_commit(publish)
 
 
-def _figures_key(today: date, version: int) -> str:
+def _read_at(today: date, version: int) -> str:
+    """What figures read now are read at: the day, the tallies' version and the names'
+    generation (`fine_figures_forget`)."""
     generation = cache.get(_GENERATION, 0)
-    return f"fleet:fine-figures:{_CACHE_FORMAT}:{generation}:{today}:{version}"
+    return f"{_CACHE_FORMAT}:{generation}:{today}:{version}"
 
 
-def _html_key(figures: FineFigures, language: str) -> str:
-    # Its links start with the script prefix, which a worker's process may not share.
-    return f"{figures.key}:rendered:{language}:{get_script_prefix()}"
-
-
-def _html(figures: FineFigures, language: str) -> str:
-    with translation.override(language):
-        return render_to_string("fleet/dashboard.html#money", {"figures": figures})
+def _html(figures: FineFigures) -> str:
+    return render_to_string("fleet/dashboard.html#money", {"figures": figures})
 
 
 def fine_figures_forget() -> None:

@@ -304,7 +304,7 @@ def _search_past_counted(scope: VehicleScope, filters: dict[str, Any]) -> bool:
     found = fines.filter(infraction_id__in=wordings)
     if others:
         return found.order_by()[: COUNTED + 1].count() > COUNTED  # states change
-    return past_counted(found, f"search:{scope.key}:{wordings}")
+    return past_counted(found, "search", wordings, scope=scope)
 
 
 def _tally(dimension: TallyDimension, key: str | None = None, *, since: str = "") -> Total:

@@ -23,21 +23,29 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
-from django.core.cache import cache
 from django.db import connection
 from django.db.models import Exists, Max, Min, OuterRef, Q, QuerySet
 
 from fleet.models import Fine, Notification, TallyDimension
 from fleet.services.dashboard import COUNTED, fine_tallies_total
 from fleet.services.scopes import VehicleScope
+from portal.lib.caches import KeptValues
 
 # How long what a walk is decided on is kept: the share of the fleet a part holds, the
 # records a condition selects.
 WALKED_SECONDS = 3600
 # How long the span of the records' ids is kept (`_span`).
 _SPAN_SECONDS = 60
+
+# What a page decides how to read its records by: each part of the fleet's own, or
+# counts over every record (the same whoever asks).
+_walked = KeptValues("lists.scope_walked", timeout=WALKED_SECONDS)
+_scope_past = KeptValues("lists.scope_past_counted", timeout=WALKED_SECONDS)
+_past = KeptValues("lists.past_counted", timeout=WALKED_SECONDS)
+_spans = KeptValues("lists.span", timeout=_SPAN_SECONDS, for_everyone=True)
+_selections = KeptValues("lists.selected", timeout=WALKED_SECONDS, for_everyone=True)
 
 
 def scope_walked(scope: VehicleScope) -> bool:
@@ -52,13 +60,11 @@ def scope_walked(scope: VehicleScope) -> bool:
     if scope.whole_fleet or scope.empty:
         return False
     threshold = math.isqrt(COUNTED * fine_tallies_total(TallyDimension.DAY).count)
-    key = f"fleet:scope-walked:{scope.key}:{threshold.bit_length()}"
-    walked: bool | None = cache.get(key)
-    if walked is None:
-        held = scope.records(Fine.objects.order_by())[: threshold + 1].count()
-        walked = held > threshold
-        cache.set(key, walked, timeout=WALKED_SECONDS)
-    return walked
+
+    def walked() -> bool:
+        return scope.records(Fine.objects.order_by())[: threshold + 1].count() > threshold
+
+    return _walked.get_or_compute(walked, threshold.bit_length(), scope=scope)
 
 
 def scope_past_counted(model: type[Fine] | type[Notification], scope: VehicleScope) -> bool:
@@ -70,26 +76,24 @@ def scope_past_counted(model: type[Fine] | type[Notification], scope: VehicleSco
     is counted with its list until then, as below it."""
     if scope.whole_fleet or scope.empty:
         return False
-    key = f"fleet:scope-past-counted:{model._meta.model_name}:{scope.key}"
-    past: bool | None = cache.get(key)
-    if past is None:
-        past = scope.records(model.objects.order_by())[: COUNTED + 1].count() > COUNTED
-        cache.set(key, past, timeout=WALKED_SECONDS)
-    return past
+
+    def past() -> bool:
+        return scope.records(model.objects.order_by())[: COUNTED + 1].count() > COUNTED
+
+    return _scope_past.get_or_compute(past, model._meta.model_name, scope=scope)
 
 
-def past_counted(records: QuerySet[Any], key: str) -> bool:
-    """Whether `records` are more than a list counts (`COUNTED`), counted through their
-    index up to there. Once they are, that is kept an hour under `key` (what `records`
-    are, as the caller names them): records are kept (the README's "What grows"), so
-    only a deletion could make it untrue meanwhile. Fewer are counted again each time
-    (unlike `scope_past_counted`, which keeps either answer an hour)."""
-    cache_key = "fleet:past-counted:" + hashlib.sha256(key.encode()).hexdigest()[:32]
-    if cache.get(cache_key):
+def past_counted(records: QuerySet[Any], *what: object, scope: VehicleScope) -> bool:
+    """Whether `records` (`scope`'s, as `what` names them) are more than a list counts
+    (`COUNTED`), counted through their index up to there. Once they are, that is kept an
+    hour: records are kept (the README's "What grows"), so only a deletion could make it
+    untrue meanwhile. Fewer are counted again each time (unlike `scope_past_counted`,
+    which keeps either answer an hour)."""
+    if _past.get(*what, scope=scope):
         return True
     past = records.order_by()[: COUNTED + 1].count() > COUNTED
     if past:
-        cache.set(cache_key, True, timeout=WALKED_SECONDS)
+        _past.set(True, *what, scope=scope)
     return past
 
 
@@ -139,7 +143,7 @@ def _span(model: type[Fine] | type[Notification]) -> int:
         last: int | None = model.objects.aggregate(last=Max("pk"))["last"]
         return 0 if first is None or last is None else last - first + 1
 
-    return cast(int, cache.get_or_set(f"fleet:span:{model._meta.model_name}", span, _SPAN_SECONDS))
+    return _spans.get_or_compute(span, model._meta.model_name)
 
 
 def _selected(model: type[Fine] | type[Notification], name: str, condition: Q, enough: int) -> int:
@@ -148,12 +152,13 @@ def _selected(model: type[Fine] | type[Notification], name: str, condition: Q, e
     page; a first page counts to 22,000 of ten million). Kept an hour per condition and
     order of magnitude of `enough`."""
     digest = hashlib.sha256(repr(condition).encode()).hexdigest()[:32]
-    key = f"fleet:selected:{model._meta.model_name}:{name}:{digest}:{enough.bit_length()}"
-    counted: int | None = cache.get(key)
-    if counted is None:
-        counted = model.objects.filter(condition).order_by()[:enough].count()
-        cache.set(key, counted, timeout=WALKED_SECONDS)
-    return counted
+
+    def counted() -> int:
+        return model.objects.filter(condition).order_by()[:enough].count()
+
+    return _selections.get_or_compute(
+        counted, model._meta.model_name, name, digest, enough.bit_length()
+    )
 
 
 def states_checked() -> bool:

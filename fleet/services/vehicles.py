@@ -16,7 +16,6 @@ from itertools import compress
 from typing import Final
 
 from django.conf import settings
-from django.core.cache import cache
 
 from fleet import plates
 from fleet.services.connection import fleet_cache_scope
@@ -31,6 +30,7 @@ from fleet.services.vehicle_index import SORTS as SORTS
 from fleet.services.vehicle_index import VehicleRow as VehicleRow
 from fleet.services.vehicle_index import Within, mask_and
 from portal.lib import after_response
+from portal.lib.caches import KeptValues
 
 MAX_PER_PAGE: Final = 200
 
@@ -139,7 +139,7 @@ def vehicles_ungrouped() -> int | None:
     if within is None:
         return 0
     version = vehicle_list_version()
-    if version is not None and isinstance(found := cache.get(_ungrouped_key(version, within)), int):
+    if version is not None and isinstance(found := _ungrouped.get(*_of(version, within)), int):
         return found
 
     def count() -> int | None:
@@ -148,8 +148,7 @@ def vehicles_ungrouped() -> int | None:
         except FleetDataUnavailable:
             return None
         counted = snapshot.within_mask(within, None).count(1)
-        keep = math.ceil(settings.FLEET_VEHICLES_KEEP)
-        cache.set(_ungrouped_key(snapshot.version, within), counted, timeout=keep)
+        _ungrouped.set(counted, *_of(snapshot.version, within))
         return counted
 
     if after_response.in_request():
@@ -158,8 +157,17 @@ def vehicles_ungrouped() -> int | None:
     return count()
 
 
-def _ungrouped_key(version: str, within: Within) -> str:
-    return f"fleet:vehicles:ungrouped:{fleet_cache_scope()}:{version}:{within.key}"
+# The whole fleet's count of vehicles in no group, by the list's version and the groups'
+# key: the same for whoever is shown it. Kept as long as the list's version may be.
+_ungrouped = KeptValues(
+    "vehicles.ungrouped",
+    timeout=lambda: math.ceil(settings.FLEET_VEHICLES_KEEP),
+    for_everyone=True,
+)
+
+
+def _of(version: str, within: Within) -> tuple[str, str, str]:
+    return (fleet_cache_scope(), version, within.key)
 
 
 def vehicle_drivers(*, registrations: Iterable[str], fetch: bool = True) -> dict[str, int] | None:

@@ -15,7 +15,6 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import SafeString
-from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -48,7 +47,7 @@ from fleet.views import AuthenticatedRequest, is_fragment_request
 from fleet.views.csv_export import csv_download
 from fleet.views.rows import rows_rendered
 from portal.lib import formatting
-from portal.lib.render_cache import RenderCache
+from portal.lib.caches import KeptHTML
 
 
 @require_GET
@@ -313,8 +312,9 @@ def _render(
     return push_url(HttpResponse(results + export_link), address)
 
 
-# The filter forms as rendered, by what they show (a dozen widgets, each a template).
-_filter_forms = RenderCache(size=512)
+# The filter forms as rendered, by what they show (a dozen widgets, each a template): per
+# viewer, since a driver's name that fits several offers the drivers the viewer sees.
+_filter_forms = KeptHTML("fines.filter_form", size=512)
 
 
 def _filters_rendered(
@@ -322,13 +322,16 @@ def _filters_rendered(
 ) -> SafeString:
     """The list's filter form (`_record_parts.html#filters`), rendered once per process
     for what it shows: the values as the form shows them (a driver chosen by name or id
-    shows as the driver is named now, `FineFilterForm.filters`) and its errors, in the
-    page's language, at its address."""
+    shows as the driver is named now, `FineFilterForm.filters`) and its errors, for the
+    viewer, at its address."""
     values = tuple((field.name, str(field.value())) for field in form.visible_fields())
     errors = tuple((name, tuple(map(str, found))) for name, found in form.errors.items())
-    key = (type(form).__name__, request.path, get_language(), values, errors)
     return _filter_forms.render(
-        request, "fleet/_record_parts.html#filters", lambda: {"form": form}, key=key
+        request,
+        "fleet/_record_parts.html#filters",
+        lambda: {"form": form},
+        scope=scope_of(request.user),
+        parts=(type(form).__name__, request.path, values, errors),
     )
 
 

@@ -3,49 +3,43 @@ record and kept in the process's `rows` cache: a page of fifty rows reads them i
 call, and renders only the records that changed since.
 
 A row's key says all it shows: the record and its version (`shown_version`: when it
-last changed, its history of `treated`, a fine's driver), the language and time zone,
-and the row's template as deployed. A row is rendered without the request (no context
+last changed, its history of `treated`, a fine's driver), and the row's template as
+deployed (`portal.lib.caches` adds the language and time zone); it is the same for
+whoever sees the record. A row is rendered without the request (no context
 processors): the list's own address, which its deep-link button returns to, is in the
 page once (`_record_parts.html#app_link`).
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
 from django.conf import settings
-from django.core.cache import caches
 from django.template.base import Origin
 from django.template.loader import get_template
-from django.utils import timezone, translation
 from django.utils.safestring import SafeString, mark_safe
 
 from fleet.models import WebhookRecord
+from portal.lib.caches import KeptValues, kept_in_process
+
+# The same for whoever sees the record: a row shows the record alone. In each process's
+# memory (the `rows` cache), apart from the shared cache's vehicle list.
+_rows = KeptValues("rows", timeout=3600, for_everyone=True, alias="rows")
 
 
 def rows_rendered(template_name: str, records: Sequence[WebhookRecord]) -> list[SafeString]:
     """Each of `records` rendered by the partial `template_name` (as `record`, with
     `in_list`), in order."""
     version = _template_version(template_name)
-    language = translation.get_language()
-    zone = timezone.get_current_timezone_name()
-    keys = [
-        f"{version}:{language}:{zone}:{record.pk}:{record.shown_version()}" for record in records
-    ]
-    rows = caches["rows"]
-    found: dict[str, str] = rows.get_many(keys)
-    missing: dict[str, str] = {}
     template = get_template(template_name)
-    for key, record in zip(keys, records, strict=True):
-        if key not in found:
-            missing[key] = found[key] = template.render({"record": record, "in_list": True})
-    if missing:
-        rows.set_many(missing)
-    return [mark_safe(found[key]) for key in keys]  # noqa: S308 (the template escaped it)
+    rows = _rows.each(
+        [(version, record.pk, record.shown_version()) for record in records],
+        lambda index: template.render({"record": records[index], "in_list": True}),
+    )
+    return [mark_safe(row) for row in rows]  # noqa: S308 (the template escaped it)
 
 
 def _template_version(template_name: str) -> str:
@@ -66,4 +60,4 @@ def _template_files_version(template_name: str) -> str:
 
 
 # A process's templates do not change without DEBUG: their versions, read once.
-_template_files_kept = functools.cache(_template_files_version)
+_template_files_kept = kept_in_process("rows.template_version", size=64)(_template_files_version)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -13,8 +12,6 @@ from django.http import HttpResponse, HttpResponseBase, QueryDict
 from django.shortcuts import redirect
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils import timezone
-from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -31,14 +28,14 @@ from fleet.services.vehicles import (
 )
 from fleet.views import AuthenticatedRequest, is_fragment_request
 from fleet.views.csv_export import csv_download
-from portal.lib.render_cache import RenderCache
+from portal.lib.caches import KeptHTML, kept_in_process
 
-# The results of a filter, the same for every user: kept per version of the fleet.
-_results = RenderCache(size=256)
+# The results of a filter, for each part of the fleet seen: kept per version of the fleet.
+_results = KeptHTML("vehicles.results", size=256)
 # The page around them (header, filter form): kept per user, for any version.
-_pages = RenderCache(size=256)
-# The filters applied above the results, as chips: kept per set of chips.
-_applied_shown = RenderCache(size=256)
+_pages = KeptHTML("vehicles.page", size=256)
+# The filters applied above the results, as chips: what the chips say is all they show.
+_applied_shown = KeptHTML("vehicles.chips", size=256, for_everyone=True)
 
 
 @require_GET
@@ -56,9 +53,8 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
 
     # The filters applied, as chips, and whether any could not apply: none without a query
     # (the list as most open it). A group's chip names it as it is now.
-    language = get_language()
     group_named = tuple(_group_named(scope, filters["group"]).items())
-    chips, refused = _applied(request.path, query, language, group_named) if query else ((), False)
+    chips, refused = _applied(request.path, query, group_named) if query else ((), False)
 
     def context() -> dict[str, Any]:
         return {
@@ -80,19 +76,12 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
 
     path = request.get_full_path()
     # Only fresh results are kept: stale ones say how long to wait, or offer a refresh.
-    key = (
-        None
-        if result is None or result.freshness.stale
-        else (
-            result.version,
-            result.part,
-            language,
-            timezone.get_current_timezone_name(),
-            path,
-            driver_names_version(),
-        )
+    parts: tuple[object, ...] = ()
+    if result is not None and not result.freshness.stale:
+        parts = (result.version, result.part, path, driver_names_version())
+    results = _results.render(
+        request, "fleet/vehicles.html#results", context, scope=scope, parts=parts, keep=bool(parts)
     )
-    results = _results.render(request, "fleet/vehicles.html#results", context, key=key)
     # The filters applied, above the results (a group's name as it is now), and any
     # that could not apply, with why: as on the other lists.
     if query:
@@ -102,7 +91,8 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
                 "fleet/_record_parts.html#filter_errors",
                 lambda: {"chips": chips, "form": VehicleFilterForm(request.GET)},
                 # What the chips say is all they show; a refused filter is rendered each time.
-                key=None if refused else (chips, request.path, language),
+                parts=(chips, request.path),
+                keep=not refused,
             )
             + results
         )
@@ -123,14 +113,13 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
         request,
         "fleet/vehicles.html",
         context,
-        key=(
+        scope=scope,
+        parts=(
             user.pk,
             user.get_username(),
             user.get_full_name(),
             user.is_staff,
-            scope.key,
             scope.group_names,  # in the header
-            language,
             path,
         ),
         holes={"results": results},
@@ -147,18 +136,18 @@ def _group_named(scope: VehicleScope, group: str) -> dict[str, str]:
     return {str(id_): name for id_, name in scope_groups(scope) if str(id_) == group}
 
 
-@functools.lru_cache(maxsize=256)
+@kept_in_process("vehicles.applied", size=256)
 def _applied(
-    path: str, query_string: str, language: str, group_named: tuple[tuple[str, str], ...]
+    path: str, query_string: str, group_named: tuple[tuple[str, str], ...]
 ) -> tuple[tuple[FilterChip, ...], bool]:
-    """The chips of a query string's filters (in `language`, the one active: part of
-    the key), and whether any filter could not apply; kept, as `_filters`."""
+    """The chips of a query string's filters, a group's named as `group_named` says, and
+    whether any filter could not apply; kept, as `_filters`."""
     form = VehicleFilterForm(QueryDict(query_string))
     chips = form.chips(path, _filters(query_string), names={"group": dict(group_named)})
     return tuple(chips), bool(form.errors)
 
 
-@functools.lru_cache(maxsize=256)
+@kept_in_process("vehicles.filters", size=256)
 def _filters(query_string: str) -> Mapping[str, Any]:
     """The filters of a query string, as the form reads them; kept, since every
     request of a page and its searches asks again."""

@@ -12,7 +12,9 @@ a cache of its own).
 
 The key must name everything the template reads besides those holes (data
 version, language, path, the user shown in the page's header, ...): a key that
-forgets one serves one user's or one language's page to another. A request
+forgets one serves one user's or one language's page to another. So no page uses
+it directly: `portal.lib.caches.KeptHTML` builds its keys with the viewer's scope,
+language and time zone. A request
 with messages to show is rendered and not kept, since showing them consumes
 them.
 
@@ -40,7 +42,6 @@ from django.utils.autoreload import file_changed
 from django.utils.safestring import SafeString, mark_safe
 
 from portal.lib.bounded import bounded_put
-from portal.lib.caches import caches_on
 
 # Letters and digits only, so that escaping leaves a hole as it is.
 _MARK = secrets.token_hex(16)
@@ -85,7 +86,7 @@ class RenderCache:
         shows the context variable of that name.
         """
         holes = holes or {}
-        if key is None or not caches_on() or len(get_messages(request)):
+        if key is None or len(get_messages(request)):
             return render_to_string(template_name, {**context(), **holes}, request)
         nonce = get_nonce(request)
         entry = (key, template_name, nonce is None)

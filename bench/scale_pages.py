@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -130,10 +130,7 @@ def measure(
             payload = {
                 "frame": {"id": number, "treated": False, "carPlate": plates[0], "amount": "88.38"}
             }
-            answer = requests.post(f"{portal.url}{WEBHOOK}", json=payload, timeout=30)
-            if answer.status_code != 202:
-                raise ServerFailed(f"the receiver answered {answer.status_code}")
-            portal_wait_processed(environment, worker, timeout=120)
+            post_fine_processed(portal, environment, worker, payload)
 
         for page in pages(data, post_fine):
             timed, bare = _rounds(portal.url, sessions[page.user], page, rounds)
@@ -141,6 +138,16 @@ def measure(
             print(f"  {page.name}: p50 {percentile(timed, 0.5) * 1000:,.1f} ms", flush=True)
     _export(results, portal, whole, pid)
     return results
+
+
+def post_fine_processed(
+    portal: Server, environment: dict[str, str], worker: Server, payload: Mapping[str, object]
+) -> None:
+    """Send a fine to the portal's receiver and wait until its worker processed it."""
+    answer = requests.post(f"{portal.url}{WEBHOOK}", json=payload, timeout=30)
+    if answer.status_code != 202:
+        raise ServerFailed(f"the receiver answered {answer.status_code}")
+    portal_wait_processed(environment, worker, timeout=120)
 
 
 def _rounds(

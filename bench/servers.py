@@ -30,7 +30,7 @@ import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 LOOPBACK = "127.0.0.1"
-START_TIMEOUT = 30.0
+START_TIMEOUT = 120.0  # a million vehicles generated on a busy machine
 
 # The emulator's public demo credentials (emulator/README.md).
 DEMO_ACCESS_TOKEN = "demo-access-token"

@@ -1,0 +1,161 @@
+"""What each cache kept for speed saves, at the size of the largest fleets.
+
+    python -m bench.caches [--vehicles 1000000] [--fines 10000000] [--keep DIR]
+                           [--rounds 10] [--database-url URL] [--only NAME ...]
+
+On `bench.scale`'s data set (built, or reused from `--keep`), the portal under gunicorn
+as `bench.scale` runs it is timed on the pages each cache serves, once with every cache
+(`portal/lib/caches.py`), once with none (`SPEED_CACHES=false`) and once without each
+cache in turn (`SPEED_CACHES_OFF=NAME`), in rounds that alternate each page and
+`bench/bare`, each configuration in a portal of its own. It prints, for each cache and
+page, the page's p50 with and without it, and their ratio: what the cache saves. A cache
+whose pages are no slower without it is not worth its key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from bench import scale, scale_pages
+from bench.portal_setup import add_database_argument, portal_environment
+from bench.servers import bench_main, running_emulator, running_portal, running_worker
+from bench.stats import percentile
+
+# The pages each cache serves, by the beginning of its name (portal/lib/caches.py).
+SERVED: dict[str, tuple[str, ...]] = {
+    "vehicles.": ("vehicles (warm)", "vehicles, search", "vehicles, region"),
+    "fines.": ("fines", "fines, region", "fines ?driver="),
+    "rows": ("fines", "notifications"),
+    "lists.": (
+        "fines, region",
+        "fines, region ?page=200",
+        "fines ?q= an infraction",
+        "fines ?page=200",
+    ),
+    "dashboard.": ("dashboard", "dashboard, region", "dashboard, after a fine"),
+}
+CACHES = (
+    "vehicles.results",
+    "vehicles.page",
+    "vehicles.chips",
+    "vehicles.applied",
+    "vehicles.filters",
+    "vehicles.ungrouped",
+    "fines.filter_form",
+    "rows",
+    "rows.template_version",
+    "lists.scope_walked",
+    "lists.scope_past_counted",
+    "lists.past_counted",
+    "lists.span",
+    "lists.selected",
+    "dashboard.figures",
+    "dashboard.scoped_figures",
+    "dashboard.untreated_notifications",
+    "dashboard.money_html",
+)
+
+
+def served(name: str) -> tuple[str, ...]:
+    pages: tuple[str, ...] = ()
+    for beginning, names in SERVED.items():
+        if name.startswith(beginning):
+            pages += names
+    if name == "vehicles.ungrouped":
+        pages += ("dashboard",)
+    return tuple(dict.fromkeys(pages))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.caches", description=__doc__)
+    parser.add_argument("--vehicles", type=int, default=1_000_000)
+    parser.add_argument("--fines", type=int, default=10_000_000)
+    parser.add_argument("--notifications", type=int, default=None, help="default: fines / 10")
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--keep", type=Path, help="a folder that keeps the data set for re-runs")
+    parser.add_argument("--only", nargs="*", default=CACHES, help="the caches measured")
+    add_database_argument(parser)
+    options = parser.parse_args(argv)
+    if options.notifications is None:
+        options.notifications = options.fines // 10
+    return bench_main(lambda workdir: run(options, options.keep or workdir))
+
+
+def run(options: argparse.Namespace, folder: Path) -> int:
+    folder.mkdir(parents=True, exist_ok=True)
+    database = options.database_url or f"sqlite:///{folder / 'scale.sqlite3'}"
+    with running_emulator(
+        folder, "--vehicles", str(options.vehicles), "--seed", str(scale.SEED)
+    ) as (emulator):
+        environment = portal_environment(database=folder / "unused", emulator_url=emulator.url)
+        environment |= {"DATABASE_URL": database, "DJANGO_SETTINGS_MODULE": "bench.settings"}
+        data = scale._data_set(options, folder, environment)
+        wanted = sorted({page for name in options.only for page in served(name)})
+        configurations = [("every cache", {}), ("no cache", {"SPEED_CACHES": "false"})]
+        configurations += [(name, {"SPEED_CACHES_OFF": name}) for name in options.only]
+        timings: dict[str, dict[str, tuple[float, float]]] = {}
+        for label, extra in configurations:
+            pages = wanted if label in ("every cache", "no cache") else served(label)
+            print(f"== {label}: {', '.join(pages)}", flush=True)
+            timings[label] = _timed(environment | extra, folder, data, pages, options.rounds)
+    _report(timings, options.only)
+    return 0
+
+
+def _timed(
+    environment: dict[str, str],
+    folder: Path,
+    data: dict[str, object],
+    names: Iterable[str],
+    rounds: int,
+) -> dict[str, tuple[float, float]]:
+    """Each page's p50 and the bare view's beside it, in seconds, in a portal of its own."""
+    found: dict[str, tuple[float, float]] = {}
+    wanted = set(names)
+    with running_portal(environment, folder, workers=1, threads=1) as portal:
+        sessions = scale._sessions(portal, data)
+        with running_worker(environment, folder) as worker:
+            fines = iter(range(2 * 10**10, 3 * 10**10))
+            plates = scale_pages._list(data, "plates")
+
+            def post_fine() -> None:
+                payload: dict[str, object] = {
+                    "frame": {"id": next(fines), "treated": False, "carPlate": plates[0]}
+                }
+                scale_pages.post_fine_processed(portal, environment, worker, payload)
+
+            for page in scale_pages.pages(data, post_fine):
+                if page.name not in wanted:
+                    continue
+                timed, bare = scale_pages._rounds(portal.url, sessions[page.user], page, rounds)
+                found[page.name] = (percentile(timed, 0.5), percentile(bare, 0.5))
+                print(f"  {page.name}: p50 {found[page.name][0] * 1000:,.1f} ms", flush=True)
+    return found
+
+
+def _report(timings: dict[str, dict[str, tuple[float, float]]], names: Iterable[str]) -> None:
+    """Each page's p50 as a ratio to the bare view's p50 of its own rounds (which runs
+    measured apart cannot share), with the cache and without it, and what it saves:
+    the second ratio over the first."""
+    every = timings["every cache"]
+    print("\nWhat each cache saves: p50 with and without it, in ms and x the bare view's")
+    print(f"  {'cache':<34} {'page':<26} {'with':>15} {'without':>15} {'saves':>6}")
+    for label in ("no cache", *names):
+        for page, (without, bare_without) in timings[label].items():
+            with_it, bare_with = every[page]
+            ratio_with, ratio_without = with_it / bare_with, without / bare_without
+            print(
+                f"  {label:<34} {page:<26}"
+                f" {with_it * 1000:>6.1f} {ratio_with:>6.2f}x"
+                f" {without * 1000:>6.1f} {ratio_without:>6.2f}x"
+                f" {ratio_without / ratio_with:>5.2f}x"
+            )
+    bare = [b for found in timings.values() for _p50, b in found.values()]
+    print(f"  the bare view's p50: {min(bare) * 1000:.1f} to {max(bare) * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -25,7 +25,9 @@ Exactly once in effect: the same body twice (`body_sha256`) is a duplicate of
 the one processed first and changes nothing; a record's key is unique. A
 delivery that cannot become a record keeps its status and reason (`invalid`:
 the payload is at fault; `failed`: the portal is) and can be replayed
-(`delivery_replay`, the admin action, `manage.py replay_webhooks`).
+(`delivery_replay`, the admin action, `manage.py replay_webhooks`). A delivery
+whose body retention emptied is never processed again: there is nothing left to
+read, and reading nothing would undo what it made.
 """
 
 from __future__ import annotations
@@ -79,8 +81,11 @@ _TO_PROCESS: Final = (
     "body_sha256",
     "attempts",
     "unknown_keys_unrecorded",
+    "body_purged_at",
 )
 _OUTCOME: Final = ("status", "kind", "error", "duplicate_of_id", "fine_id", "notification_id")
+# Counted by `delivery_replay` for a delivery left as it is: retention emptied its body.
+BODY_EMPTIED: Final = "body_emptied"
 
 
 def deliveries_process_received(*, batch: int = 64, budget_s: float = 30.0) -> Counter[str]:
@@ -122,13 +127,17 @@ def deliveries_process_received(*, batch: int = 64, budget_s: float = 30.0) -> C
     return outcomes
 
 
-def delivery_process(*, delivery: WebhookDelivery) -> DeliveryStatus:
+def delivery_process(*, delivery: WebhookDelivery) -> DeliveryStatus | None:
     """Process one stored delivery (again), in its own transaction (once more if another
-    run created its record meanwhile: it is then updated); its new status.
+    run created its record meanwhile: it is then updated); its new status, or None when
+    retention has emptied its body (it is left as it is, with what it made).
 
     It locks the delivery's row first, as a batch does: a replay of a delivery that a
     worker's batch holds waits for that batch before it locks the record."""
-    read = _read(WebhookDelivery.objects.only(*_TO_PROCESS).get(pk=delivery.pk))
+    stored = WebhookDelivery.objects.only(*_TO_PROCESS).get(pk=delivery.pk)
+    if stored.body_purged_at is not None:
+        return None
+    read = _read(stored)
     attempts = read.delivery.attempts
     try:
         try:
@@ -154,16 +163,19 @@ def delivery_process(*, delivery: WebhookDelivery) -> DeliveryStatus:
 
 
 def delivery_replay(*, ids: Iterable[int]) -> Counter[str]:
-    """Process these deliveries again (refused ones have no body: skipped).
+    """Process these deliveries again, but those without a body to read, left as they
+    are: refused ones (counted as `refused`) and those whose body retention emptied
+    (counted as `BODY_EMPTIED`).
 
     Returns how many ended in each status. Safe to repeat: processing is idempotent.
     """
     outcomes: Counter[str] = Counter()
-    for delivery in WebhookDelivery.objects.filter(pk__in=list(ids)).order_by("received_at", "pk"):
+    chosen = WebhookDelivery.objects.filter(pk__in=list(ids)).order_by("received_at", "pk")
+    for delivery in chosen.only("pk", "status"):
         if delivery.status == DeliveryStatus.REFUSED:
             outcomes[DeliveryStatus.REFUSED] += 1
             continue
-        outcomes[delivery_process(delivery=delivery)] += 1
+        outcomes[delivery_process(delivery=delivery) or BODY_EMPTIED] += 1
     if outcomes[DeliveryStatus.PROCESSED]:
         fine_figures_prepare()
     return outcomes

@@ -20,8 +20,8 @@ from fleet.webhooks.payloads import REGISTRATION_LENGTH
 
 
 class DriverBasis(models.TextChoices):
-    """How a fine's driver is known (`Fine.driver_basis`). "" with a driver: given by the
-    vehicle list when the fine arrived, before the history existed (as `LIST`)."""
+    """How a fine's driver is known (`Fine.driver_basis`). Every writer says which: only a
+    fine not attributed yet is `PENDING` (and has no driver)."""
 
     PENDING = "", _("not attributed yet")
     HISTORY = "history", _("had the vehicle then")

@@ -332,7 +332,7 @@ class Fine(WebhookRecord):
             # the list's "uncertain" filter, in its order.
             models.Index(
                 fields=["key"],
-                condition=models.Q(driver_basis="", driver_id__isnull=True),
+                condition=models.Q(driver_basis=DriverBasis.PENDING),
                 name="fleet_fine_unattributed",
             ),
             models.Index(

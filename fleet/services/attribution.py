@@ -184,7 +184,7 @@ def _attribute_in_chunks(
 def fine_drivers_attribute() -> int:
     """The fines written without a vehicle list at hand, attributed (the list fetched if
     need be); how many got a verdict."""
-    pending = Fine.objects.filter(driver_basis=DriverBasis.PENDING, driver_id__isnull=True)
+    pending = Fine.objects.filter(driver_basis=DriverBasis.PENDING)
     registrations = set(pending.exclude(registration="").values_list("registration", flat=True))
     drivers = vehicle_drivers(registrations=registrations) if registrations else {}
     if drivers is None:
@@ -277,9 +277,7 @@ class DriverStory(NamedTuple):
 
 def fine_driver_story(fine: Fine) -> DriverStory:
     """How fine `fine`'s driver is known, read from its period and its latest correction."""
-    basis = DriverBasis(fine.driver_basis or DriverBasis.LIST)
-    if fine.driver_basis == DriverBasis.PENDING and fine.driver_id is None:
-        basis = DriverBasis.PENDING
+    basis = DriverBasis(fine.driver_basis)
     span = (
         DriverSpan.objects.filter(pk=fine.driver_span_id).first() if fine.driver_span_id else None
     )
@@ -320,7 +318,7 @@ def fine_drivers_told(fines: Sequence[Fine]) -> dict[int, dict[str, object]]:
     and name, how it is known (`DriverBasis`' value) and, where uncertain, both
     candidates; the fines not attributed yet are left out. Two queries for the whole
     batch, whatever its size."""
-    fines = [f for f in fines if f.driver_basis or f.driver_id is not None]
+    fines = [f for f in fines if f.driver_basis != DriverBasis.PENDING]
     uncertain = [f.driver_span_id for f in fines if f.driver_basis == DriverBasis.UNCERTAIN]
     spans = {
         pk: [previous, driver]

@@ -83,7 +83,7 @@ from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from django.utils import timezone
-from fleet.models import Fine
+from fleet.models import DriverBasis, Fine
 from fleet import plates
 rng = random.Random(int(os.environ["BENCH_START"]))
 now = timezone.now()
@@ -106,6 +106,7 @@ for number in range(start, start + count):
         payload={"id": number, "carPlate": plate, "amount": str(amount)},
         registration=plates.registration(plate), amount=amount,
         occurred_at=now - timedelta(days=rng.randrange(430)), driver_id=drivers[plate],
+        driver_basis=DriverBasis.LIST,
         received_at=received, updated_at=received,
     ))
     if len(batch) == 5000:

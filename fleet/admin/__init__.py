@@ -55,7 +55,7 @@ from fleet.services.paging import CappedPaginator
 from fleet.services.scopes import VehicleScope, scope_drivers
 from fleet.services.sso import fleet_account_check
 from fleet.webhooks.payloads import KNOWN_PATHS
-from fleet.webhooks.processing import delivery_replay
+from fleet.webhooks.processing import BODY_EMPTIED, delivery_replay
 from portal.lib import formatting
 
 # What an administrator can do about each failed test.
@@ -306,6 +306,14 @@ class WebhookDeliveryAdmin(
     @admin.action(description=_("Replay the selected deliveries"), permissions=["replay"])
     def replay(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:
         outcomes = delivery_replay(ids=queryset.values_list("pk", flat=True))
+        if emptied := outcomes.pop(BODY_EMPTIED, 0):
+            refusal = gettext(
+                "%(count)d deliveries were not replayed: their body was emptied after "
+                "FLEET_WEBHOOK_BODIES_KEEP_DAYS days, and what they made is kept."
+            ) % {"count": emptied}
+            self.message_user(request, refusal, messages.WARNING)
+            if not outcomes:
+                return
         summary = ", ".join(
             f"{DeliveryStatus(status).label}: {count}" for status, count in sorted(outcomes.items())
         )

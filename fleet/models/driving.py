@@ -7,7 +7,7 @@ one vehicle with one driver, from the refresh that first saw them together to th
 that did, and the refresh that first saw the next driver: only changes are written, so a
 refresh where nothing changed writes one observation row. Written by
 `fleet.services.driver_history` alone. `FineDriverCorrection` audits a person's choice
-of a fine's driver (`fleet.services.driving.fine_driver_correct`).
+of a fine's driver (`fleet.services.attribution.fine_driver_correct`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from fleet.webhooks.payloads import REGISTRATION_LENGTH
 
 
 class DriverBasis(models.TextChoices):
-    """How a fine's driver is known (`Fine.driver_basis`). "" with a driver: given by the
-    vehicle list when the fine arrived, before the history existed (as `LIST`)."""
+    """How a fine's driver is known (`Fine.driver_basis`). Every writer says which: only a
+    fine not attributed yet is `PENDING` (and has no driver)."""
 
     PENDING = "", _("not attributed yet")
     HISTORY = "history", _("had the vehicle then")

@@ -270,7 +270,7 @@ class Fine(WebhookRecord):
     )
     occurred_at = models.DateTimeField(_("committed on"), null=True, blank=True)
     driver_id = models.PositiveBigIntegerField(_("driver id"), null=True, blank=True)
-    # How `driver_id` is known (`fleet.services.driving`); the period it was read from.
+    # How `driver_id` is known (`fleet.services.attribution`); the period it was read from.
     driver_basis = models.CharField(
         _("how the driver is known"),
         max_length=10,
@@ -328,11 +328,11 @@ class Fine(WebhookRecord):
                 name="fleet_fine_driver",
             ),
             models.Index(fields=["occurred_at", "amount"], name="fleet_fine_occurred"),
-            # The fines the worker has still to attribute (`fleet.services.driving`), and
+            # The fines the worker has still to attribute (`fleet.services.attribution`), and
             # the list's "uncertain" filter, in its order.
             models.Index(
                 fields=["key"],
-                condition=models.Q(driver_basis="", driver_id__isnull=True),
+                condition=models.Q(driver_basis=DriverBasis.PENDING),
                 name="fleet_fine_unattributed",
             ),
             models.Index(

@@ -11,19 +11,19 @@ committed (`fleet.services.driver_history`), with how it is known (`DriverBasis`
 
 The writers, each a chunk of fines to a transaction, read under their locks, the
 dashboard's tallies by driver in the same transaction: processing a batch
-(`fine_verdicts`, inside its transaction), the worker after fines arrive without a
-list at hand (`fine_drivers_attribute`), after an observation that may change recent
-answers (`fine_drivers_follow`), and the backfill (`fine_drivers_recompute`,
-`manage.py fine_drivers --recompute`).
+(`fine_drivers_attribute_in_batch`, inside its transaction), the worker after fines
+arrive without a list at hand (`fine_drivers_attribute`), after an observation that may
+change recent answers (`fine_drivers_follow`), and the backfill
+(`fine_drivers_recompute`, `manage.py fine_drivers --recompute`).
 """
 
 from __future__ import annotations
 
 import logging
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -35,6 +35,7 @@ from fleet.services.driver_history import latest_observation
 from fleet.services.drivers import driver_names
 from fleet.services.tallies import FINE_FIELDS, FineState, fine_tallies_apply
 from fleet.services.vehicles import vehicle_drivers
+from portal.lib import worker
 
 logger = logging.getLogger("fleet.services.attribution")
 
@@ -45,6 +46,10 @@ FINE_DRIVER_PERMISSION = "fleet.change_fine_driver"
 ATTRIBUTION_CHUNK = 500
 
 _FIELDS = ("key", "registration", "driver_basis", "driver_span_id", *FINE_FIELDS)
+# What attributing a fine writes.
+FINE_DRIVER_FIELDS: Final = ("driver_basis", "driver_id", "driver_span")
+# A fine whose moment or vehicle changed is attributed again (unless a person set it).
+_MOVES: Final = frozenset({"occurred_at", "registration"})
 
 
 class Verdict(NamedTuple):
@@ -147,9 +152,7 @@ def _apply(fines: Sequence[Fine], verdicts: Sequence[Verdict | None]) -> int:
     for fine, verdict in changed:
         fine.driver_basis, fine.driver_id, fine.driver_span_id = verdict
     Fine.objects.bulk_update(
-        [fine for fine, _verdict in changed],
-        ["driver_basis", "driver_id", "driver_span"],
-        batch_size=ATTRIBUTION_CHUNK,
+        [fine for fine, _verdict in changed], FINE_DRIVER_FIELDS, batch_size=ATTRIBUTION_CHUNK
     )
     fine_tallies_apply(zip(before, [FineState.of(fine) for fine, _v in changed], strict=True))
     return len(changed)
@@ -181,10 +184,41 @@ def _attribute_in_chunks(
     return changed
 
 
+def fine_drivers_attribute_in_batch(fines: Sequence[Fine]) -> None:
+    """Give the fines a batch of deliveries writes, new or moved (`fine_driver_moved`),
+    their driver in memory, inside its transaction and before it writes them: from the
+    history, else from a vehicle list already at hand (no API call inside the
+    transaction). Without one, they are written not attributed yet, and the worker does
+    it after the commit (`fine_drivers_attribute`), fetching the list."""
+    if not fines:
+        return
+    verdicts = fine_verdicts(
+        fines, list_drivers=lambda wanted: vehicle_drivers(registrations=wanted, fetch=False)
+    )
+    for fine, verdict in zip(fines, verdicts, strict=True):
+        found = verdict or (DriverBasis.PENDING, None, None)
+        fine.driver_basis, fine.driver_id, fine.driver_span_id = found
+    if None in verdicts:
+        transaction.on_commit(_attribution_ask)
+
+
+def fine_driver_moved(fine: Fine, fields: Collection[str]) -> bool:
+    """Whether a fine whose `fields` changed is to be attributed again: its moment or
+    vehicle changed, and no person set its driver."""
+    return bool(_MOVES.intersection(fields)) and fine.driver_basis != DriverBasis.MANUAL
+
+
+def _attribution_ask() -> None:
+    try:
+        worker.enqueue("fine_drivers_attribute_run")
+    except Exception:
+        logger.exception("could not ask the worker to attribute new fines to their drivers")
+
+
 def fine_drivers_attribute() -> int:
     """The fines written without a vehicle list at hand, attributed (the list fetched if
     need be); how many got a verdict."""
-    pending = Fine.objects.filter(driver_basis=DriverBasis.PENDING, driver_id__isnull=True)
+    pending = Fine.objects.filter(driver_basis=DriverBasis.PENDING)
     registrations = set(pending.exclude(registration="").values_list("registration", flat=True))
     drivers = vehicle_drivers(registrations=registrations) if registrations else {}
     if drivers is None:
@@ -277,9 +311,7 @@ class DriverStory(NamedTuple):
 
 def fine_driver_story(fine: Fine) -> DriverStory:
     """How fine `fine`'s driver is known, read from its period and its latest correction."""
-    basis = DriverBasis(fine.driver_basis or DriverBasis.LIST)
-    if fine.driver_basis == DriverBasis.PENDING and fine.driver_id is None:
-        basis = DriverBasis.PENDING
+    basis = DriverBasis(fine.driver_basis)
     span = (
         DriverSpan.objects.filter(pk=fine.driver_span_id).first() if fine.driver_span_id else None
     )
@@ -320,7 +352,7 @@ def fine_drivers_told(fines: Sequence[Fine]) -> dict[int, dict[str, object]]:
     and name, how it is known (`DriverBasis`' value) and, where uncertain, both
     candidates; the fines not attributed yet are left out. Two queries for the whole
     batch, whatever its size."""
-    fines = [f for f in fines if f.driver_basis or f.driver_id is not None]
+    fines = [f for f in fines if f.driver_basis != DriverBasis.PENDING]
     uncertain = [f.driver_span_id for f in fines if f.driver_basis == DriverBasis.UNCERTAIN]
     spans = {
         pk: [previous, driver]

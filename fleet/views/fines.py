@@ -209,7 +209,7 @@ def fine_list_export(request: AuthenticatedRequest) -> StreamingHttpResponse:
             fine.external_id,
             fine.driver_id if fine.driver_id is not None else "",
             fine.names.get(fine.driver_id, "") if fine.driver_id is not None else "",
-            known[fine.driver_basis if fine.driver_basis or fine.driver_id is None else "list"],
+            known[fine.driver_basis],
             _(" or ").join(named(c, fine.names) or _("nobody") for c in candidates),
             moment(fine.window_start) if uncertain else "",
             moment(fine.window_end) if uncertain else "",

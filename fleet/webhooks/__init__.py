@@ -7,8 +7,13 @@
   one reader of the platform's amounts and times): read once, stored, shown;
 - `processing`: the worker's runs over the stored deliveries, a batch at a
   time, once in effect whatever the order or repetition; replaying those kept;
+- `effects`: what processing a batch does, in the order it does it;
 - `records`: a fine's or a notification's state and how an event changes it
-  (the history of `treated` included);
+  (the history of `treated` included), and a batch's records under their locks;
+- `wordings`: a record's infraction or title, once per text (`Wording`);
+- `outcomes`: how processing went, written on each delivery's row;
+- `changes`: what a batch did to the records, told to the alerts;
+- `retention`: how long a delivery's raw body is kept;
 - `unknown_keys`: the report of payload keys the portal does not know;
 - `tokens`: what a token must look like outside the emulator (checked at start-up).
 

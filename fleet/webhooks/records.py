@@ -12,10 +12,14 @@ whole batch as for one delivery alone:
 - a `linkFrame` once available is never erased by a `null` (spec 2.6: null
   means "not available yet", so a null after a URL is an older event);
 - `treated_history` keeps every distinct `treated` value seen, in time order.
+
+A batch holds its records in `RecordsHeld`: read under their locks, changed in memory
+event after event, then written in a few statements.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +35,7 @@ from fleet.webhooks.payloads import (
 )
 
 RecordModel = type[Fine] | type[Notification]
+RecordKey = tuple[RecordModel, str]
 
 
 def record_model(event: payloads.Event) -> RecordModel:
@@ -90,6 +95,53 @@ def record_update(
         record.updated_at = timezone.now()
         fields.append("updated_at")
     return fields
+
+
+class RecordsHeld:
+    """The records a batch of events names, by model and key (`by_key`): those it found,
+    read under their locks until its transaction ends (in key order), and those it
+    creates (`created`); on the others, the fields it changed (`changed`). Nothing is
+    written until `save`."""
+
+    def __init__(self, events: Iterable[payloads.Event]) -> None:
+        keys: dict[RecordModel, set[str]] = {}
+        for event in events:
+            keys.setdefault(record_model(event), set()).add(event.key)
+        # A Fine or a Notification, as its model says (`Any`: one dict for both models).
+        self.by_key: dict[RecordKey, Any] = {}
+        for model, wanted in keys.items():
+            for record in model.objects.select_for_update().filter(key__in=wanted).order_by("key"):
+                self.by_key[model, record.key] = record
+        self.created: dict[RecordKey, Any] = {}
+        self.changed: dict[RecordKey, set[str]] = {}
+
+    def apply(self, event: payloads.Event, delivery: WebhookDelivery) -> WebhookRecord:
+        """`event`'s record, created or changed by it (`record_new`, `record_update`)."""
+        key = (record_model(event), event.key)
+        record = self.by_key.get(key)
+        if record is None:
+            record = self.by_key[key] = self.created[key] = record_new(event, delivery)
+        else:
+            self.touch(key, record_update(record, event, delivery))
+        return record
+
+    def touch(self, key: RecordKey, fields: Iterable[str]) -> None:
+        """`fields` of `key`'s record changed (a record created is written whole)."""
+        if key not in self.created and (names := set(fields)):
+            self.changed.setdefault(key, set()).update(names)
+
+    def fines(self) -> Iterator[tuple[RecordKey, Fine]]:
+        """The fines among the records, with their keys."""
+        return ((key, r) for key, r in self.by_key.items() if isinstance(r, Fine))
+
+    def save(self) -> None:
+        """Insert the records created, one statement per model, and write what changed on
+        the others, each once (Django's bulk_update builds a CASE per field and row: for a
+        batch, more time than the database takes)."""
+        for model in {model for model, _ in self.created}:
+            model.objects.bulk_create([r for (m, _), r in self.created.items() if m is model])
+        for key, fields in self.changed.items():
+            self.by_key[key].save(update_fields=sorted(fields))
 
 
 def _fine_columns(event: payloads.Event) -> dict[str, Any]:

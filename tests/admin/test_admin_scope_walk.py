@@ -21,7 +21,14 @@ from django.urls import reverse
 
 from alerts.models import Alert, AlertPreferences, WebhookAttempt, WebhookSubscription
 from fleet import plates
-from fleet.models import Driver, Fine, Notification, VehicleGroup, VehicleGroupMember
+from fleet.models import (
+    Driver,
+    DriverBasis,
+    Fine,
+    Notification,
+    VehicleGroup,
+    VehicleGroupMember,
+)
 from fleet.webhooks.processing import deliveries_process_received
 
 pytestmark = [pytest.mark.django_db, pytest.mark.scoped]
@@ -77,7 +84,7 @@ def side(client: Client, django_user_model, number: int, data: Side) -> Side:
         assert answer.status_code == 202
     deliveries_process_received()
     fine = Fine.objects.get(external_id=str(number))
-    Fine.objects.filter(pk=fine.pk).update(driver_id=data.driver)
+    Fine.objects.filter(pk=fine.pk).update(driver_id=data.driver, driver_basis=DriverBasis.LIST)
     Driver.objects.create(driver_id=data.driver, name=data.driver_name)
 
     manager = django_user_model.objects.create_user(f"manager-{number}")

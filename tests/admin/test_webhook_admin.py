@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
-from django.utils import translation
+from django.utils import timezone, translation
 
 from fleet.models import Fine, Notification, UnknownWebhookKey, WebhookDelivery
 from fleet.webhooks.processing import deliveries_process_received
+from fleet.webhooks.retention import delivery_bodies_purge
 
 pytestmark = pytest.mark.django_db
 
@@ -87,6 +89,36 @@ def test_the_replay_action_processes_kept_deliveries_again(admin, client):
     delivery.refresh_from_db()
     assert (delivery.status, delivery.error) == ("processed", "")
     assert Fine.objects.get().external_id == "1"
+
+
+def test_deliveries_whose_body_was_emptied_are_not_replayed_and_keep_what_they_had(
+    admin, client, settings
+):
+    settings.FLEET_WEBHOOK_BODIES_KEEP_DAYS = 1
+    processed = deliver(client, b'{"frame": {"id": 1, "treated": false}}')
+    duplicate = deliver(client, b'{"frame": {"id": 1, "treated": false}}')
+    WebhookDelivery.objects.update(received_at=timezone.now() - timedelta(days=2))
+    assert delivery_bodies_purge() == 2
+    before = list(WebhookDelivery.objects.order_by("pk").values())
+    fines = list(Fine.objects.values())
+
+    response = admin.post(
+        DELIVERIES,
+        {"action": "replay", "_selected_action": [processed.pk, duplicate.pk]},
+        follow=True,
+    )
+
+    assert list(WebhookDelivery.objects.order_by("pk").values()) == before
+    assert [(d["status"], d["duplicate_of_id"]) for d in before] == [
+        ("processed", None),
+        ("duplicate", processed.pk),
+    ]
+    assert before[0]["fine_id"] == Fine.objects.get().pk
+    assert list(Fine.objects.values()) == fines
+    assert (
+        "2 deliveries were not replayed: their body was emptied after "
+        "FLEET_WEBHOOK_BODIES_KEEP_DAYS days, and what they made is kept."
+    ) in response.text
 
 
 def test_staff_without_the_change_permission_cannot_replay(client, django_user_model):

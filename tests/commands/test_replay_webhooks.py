@@ -14,6 +14,7 @@ from django.utils import timezone
 from fleet.models import Fine, WebhookDelivery
 from fleet.webhooks.processing import delivery_process
 from fleet.webhooks.receive import delivery_receive
+from fleet.webhooks.retention import delivery_bodies_purge
 
 pytestmark = pytest.mark.django_db
 
@@ -30,6 +31,12 @@ def stored(payload, *, received_ago: float = 0) -> WebhookDelivery:
         moment = timezone.now() - timedelta(seconds=received_ago)
         WebhookDelivery.objects.filter(pk=delivery.pk).update(received_at=moment)
     return delivery
+
+
+def as_stored(delivery: WebhookDelivery) -> dict[str, object]:
+    """Every column of `delivery`'s row as the database holds it now."""
+    row = WebhookDelivery.objects.get(pk=delivery.pk)
+    return {f.attname: f.value_from_object(row) for f in WebhookDelivery._meta.concrete_fields}
 
 
 def replay(*args: str) -> str:
@@ -115,3 +122,21 @@ def test_a_failed_delivery_is_processed_by_the_command_once_the_cause_is_fixed()
 
     assert "processed: 1" in replay()
     assert Fine.objects.get().external_id == "1"
+
+
+def test_a_delivery_whose_body_was_emptied_is_not_replayed_and_keeps_what_it_had(settings):
+    settings.FLEET_WEBHOOK_BODIES_KEEP_DAYS = 1
+    delivery = stored(FINE, received_ago=2 * 86400)
+    replay()
+    assert delivery_bodies_purge() == 1
+    before, fines = as_stored(delivery), list(Fine.objects.values())
+
+    output = replay(str(delivery.pk))
+
+    assert as_stored(delivery) == before
+    assert (before["status"], before["fine_id"]) == ("processed", Fine.objects.get().pk)
+    assert list(Fine.objects.values()) == fines
+    assert (
+        "Not replayed: 1 deliveries whose body was emptied after FLEET_WEBHOOK_BODIES_KEEP_DAYS "
+        "days; what they made is kept." in output
+    )

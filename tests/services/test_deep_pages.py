@@ -97,6 +97,7 @@ def sample() -> None:
             amount=Decimal(n * 7 % 300),
             occurred_at=now - timedelta(days=n % 1000, hours=n % 24),
             driver_id=n % 50 + 1 if n % 2 else None,
+            driver_basis=DriverBasis.LIST if n % 2 else DriverBasis.PENDING,
             link_frame="" if n % 10 < 3 else f"https://example.com/{n}",
             reference=f"S{n:07d}",
         )

@@ -24,7 +24,7 @@ from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from fleet.models import Fine, Notification, Wording
+from fleet.models import DriverBasis, Fine, Notification, Wording
 from fleet.services.fines import (
     LIST_ORDER,
     PER_PAGE,
@@ -68,6 +68,7 @@ def fines() -> dict[str, Any]:
             registration=f"AAA{n % 10}A11",
             amount=Decimal(n % 23),
             driver_id=n % 7 + 1 if n % 2 == 0 else None,
+            driver_basis=DriverBasis.LIST if n % 2 == 0 else DriverBasis.PENDING,
             link_frame=f"https://example.com/{n}" if n % 3 == 1 else "",
             infraction=parking if n % 4 == 3 else speeding,
             occurred_at=moment(

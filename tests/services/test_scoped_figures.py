@@ -12,7 +12,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from fleet.models import Fine, VehicleGroup, VehicleGroupPlate
+from fleet.models import DriverBasis, Fine, VehicleGroup, VehicleGroupPlate
 from fleet.services.dashboard import fine_figures
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope
 from fleet.services.tallies import fine_tallies_rebuild
@@ -48,6 +48,7 @@ def fines(registrations: list[str], *, first: int, count: int) -> None:
             updated_at=now,
             link_frame="" if n % 4 == 0 else f"https://example.com/{n}",
             driver_id=n % 6 + 1 if n % 5 else None,
+            driver_basis=DriverBasis.LIST if n % 5 else DriverBasis.PENDING,
         )
         for n in range(first, first + count)
     )

@@ -8,12 +8,16 @@ Both clocks move together: the portal's (time-machine, stopped) and the emulator
 from __future__ import annotations
 
 import threading
+from importlib import import_module
 from typing import Any
 
 import pytest
+from django.apps import apps
 from django.contrib.auth.models import Permission
 from django.core.management import call_command
+from django.db import connection
 from django.tasks import TaskResultStatus
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
@@ -34,6 +38,7 @@ from fleet.models import (
     VehicleGroup,
     VehicleGroupMember,
 )
+from fleet.services.attribution import fine_driver_story
 from fleet.services.tallies import driver_key
 from portal.lib import worker
 from tests.conftest import Emulator, run_tasks
@@ -438,3 +443,51 @@ def test_the_alerts_name_who_was_driving_or_both_candidates(client, handed_over,
     assert f"Driver: Ana Souza ({d1}) or {d2} (the vehicle changed hands around then)" in told(
         alerts[inside.pk]
     )
+
+
+def test_the_migration_marks_the_drivers_the_list_gave_before_the_history(monkeypatch):
+    migration = import_module("fleet.migrations.0026_list_drivers_marked")
+    monkeypatch.setattr(migration, "CHUNK", 2)
+    as_written = [
+        ("", 7),  # the list's driver, from before the history: no basis was written
+        ("", None),  # not attributed yet
+        (DriverBasis.HISTORY, 8),
+        (DriverBasis.UNCERTAIN, None),
+        (DriverBasis.LIST, None),
+        (DriverBasis.MANUAL, 9),
+        ("", 10),
+    ]
+    fines = [
+        Fine.objects.create(key=f"id:{n}", treated=False, driver_basis=basis, driver_id=driver)
+        for n, (basis, driver) in enumerate(as_written)
+    ]
+    for fine in fines[:2]:
+        FineDriverCorrection.objects.create(
+            fine=fine,
+            user_name="Gestor",
+            from_driver_id=fine.driver_id,
+            from_basis="",
+            to_driver_id=11,
+            reason="emprestado",
+        )
+
+    with CaptureQueriesContext(connection) as queries:
+        migration.list_basis_fill(apps, None)
+
+    fines_updated = [
+        q["sql"] for q in queries.captured_queries if q["sql"].startswith('UPDATE "fleet_fine"')
+    ]
+    assert len(fines_updated) == 4  # seven ids, two to a transaction
+    found = list(Fine.objects.order_by("pk").values_list("driver_basis", "driver_id"))
+    assert found == [
+        (DriverBasis.LIST, 7),
+        (DriverBasis.PENDING, None),
+        (DriverBasis.HISTORY, 8),
+        (DriverBasis.UNCERTAIN, None),
+        (DriverBasis.LIST, None),
+        (DriverBasis.MANUAL, 9),
+        (DriverBasis.LIST, 10),
+    ]
+    corrections = FineDriverCorrection.objects.order_by("fine_id")
+    assert list(corrections.values_list("from_basis", flat=True)) == [DriverBasis.LIST, ""]
+    assert fine_driver_story(Fine.objects.get(pk=fines[0].pk)).basis == DriverBasis.LIST

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from fleet.models import REPLAYABLE_STATUSES, DeliveryStatus, WebhookDelivery
-from fleet.webhooks.processing import delivery_replay
+from fleet.webhooks.processing import BODY_EMPTIED, delivery_replay
 
 _BATCH = 500
 
@@ -26,7 +26,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "ids", nargs="*", type=int, help="Only these deliveries (any status but refused)."
+            "ids",
+            nargs="*",
+            type=int,
+            help="Only these deliveries (any status, but refused ones and those whose body "
+            "was emptied after FLEET_WEBHOOK_BODIES_KEEP_DAYS days are left as they are).",
         )
         parser.add_argument(
             "--status",
@@ -66,7 +70,13 @@ class Command(BaseCommand):
         outcomes: Counter[str] = Counter()
         for start in range(0, len(ids), _BATCH):
             outcomes.update(delivery_replay(ids=ids[start : start + _BATCH]))
-        self.stdout.write(f"Replayed {len(ids)} deliveries ({_listed(outcomes)}).")
+        emptied = outcomes.pop(BODY_EMPTIED, 0)
+        self.stdout.write(f"Replayed {outcomes.total()} deliveries ({_listed(outcomes)}).")
+        if emptied:
+            self.stdout.write(
+                f"Not replayed: {emptied} deliveries whose body was emptied after "
+                "FLEET_WEBHOOK_BODIES_KEEP_DAYS days; what they made is kept."
+            )
         kept = outcomes[DeliveryStatus.INVALID] + outcomes[DeliveryStatus.FAILED]
         if kept:
             raise CommandError(

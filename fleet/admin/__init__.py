@@ -32,7 +32,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
@@ -307,9 +307,12 @@ class WebhookDeliveryAdmin(
     def replay(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:
         outcomes = delivery_replay(ids=queryset.values_list("pk", flat=True))
         if emptied := outcomes.pop(BODY_EMPTIED, 0):
-            refusal = gettext(
+            refusal = ngettext(
+                "%(count)d delivery was not replayed: its body was emptied after "
+                "FLEET_WEBHOOK_BODIES_KEEP_DAYS days, and what it made is kept.",
                 "%(count)d deliveries were not replayed: their body was emptied after "
-                "FLEET_WEBHOOK_BODIES_KEEP_DAYS days, and what they made is kept."
+                "FLEET_WEBHOOK_BODIES_KEEP_DAYS days, and what they made is kept.",
+                emptied,
             ) % {"count": emptied}
             self.message_user(request, refusal, messages.WARNING)
             if not outcomes:

@@ -143,6 +143,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="the minimal emulator's spelling seed (default: a new one each run, printed above)",
     )
+    parser.addoption(
+        "--diff-seed",
+        type=int,
+        default=None,
+        help="the seed of the differential walk (tests/views/test_caches_differential.py; "
+        "default: the DIFF_SEED variable, else a new one each run, printed above)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -153,6 +160,9 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if config.getoption("--spelling-seed") is None:
         config.option.spelling_seed = random.randrange(1_000_000)  # noqa: S311 - not secret
+    if config.getoption("--diff-seed") is None:
+        given = os.environ.get("DIFF_SEED", "")
+        config.option.diff_seed = int(given) if given else random.randrange(1_000_000)  # noqa: S311
 
 
 @pytest.hookimpl(trylast=True)
@@ -165,10 +175,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     django_plugin.pytest_collection_modifyitems(items)
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
     mode = config.getoption("--emulator-mode")
     seed = config.getoption("--spelling-seed")
-    return f"emulator mode: {mode}" + (f" (spelling seed {seed})" if mode == "minimal" else "")
+    return [
+        f"emulator mode: {mode}" + (f" (spelling seed {seed})" if mode == "minimal" else ""),
+        f"differential walk seed: {config.getoption('--diff-seed')}",
+    ]
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,7 @@ version: apart, each part would have to agree with the others on it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import operator
 from dataclasses import dataclass, field
@@ -125,6 +126,7 @@ class RecordCounts:
     untreated_notifications: int  # at most COUNTED
     most_fined: list[FinedVehicle]
     more_untreated_notifications: bool = False  # than COUNTED
+    behind: datetime | None = None  # as the figures they come from (`FineFigures.behind`)
 
 
 def record_counts(
@@ -144,6 +146,7 @@ def record_counts(
         untreated_notifications=min(counted, COUNTED),
         most_fined=figures.most_fined,
         more_untreated_notifications=counted > COUNTED,
+        behind=figures.behind,
     )
 
 
@@ -211,18 +214,20 @@ def _scoped_figures(today: date, scope: VehicleScope) -> FineFigures:
     they were counted, or several groups): its figures are summed from its
     vehicles' tallies and from its fines (`_scoped_tallies`), which at a region of a
     large fleet takes seconds. So they are
-    kept, with the version they were read at, and shown as kept; once a fine changed,
-    a page shows them as they were and reads them again after its response (one
-    process at a time), for the next page: the dashboard refreshes itself, a moment
-    later. Outside a request, and when none are kept, they are read at once."""
-    kept: tuple[str, FineFigures] | None = _scoped_kept.get(today, scope=scope)
+    kept, with the version and the moment they were read at; once a fine changed, a
+    page shows them as they were, saying when they were read (`FineFigures.behind`),
+    and reads them again after its response (one process at a time), for the next
+    page. Outside a request, and when none are kept, they are read at once."""
+    kept: tuple[str, datetime, FineFigures] | None = _scoped_kept.get(today, scope=scope)
     if kept is None or not after_response.in_request():
         return _scoped_read(today, scope)
-    read_at, figures = kept
+    read_at, moment, figures = kept
+    if read_at == _read_at(today, fine_tallies_version()):
+        return figures
+    # Shown as kept, and said so (`behind`): a page counts on them, not on a wait of
+    # seconds while a large part of the fleet is summed again.
     reading = _scoped_kept.key(today, "reading", scope=scope)  # one process at a time
-    if read_at != _read_at(today, fine_tallies_version()) and cache.add(
-        reading, 1, timeout=_SCOPED_READING_SECONDS
-    ):
+    if cache.add(reading, 1, timeout=_SCOPED_READING_SECONDS):
         language = translation.get_language()
 
         def read_again() -> None:  # kept for the language asked in, as the page reads them
@@ -230,7 +235,7 @@ def _scoped_figures(today: date, scope: VehicleScope) -> FineFigures:
                 _scoped_read(today, scope)
 
         after_response.later(read_again)
-    return figures
+    return dataclasses.replace(figures, behind=moment)
 
 
 def _scoped_read(today: date, scope: VehicleScope) -> FineFigures:
@@ -242,7 +247,7 @@ def _scoped_read(today: date, scope: VehicleScope) -> FineFigures:
             figures = _computed(today, f"{read_at}:{scope.key}:scoped", scope)
             now = fine_tallies_version()
             if now == version:
-                _scoped_kept.set((read_at, figures), today, scope=scope)
+                _scoped_kept.set((read_at, timezone.now(), figures), today, scope=scope)
                 return figures
             version = now
         return figures
@@ -254,7 +259,9 @@ def fine_figures_html(figures: FineFigures, *, language: str) -> str:
     """The dashboard's fragment about money (`fleet/dashboard.html#money`) for `figures`
     in `language`, kept beside them: it shows the figures alone (no user, no token)."""
     with translation.override(language):
-        return _money_kept.get_or_compute(lambda: _html(figures), figures.key, get_script_prefix())
+        return _money_kept.get_or_compute(
+            lambda: _html(figures), figures.key, figures.behind, get_script_prefix()
+        )
 
 
 def fine_figures_prepare() -> None:

@@ -4,7 +4,7 @@ keeps them): totals, months, the vehicles and drivers at the top, and the chart'
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Final
 
@@ -84,6 +84,10 @@ class FineFigures:
     # A part of the fleet's untreated notifications, counted up to COUNTED with its
     # figures (`record_counts`); None for the whole fleet's, counted at each poll.
     untreated_notifications: int | None = None
+    # When figures shown as they were kept had been read, while newer fines are being
+    # counted (a part of the fleet summed from its fines: `dashboard._scoped_figures`);
+    # None: the figures are as of now.
+    behind: datetime | None = None
 
     @property
     def months_total(self) -> Total:

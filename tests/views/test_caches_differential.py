@@ -601,6 +601,7 @@ def test_every_answer_reads_the_same_with_caches_off(
 ) -> None:
     print(f"differential: seed {diff_seed} (walk it again with --diff-seed {diff_seed})")
     differences: list[Difference] = []
+    said_behind = 0
     statuses: Counter[int] = Counter()
     kinds: Counter[str] = Counter()
     users, languages, other_language = set(), set(), []
@@ -624,6 +625,11 @@ def test_every_answer_reads_the_same_with_caches_off(
             # after a write was behind.
             again = ask(walker.client, request, language, cached=True)
             persists = again != ask(walker.client, request, language, cached=False)
+            if any(said in cached.body for said in _BEHIND) and not persists:
+                # Figures kept while newer ones are counted, said so on the page and read
+                # again after it: a fact of when they were read, not another viewer's.
+                said_behind += 1
+                continue
             differences.append(
                 Difference(
                     step, walker.name, language, request, cached_first, cached, uncached, persists
@@ -632,13 +638,19 @@ def test_every_answer_reads_the_same_with_caches_off(
     print(f"differential: {dict(sorted(kinds.items()))}, statuses {dict(sorted(statuses.items()))}")
     print(
         f"differential: seed {diff_seed}, {REQUESTS} requests, {len(users)} users, "
-        f"{len(languages)} languages, {len(differences)} differences"
+        f"{len(languages)} languages, {len(differences)} differences "
+        f"({said_behind} dashboards said their figures were being counted again)"
     )
     assert (len(users), len(languages)) == (len(walkers), len(LANGUAGES))
     assert other_language == []
     assert statuses[200] > REQUESTS // 2, statuses  # the walk reads pages, not error pages
     if differences:
         pytest.fail(_failure(diff_seed, differences), pytrace=False)
+
+
+# What a dashboard (its page, or its counts polled) says when it shows a part of the
+# fleet's figures as they were kept.
+_BEHIND = ('data-testid="figures-behind"', 'data-testid="counts-behind"')
 
 
 def _failure(seed: int, differences: list[Difference]) -> str:

@@ -15,6 +15,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from fleet.services.dashboard import fine_figures
 from fleet.services.scopes import scope_of
@@ -38,34 +39,47 @@ def fine(client: Client, number: int, plate: str, amount: str) -> None:
 
 def shown(client: Client) -> tuple[str, list[str]]:
     """The untreated R$ the dashboard shows, and the SQL it ran."""
+    amount, _said, sql = shown_and_said(client)
+    return amount, sql
+
+
+def shown_and_said(client: Client) -> tuple[str, str, list[str]]:
+    """The untreated R$ the dashboard shows, what it says of when it was read, and the
+    SQL it ran."""
     with CaptureQueriesContext(connection) as queries:
         page = client.get("/", headers=ENGLISH).text
     amount = re.search(r'data-testid="untreated-amount">R\$&nbsp;([^<]*)<', page)
     assert amount
-    return amount[1], [query["sql"] for query in queries.captured_queries]
+    said = re.search(r'data-testid="figures-behind">([^<]*)<', page)
+    return amount[1], said[1] if said else "", [query["sql"] for query in queries.captured_queries]
 
 
 def reads_the_fines(sql: list[str]) -> bool:
     return any('FROM "fleet_fine"' in statement for statement in sql)
 
 
-def test_a_regions_dashboard_never_waits_for_its_sum_once_seen(client, django_user_model, regions):
+def test_a_regions_dashboard_never_waits_for_its_sum_once_seen(
+    client, django_user_model, regions, held_clock
+):
     _fleet, made = regions
     sp, sp_plates = made["São Paulo"]
     user = login(client, django_user_model, "regina", sp)
     fine(Client(), 1, sp_plates[0], "100.00")
 
-    first, sql = shown(client)  # never seen: summed while the page waits
-    assert first == "100.00"
+    first, said, sql = shown_and_said(client)  # never seen: summed while the page waits
+    assert (first, said) == ("100.00", "")
     assert reads_the_fines(sql)
 
     fine(Client(), 2, sp_plates[1], "50.00")
-    kept, sql = shown(client)  # the figures kept; summed again after the response
+    kept, said, sql = shown_and_said(client)  # the figures kept; summed again after the response
     assert kept == "100.00"
+    # When they were read (in São Paulo), and that newer fines are being counted.
+    read = timezone.localtime().strftime("%H:%M")
+    assert said.startswith(f"Figures of {read}: the fines received since then are being counted")
     assert reads_the_fines(sql)  # the test client runs what follows a response in its call
 
-    new, sql = shown(client)
-    assert new == "150.00"
+    new, said, sql = shown_and_said(client)
+    assert (new, said) == ("150.00", "")
     assert not reads_the_fines(sql)
     # Outside a request (a task, a shell), nobody waits: read at once.
     fine(Client(), 3, sp_plates[2], "1.00")

@@ -184,3 +184,53 @@ def test_a_lists_row_kept_for_everyone_is_the_same_for_two_scopes(django_user_mo
         assert len(rows) == 1
         shown.append(rows[0])
     assert shown[0] == shown[1]
+
+
+# Each cache declared the same for everyone, and the test above that computes it for two
+# parts of the fleet and compares, or why its answer cannot name a viewer.
+FOR_EVERYONE = {
+    "vehicles.chips": "test_each_cache_kept_for_everyone_is_the_same_for_two_scopes",
+    "vehicles.applied": "test_each_cache_kept_for_everyone_is_the_same_for_two_scopes",
+    "vehicles.filters": "test_each_cache_kept_for_everyone_is_the_same_for_two_scopes",
+    "rows": "test_a_lists_row_kept_for_everyone_is_the_same_for_two_scopes",
+    "rows.template_version": "the digest of the row templates' files: no record, no viewer",
+    "dashboard.money_html": "test_the_money_fragment_is_the_same_for_two_viewers_of_one_part",
+    "vehicles.ungrouped": "the whole fleet's count of vehicles in no group, shown to it alone",
+    "lists.span": "the span of every record's id: no scope among what it reads",
+    "lists.selected": "how many of every record a filter selects: no scope among what it reads",
+}
+
+
+def test_every_cache_kept_for_everyone_is_compared_for_two_scopes() -> None:
+    import fleet.services.dashboard
+    import fleet.services.list_walks
+    import fleet.services.vehicles
+    import fleet.views.fines
+    import fleet.views.rows  # noqa: F401 -- the modules that declare caches
+
+    for_everyone = {name for name, whose in caches.declared().items() if whose == "for everyone"}
+    assert for_everyone == set(FOR_EVERYONE)
+    for name, test in FOR_EVERYONE.items():
+        if test.startswith("test_"):
+            assert callable(globals().get(test)), f"{name}: {test} is not in this module"
+
+
+def test_the_money_fragment_is_the_same_for_two_viewers_of_one_part(
+    django_user_model, regions
+) -> None:
+    """The dashboard's fragment about money is kept by the figures it shows, whose key
+    names their part of the fleet: rendered from the same figures it is the same HTML
+    whoever asks, and two parts' figures never share a key."""
+    from fleet.services.dashboard import fine_figures, fine_figures_html
+
+    sp = regions["São Paulo"]
+    paulo = django_user_model.objects.get(
+        pk=client_of(django_user_model, "paulo", sp).session["_auth_user_id"]
+    )
+    ana = django_user_model.objects.create_superuser("ana", password="pw")
+    regional, whole = fine_figures(scope=scope_of(paulo)), fine_figures(scope=scope_of(ana))
+    assert scope_of(paulo).key in regional.key
+    assert regional.key != whole.key
+    with caches.caches_off():
+        rendered = [fine_figures_html(regional, language="en") for _viewer in (paulo, ana)]
+    assert rendered[0] == rendered[1]

@@ -20,6 +20,9 @@ from fleet.services.vehicle_cache import current_snapshot
 from fleet.views import vehicles as vehicle_views
 from fleet.webhooks.processing import deliveries_process_received
 from portal.lib import caches
+from tests.views.test_vehicle_group_pages import regions
+
+__all__ = ["regions"]  # the fixture
 
 pytestmark = [pytest.mark.django_db, pytest.mark.scoped]
 
@@ -29,16 +32,10 @@ ROW = re.compile(r'<tr data-testid="fine".*?</tr>', re.DOTALL)
 
 
 @pytest.fixture
-def regions(emulator, fleet_settings, django_user_model):
-    fleet = [plates.normalize(v["car_plate"]) for v in emulator.vehicles()]
-    made = {}
-    for name, chosen in (("São Paulo", fleet[:4]), ("Rio", fleet[4:6])):
-        group = VehicleGroup.objects.create(name=name)
-        for plate in chosen:
-            group.plates.create(registration=plates.registration(plate))
-        vehicle_groups_changed([group.pk])
-        made[name] = group
-    return made
+def groups(regions):
+    """The regions of the vehicle group pages' tests, by name: São Paulo (4 vehicles), Rio (2)."""
+    _fleet, made = regions
+    return {name: group for name, (group, _plates) in made.items()}
 
 
 def deliver_fine(number: int, plate: str) -> None:
@@ -64,11 +61,11 @@ def client_of(django_user_model, username, *groups, **fields) -> Client:
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["page", "fragment"])
 def test_the_vehicle_lists_total_is_the_viewers_after_the_whole_fleets(
-    django_user_model, regions, htmx
+    django_user_model, groups, htmx
 ):
     """The same address, first asked by someone who sees the whole fleet: a manager of
     two regions reads their own total, not the fleet's."""
-    sp, rio = regions["São Paulo"], regions["Rio"]
+    sp, rio = groups["São Paulo"], groups["Rio"]
     everyone = client_of(django_user_model, "ana", is_staff=True, is_superuser=True)
     regina = client_of(django_user_model, "regina", sp, rio)
     headers = {**ENGLISH, **({"HX-Request": "true"} if htmx else {})}
@@ -90,10 +87,10 @@ def test_the_fines_filter_offers_only_the_drivers_the_viewer_sees(
             drivers[vehicle["driver_id"]] = plates.registration(vehicle["car_plate"])
     (d1, p1), (d2, p2), (d3, p3), (d4, p4) = list(drivers.items())[:4]
     # Two drivers called Ana in each region: the name fits two, whoever asks.
-    regions = {"Norte": [(d1, p1, "Ana Nortista"), (d2, p2, "Ana Amazonense")]}
-    regions["Sul"] = [(d3, p3, "Ana Gaúcha"), (d4, p4, "Ana Catarinense")]
+    named = {"Norte": [(d1, p1, "Ana Nortista"), (d2, p2, "Ana Amazonense")]}
+    named["Sul"] = [(d3, p3, "Ana Gaúcha"), (d4, p4, "Ana Catarinense")]
     clients = []
-    for name, members in regions.items():
+    for name, members in named.items():
         group = VehicleGroup.objects.create(name=name)
         for driver_id, registration, driver_name in members:
             group.plates.create(registration=registration)
@@ -102,7 +99,7 @@ def test_the_fines_filter_offers_only_the_drivers_the_viewer_sees(
         clients.append(client_of(django_user_model, f"manager-{name.lower()}", group))
     history_observe(current_snapshot()[0])  # who had each vehicle, as a refresh takes it in
     for number, (_driver, registration, _name) in enumerate(
-        [*regions["Norte"], *regions["Sul"]], start=1
+        [*named["Norte"], *named["Sul"]], start=1
     ):
         deliver_fine(number, registration)
 
@@ -115,10 +112,10 @@ def test_the_fines_filter_offers_only_the_drivers_the_viewer_sees(
     assert "Ana Nortista" not in south
 
 
-def test_each_cache_kept_for_everyone_is_the_same_for_two_scopes(django_user_model, regions, rf):
+def test_each_cache_kept_for_everyone_is_the_same_for_two_scopes(django_user_model, groups, rf):
     """The caches the vehicle list declares the same for everyone, computed for a manager of
     one region and for someone who sees the whole fleet: the same answers."""
-    sp = regions["São Paulo"]
+    sp = groups["São Paulo"]
     regional = client_of(django_user_model, "paulo", sp)
     everyone = client_of(django_user_model, "ana", is_staff=True, is_superuser=True)
     query = f"group={sp.pk}&q=a&active=maybe"
@@ -168,10 +165,10 @@ def test_every_declared_cache_says_whose_answers_it_keeps() -> None:
     assert declared["vehicles.chips"] == "for everyone"
 
 
-def test_a_lists_row_kept_for_everyone_is_the_same_for_two_scopes(django_user_model, regions):
+def test_a_lists_row_kept_for_everyone_is_the_same_for_two_scopes(django_user_model, groups):
     """A fine's row, rendered for a manager of its region and for someone who sees the
     whole fleet, caches off: the same HTML (so one may be kept for the other)."""
-    sp = regions["São Paulo"]
+    sp = groups["São Paulo"]
     deliver_fine(5, sp.plates.values_list("registration", flat=True)[0])
     shown = []
     for client in (
@@ -216,14 +213,14 @@ def test_every_cache_kept_for_everyone_is_compared_for_two_scopes() -> None:
 
 
 def test_the_money_fragment_is_the_same_for_two_viewers_of_one_part(
-    django_user_model, regions
+    django_user_model, groups
 ) -> None:
     """The dashboard's fragment about money is kept by the figures it shows, whose key
     names their part of the fleet: rendered from the same figures it is the same HTML
     whoever asks, and two parts' figures never share a key."""
     from fleet.services.dashboard import fine_figures, fine_figures_html
 
-    sp = regions["São Paulo"]
+    sp = groups["São Paulo"]
     paulo = django_user_model.objects.get(
         pk=client_of(django_user_model, "paulo", sp).session["_auth_user_id"]
     )

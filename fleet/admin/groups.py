@@ -18,6 +18,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth import get_permission_codename
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
@@ -29,9 +30,9 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from fleet import plates
-from fleet.admin.scoping import Scoped
+from fleet.admin.scoping import AboutGroupsScoped, GroupsScoped, groups_held
 from fleet.models import DirectoryGroup, VehicleGroup, VehicleGroupMember, VehicleGroupPlate
-from fleet.services.scopes import VehicleScope
+from fleet.services.scopes import scope_of
 from fleet.services.vehicle_groups import (
     MAX_CHARACTERS,
     RefusedLine,
@@ -186,7 +187,7 @@ class DirectoryGroupInline(_ProviderField, admin.TabularInline[DirectoryGroup, V
 
 
 @admin.register(VehicleGroup)
-class VehicleGroupAdmin(Scoped, admin.ModelAdmin[VehicleGroup]):
+class VehicleGroupAdmin(GroupsScoped, admin.ModelAdmin[VehicleGroup]):
     form = VehicleGroupForm
     change_form_template = "admin/fleet/vehiclegroup/change_form.html"
     change_list_template = "admin/fleet/vehiclegroup/change_list.html"
@@ -203,10 +204,6 @@ class VehicleGroupAdmin(Scoped, admin.ModelAdmin[VehicleGroup]):
         if self.has_change_permission(request, obj) or obj is None:
             return super().get_fieldsets(request, obj)
         return self.fieldsets[:1]  # who may only look changes no vehicle
-
-    def scoped(self, rows: QuerySet[Any], scope: VehicleScope) -> QuerySet[Any]:
-        """Scoped staff see their own groups (another's plates are another region's)."""
-        return rows.filter(pk__in=scope.group_ids)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[VehicleGroup]:
         # Counted in subqueries: a join of plates and members would multiply them.
@@ -308,22 +305,25 @@ class VehicleGroupAdmin(Scoped, admin.ModelAdmin[VehicleGroup]):
 
     def import_view(self, request: HttpRequest) -> HttpResponse:
         """Upload a CSV of `plate,group` rows, or a list of plates into one group; the
-        report lists the refused lines by number."""
+        report lists the refused lines by number. Staff limited to their groups import
+        into those only (other rows are refused) and create none."""
         if not self._may_import(request):
             raise PermissionDenied
+        scope = scope_of(request.user)
         report = None
-        if request.method == "POST":
-            form = VehicleGroupImportForm(request.POST, request.FILES)
-            if form.is_valid():
-                try:
-                    report = vehicle_groups_import_bytes(
-                        form.cleaned_data["file"].read(MAX_CHARACTERS + 1),
-                        group=form.cleaned_data["group"],
-                    )
-                except VehicleGroupImportError as exc:
-                    form.add_error("file", str(exc))
-        else:
-            form = VehicleGroupImportForm()
+        sent = (request.POST, request.FILES) if request.method == "POST" else ()
+        form = VehicleGroupImportForm(
+            *sent, groups=groups_held(request), creates=scope.may_create_groups
+        )
+        if form.is_valid():
+            try:
+                report = vehicle_groups_import_bytes(
+                    form.cleaned_data["file"].read(MAX_CHARACTERS + 1),
+                    group=form.cleaned_data["group"],
+                    scope=scope,
+                )
+            except VehicleGroupImportError as exc:
+                form.add_error("file", str(exc))
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -334,12 +334,14 @@ class VehicleGroupAdmin(Scoped, admin.ModelAdmin[VehicleGroup]):
         return TemplateResponse(request, self.import_template, context)
 
     def _may_import(self, request: HttpRequest) -> bool:
-        # An import creates groups and changes their vehicles.
-        return self.has_add_permission(request) and self.has_change_permission(request)
+        # An import creates groups and changes their vehicles: for those with the rights to
+        # add and change groups (creating them needs the whole fleet too: the service says).
+        add = f"{self.opts.app_label}.{get_permission_codename('add', self.opts)}"
+        return request.user.has_perm(add) and self.has_change_permission(request)
 
 
 @admin.register(DirectoryGroup)
-class DirectoryGroupAdmin(_ProviderField, admin.ModelAdmin[DirectoryGroup]):
+class DirectoryGroupAdmin(_ProviderField, AboutGroupsScoped, admin.ModelAdmin[DirectoryGroup]):
     """Every mapping at a glance: which value of which provider's groups gives which group."""
 
     list_display = ["provider", "value", "group"]
@@ -359,11 +361,27 @@ class VehicleGroupImportForm(forms.Form):
         widget=forms.ClearableFileInput(attrs={"accept": ".csv,.txt,text/csv,text/plain"}),
     )
     group = forms.ModelChoiceField(
-        queryset=VehicleGroup.objects.all(),
+        queryset=VehicleGroup.objects.none(),
         required=False,
         label=_("or, all into the group"),
         help_text=_("Then the file lists one plate per line, without a group's name."),
     )
+
+    def __init__(
+        self, *args: Any, groups: QuerySet[VehicleGroup], creates: bool, **kwargs: Any
+    ) -> None:
+        """`groups`: those the file may name or be imported into; `creates`: whether the
+        groups it names that do not exist are created."""
+        super().__init__(*args, **kwargs)
+        group_field = self.fields["group"]
+        assert isinstance(group_field, forms.ModelChoiceField)
+        group_field.queryset = groups
+        if not creates:
+            self.fields["file"].help_text = _(
+                "One vehicle per line: its plate, a comma (or a semicolon) and the name of "
+                "one of your groups (only staff who see the whole fleet create groups). A "
+                "first line “plate,group” is skipped."
+            )
 
 
 def _provider_field(request: HttpRequest) -> forms.Field:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
-from fleet.models import Fine, Notification
+from fleet.models import Fine, Notification, VehicleGroup
 from fleet.services.scopes import VehicleScope, scope_of
 
 
@@ -51,3 +52,38 @@ def about_records_seen(scope: VehicleScope, *, through: str = "") -> Q:
     return Q(**{f"{through}fine__in": scope.records(Fine.objects.all()).values("pk")}) | Q(
         **{f"{through}notification__in": scope.records(Notification.objects.all()).values("pk")}
     )
+
+
+def groups_held(request: HttpRequest) -> QuerySet[VehicleGroup]:
+    """The vehicle groups the staff member sees and may choose: their own, or every one
+    for the whole fleet."""
+    return scope_of(request.user).groups(VehicleGroup.objects.all())
+
+
+class GroupsScoped(Scoped):
+    """Vehicle groups: scoped staff see and change their own, and make none (a new group
+    may hold any vehicle: `VehicleScope.may_create_groups`)."""
+
+    def scoped(self, rows: QuerySet[Any], scope: VehicleScope) -> QuerySet[Any]:
+        return scope.groups(rows)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return scope_of(request.user).may_create_groups and super().has_add_permission(request)  # type: ignore[misc]
+
+
+class AboutGroupsScoped(Scoped):
+    """Rows about a vehicle group (`group`): scoped staff see those about their own groups,
+    and choose among them only, so that no row they write gives another group."""
+
+    def scoped(self, rows: QuerySet[Any], scope: VehicleScope) -> QuerySet[Any]:
+        return rows.filter(group__in=scope.groups(VehicleGroup.objects.all()))
+
+    def formfield_for_foreignkey(
+        self, db_field: Any, request: HttpRequest, **kwargs: Any
+    ) -> forms.ModelChoiceField[Any] | None:
+        if db_field.related_model is VehicleGroup:
+            kwargs["queryset"] = groups_held(request)
+        field: forms.ModelChoiceField[Any] | None = super().formfield_for_foreignkey(  # type: ignore[misc]
+            db_field, request, **kwargs
+        )
+        return field

@@ -89,6 +89,16 @@ class VehicleScope:
             return True
         return bool(registration) and plates.registration(registration) in self.registrations()
 
+    @property
+    def may_create_groups(self) -> bool:
+        """Whether the scope may make vehicle groups: a new group may hold any vehicle,
+        so making one is the whole fleet's."""
+        return self.whole_fleet
+
+    def groups(self, groups: QuerySet[VehicleGroup]) -> QuerySet[VehicleGroup]:
+        """The groups of `groups` the scope holds: its own, every one for the whole fleet."""
+        return groups if self.whole_fleet else groups.filter(pk__in=self.group_ids)
+
     def records[M: Model](self, records: QuerySet[M], *, walked: bool = False) -> QuerySet[M]:
         """`records` (of a model with a `registration`) that the scope sees.
 

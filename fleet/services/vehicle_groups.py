@@ -25,7 +25,7 @@ from django.utils.translation import gettext, ngettext
 
 from fleet import plates
 from fleet.models import WHOLE_FLEET_PERMISSION, VehicleGroup, VehicleGroupMember, VehicleGroupPlate
-from fleet.services.scopes import scope_forget, vehicle_groups_changed
+from fleet.services.scopes import WHOLE_FLEET, VehicleScope, scope_forget, vehicle_groups_changed
 from fleet.services.vehicles import fleet_registrations
 from portal.lib.spreadsheets import ANY_DELIMITER, NotText, delimiter_of, spreadsheet_text
 
@@ -108,15 +108,19 @@ class _Read:
 
 
 def vehicle_groups_import(
-    lines: Iterable[str], *, group: VehicleGroup | None = None
+    lines: Iterable[str], *, group: VehicleGroup | None = None, scope: VehicleScope = WHOLE_FLEET
 ) -> ImportReport:
     """Add the plates of `lines` to their groups: `plate,group` rows (groups created as
     needed, by name), or one plate per line into `group`. A text stream is lines too.
 
+    For a `scope` that may not make groups (staff limited to their groups), a row naming
+    a group that is not one of the scope's is refused, whether the group exists or not.
+
     Raises `VehicleGroupImportError`, before writing anything, for an input longer than
     `MAX_LINES` lines or `MAX_CHARACTERS` characters.
     """
-    read = _read(lines, named=group is None)
+    held = None if scope.may_create_groups else {name.casefold() for name in scope.group_names}
+    read = _read(lines, named=group is None, held=held)
     report = ImportReport(refused=read.refused, duplicates=read.duplicates)
     if not read.groups:
         return report
@@ -151,12 +155,15 @@ def vehicle_groups_import(
     return report
 
 
-def vehicle_groups_import_bytes(data: bytes, *, group: VehicleGroup | None = None) -> ImportReport:
+def vehicle_groups_import_bytes(
+    data: bytes, *, group: VehicleGroup | None = None, scope: VehicleScope = WHOLE_FLEET
+) -> ImportReport:
     """`vehicle_groups_import` of a file's bytes: UTF-8 (with or without a byte order mark),
     or Windows-1252, as Excel saves a CSV in Brazil."""
     # Lines end at \n, \r\n or \r only (not at str.splitlines' other breaks), as an
     # editor numbers them.
-    return vehicle_groups_import(io.StringIO(text_decode(data), newline=None), group=group)
+    text = io.StringIO(text_decode(data), newline=None)
+    return vehicle_groups_import(text, group=group, scope=scope)
 
 
 def text_decode(data: bytes) -> str:
@@ -262,8 +269,9 @@ def vehicle_group_revoke(
     )
 
 
-def _read(lines: Iterable[str], *, named: bool) -> _Read:
-    """Parse `lines`: `plate,group` rows when `named`, else one plate per line."""
+def _read(lines: Iterable[str], *, named: bool, held: set[str] | None = None) -> _Read:
+    """Parse `lines`: `plate,group` rows when `named`, else one plate per line; a row may
+    name any group, or, with `held`, one of those (their casefolded names)."""
     read = _Read()
     delimiter = ""
     started = False  # a row read: a header comes first
@@ -290,7 +298,7 @@ def _read(lines: Iterable[str], *, named: bool) -> _Read:
         first, started = not started, True
         if first and _is_header(cells, named=named):
             continue
-        outcome = _row(cells, named=named)
+        outcome = _row(cells, named=named, held=held)
         if isinstance(outcome, str):
             read.refused.append(_refused(number, line, outcome))
             continue
@@ -321,7 +329,7 @@ def _is_header(cells: list[str], *, named: bool) -> bool:
     return len(words) == 1 and words[0] in _HEADER_PLATE
 
 
-def _row(cells: list[str], *, named: bool) -> tuple[str, str] | str:
+def _row(cells: list[str], *, named: bool, held: set[str] | None) -> tuple[str, str] | str:
     """(registration, group name) of a row, or the reason it is refused."""
     if len(cells) > (2 if named else 1):
         if named:
@@ -344,6 +352,11 @@ def _row(cells: list[str], *, named: bool) -> tuple[str, str] | str:
             }
         if not name.isprintable():
             return gettext("The group's name holds characters that cannot be shown.")
+        if held is not None and name.casefold() not in held:
+            return gettext(
+                "“%(group)s” is not one of your vehicle groups: only staff who see the whole "
+                "fleet add vehicles to other groups or create groups."
+            ) % {"group": _shortened(name)}
     return plates.registration(plate), name
 
 

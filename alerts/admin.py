@@ -28,7 +28,12 @@ from alerts.models import (
 from alerts.services.outbox import alerts_send_soon
 from alerts.services.pauses import alerts_resume
 from alerts.services.sending import alert_retry
-from fleet.admin.scoping import Scoped, WholeFleetOnly, about_records_seen
+from fleet.admin.scoping import (
+    AboutPeopleAdministered,
+    Scoped,
+    WholeFleetOnly,
+    about_records_seen,
+)
 from fleet.services.scopes import VehicleScope
 
 _CHOICES_FIELDSETS: Any = (
@@ -136,7 +141,9 @@ class AlertAdmin(Scoped, admin.ModelAdmin[Alert]):
 
 
 @admin.register(WebhookSubscription)
-class WebhookSubscriptionAdmin(admin.ModelAdmin[WebhookSubscription]):
+class WebhookSubscriptionAdmin(AboutPeopleAdministered, admin.ModelAdmin[WebhookSubscription]):
+    """Each user's subscriptions; scoped staff see those of the people they administer."""
+
     list_display = ("url", "description", "user", "active", "created_at", "failures")
     list_filter = ("active",)
     search_fields = ("url", "description", "user__username")
@@ -194,10 +201,11 @@ class PausedNowFilter(admin.SimpleListFilter):
 
 
 @admin.register(AlertPause)
-class AlertPauseAdmin(admin.ModelAdmin[AlertPause]):
+class AlertPauseAdmin(AboutPeopleAdministered, admin.ModelAdmin[AlertPause]):
     """People whose alerts stopped when their access ended (refused at sign-in, or not
     signed in for ALERTS_INACTIVE_DAYS): why and since when, and the action that
-    restores them (a sign-in of theirs does too)."""
+    restores them (a sign-in of theirs does too). Scoped staff see the people they
+    administer."""
 
     list_display = ("user", "paused", "reason", "detail", "since", "resumed_at", "notice")
     list_filter = (PausedNowFilter, "reason", "notice")

@@ -3,26 +3,38 @@ linked identities (and linking one by hand), the audit trail of single sign-ons,
 unlocking a local login.
 
 django-axes registers its own pages beside these: access attempts (delete one to
-unlock), access failures and the access log of every sign-in and sign-out.
+unlock), access failures and the access log of every sign-in and sign-out; allauth its
+e-mail addresses and sessions; Django its groups of users.
+
+Staff limited to a part of the organisation (`portal.lib.admin_limits`) administer the
+people of their part, without giving anyone rights; every other page here concerns the
+whole organisation (who signs in, and how) and is not theirs.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from allauth.account.admin import EmailAddressAdmin
+from allauth.account.models import EmailAddress
 from allauth.socialaccount.admin import SocialAccountAdmin, SocialAppAdmin, SocialAppForm
 from allauth.socialaccount.models import SocialAccount, SocialApp, SocialToken
+from allauth.usersessions.admin import UserSessionAdmin
+from allauth.usersessions.models import UserSession
+from axes.admin import AccessAttemptAdmin, AccessFailureLogAdmin, AccessLogAdmin
+from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from axes.utils import reset as axes_reset
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.auth.admin import UserAdmin
-from django.contrib.auth.models import User
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, User
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from portal.lib import formatting
+from portal.lib.admin_limits import UnlimitedOnly, people_administered, staff_unlimited
 from signin.blocks import access_block, access_unblock
 from signin.models import SsoAttempt
 from signin.providers import provider_list
@@ -45,13 +57,13 @@ class ProviderForm(SocialAppForm):
         return typed or (self.instance.secret if self.instance.pk else "")
 
 
-class ProviderAdmin(SocialAppAdmin):
+class ProviderAdmin(UnlimitedOnly, SocialAppAdmin):
     form = ProviderForm
     list_display = ("name", "provider_id", "client_id")
     fields = ("provider", "provider_id", "name", "client_id", "secret", "settings")
 
 
-class LinkedIdentityAdmin(SocialAccountAdmin):
+class LinkedIdentityAdmin(UnlimitedOnly, SocialAccountAdmin):
     """allauth's social accounts, as an administrator links a person's identity by hand
     (the sign-in links by e-mail only where that is safe: signin.admission): the
     provider chosen among the configured ones, the subject typed, nothing else."""
@@ -84,7 +96,7 @@ class LinkedIdentityAdmin(SocialAccountAdmin):
 
 
 @admin.register(SsoAttempt)
-class SsoAttemptAdmin(admin.ModelAdmin[SsoAttempt]):
+class SsoAttemptAdmin(UnlimitedOnly, admin.ModelAdmin[SsoAttempt]):
     list_display = ("created_at", "provider", "email", "address", "outcome", "role", "user")
     list_filter = ("outcome", "provider")
     search_fields = ("email", "subject", "user__username")
@@ -129,6 +141,16 @@ class PortalUserAdmin(UserAdmin[User]):
     list_select_related = ["access_block"]
     readonly_fields = ("is_active", "blocked")
     actions = ["block", "unblock", "unlock_local_login"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[User]:
+        return people_administered(request, super().get_queryset(request))
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = super().get_readonly_fields(request, obj)
+        if staff_unlimited(request):
+            return fields
+        # A right given by staff limited to a part would reach past it.
+        return (*fields, "is_staff", "is_superuser", "groups", "user_permissions")
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         fieldsets = super().get_fieldsets(request, obj)
@@ -210,6 +232,40 @@ class PortalUserAdmin(UserAdmin[User]):
         )
 
 
+class GroupOfUsersAdmin(UnlimitedOnly, GroupAdmin):
+    """Groups of users carry permissions, the whole fleet's among them."""
+
+
+class EmailAddressesAdmin(UnlimitedOnly, EmailAddressAdmin):
+    """The e-mail addresses sign-in links identities by."""
+
+
+class SessionsAdmin(UnlimitedOnly, UserSessionAdmin):
+    """Each person's sessions: where and when they signed in."""
+
+
+class AttemptsAdmin(UnlimitedOnly, AccessAttemptAdmin):
+    """Failed sign-ins by person and address (deleting one unlocks it)."""
+
+
+class AccessLogsAdmin(UnlimitedOnly, AccessLogAdmin):
+    """Every sign-in and sign-out."""
+
+
+class FailuresAdmin(UnlimitedOnly, AccessFailureLogAdmin):
+    """Every failed sign-in."""
+
+
+for model, model_admin in (
+    (Group, GroupOfUsersAdmin),
+    (EmailAddress, EmailAddressesAdmin),
+    (UserSession, SessionsAdmin),
+    (AccessAttempt, AttemptsAdmin),
+    (AccessLog, AccessLogsAdmin),
+    (AccessFailureLog, FailuresAdmin),
+):
+    admin.site.unregister(model)
+    admin.site.register(model, model_admin)
 admin.site.unregister(SocialApp)
 admin.site.register(SocialApp, ProviderAdmin)
 admin.site.unregister(SocialAccount)

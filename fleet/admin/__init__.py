@@ -37,7 +37,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from fleet import plates
-from fleet.admin.scoping import Scoped, WholeFleetOnly
+from fleet.admin.scoping import AboutPeopleAdministered, Scoped, WholeFleetOnly
 from fleet.models import (
     AccessKeyMint,
     DeliveryStatus,
@@ -108,7 +108,7 @@ class FleetAccountForm(forms.ModelForm[FleetAccount]):
 
 
 @admin.register(FleetAccount)
-class FleetAccountAdmin(admin.ModelAdmin[FleetAccount]):
+class FleetAccountAdmin(AboutPeopleAdministered, admin.ModelAdmin[FleetAccount]):
     form = FleetAccountForm
     change_form_template = "admin/fleet/fleetaccount/change_form.html"
     fields = [
@@ -169,7 +169,7 @@ class FleetAccountAdmin(admin.ModelAdmin[FleetAccount]):
 
 
 @admin.register(AccessKeyMint)
-class AccessKeyMintAdmin(admin.ModelAdmin[AccessKeyMint]):
+class AccessKeyMintAdmin(WholeFleetOnly, admin.ModelAdmin[AccessKeyMint]):
     """The audit trail: read-only, so that it can be trusted."""
 
     list_display = [

@@ -17,19 +17,22 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext_lazy as _
 
 from fleet import cpf
+from fleet.admin.scoping import AboutPeopleAdministered, WholeFleetOnly
 from fleet.models import CnhItemStatus, CnhLookup, CpfDisclosure, CpfDisclosurePlace
 from fleet.services.cnh_privacy import cpf_disclosure_record, cpf_full_allowed
 
 
 @admin.register(CnhLookup)
-class CnhLookupAdmin(admin.ModelAdmin[CnhLookup]):
-    """Who looked up how many licences, why, and how it went; read-only.
+class CnhLookupAdmin(AboutPeopleAdministered, admin.ModelAdmin[CnhLookup]):
+    """Who looked up how many licences, why, and how it went; read-only. Scoped staff see
+    the lookups of the people they administer.
 
     The status "Outcome unknown", and the count of CPFs with one, are lookups
     sent that got no answer: the fleet service may have done them, and
     charged them, without a result reaching the portal.
     """
 
+    person = "owner"
     list_display = [
         "created_at",
         "public_id",
@@ -64,7 +67,8 @@ class CnhLookupAdmin(admin.ModelAdmin[CnhLookup]):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[CnhLookup]:
         unknown = Q(items__status=CnhItemStatus.UNKNOWN)
-        return super().get_queryset(request).annotate(unknown_count=Count("items", filter=unknown))
+        lookups: QuerySet[CnhLookup] = super().get_queryset(request)
+        return lookups.annotate(unknown_count=Count("items", filter=unknown))
 
     @admin.display(description=_("CPFs with an unknown outcome"), ordering="unknown_count")
     def unknown_items(self, lookup: CnhLookup) -> int:
@@ -104,7 +108,7 @@ class CnhLookupAdmin(admin.ModelAdmin[CnhLookup]):
 
 
 @admin.register(CpfDisclosure)
-class CpfDisclosureAdmin(admin.ModelAdmin[CpfDisclosure]):
+class CpfDisclosureAdmin(WholeFleetOnly, admin.ModelAdmin[CpfDisclosure]):
     """Every display of full CPFs: who, when, which lookup, where. Read-only, never deleted here."""
 
     list_display = ["shown_at", "username", "lookup_public_id", "place", "cpf_count"]

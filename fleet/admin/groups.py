@@ -30,7 +30,7 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from fleet import plates
-from fleet.admin.scoping import AboutGroupsScoped, GroupsScoped, groups_held
+from fleet.admin.scoping import AboutGroupsScoped, GroupsScoped, groups_held, people_choosable
 from fleet.models import DirectoryGroup, VehicleGroup, VehicleGroupMember, VehicleGroupPlate
 from fleet.services.scopes import scope_of
 from fleet.services.vehicle_groups import (
@@ -131,6 +131,13 @@ class HandMemberInline(admin.TabularInline[VehicleGroupMember, VehicleGroup]):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[VehicleGroupMember]:
         return super().get_queryset(request).filter(provider="").order_by("user__username")
+
+    def formfield_for_foreignkey(
+        self, db_field: Any, request: HttpRequest, **kwargs: Any
+    ) -> forms.ModelChoiceField[Any] | None:
+        if db_field.name == "user":
+            kwargs["queryset"] = people_choosable(request)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
 class DirectoryMemberInline(admin.TabularInline[VehicleGroupMember, VehicleGroup]):

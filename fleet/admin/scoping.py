@@ -1,35 +1,47 @@
-"""What staff without the whole-fleet permission see in the admin: as managers see the
-portal, only what is about the vehicles of their groups (`fleet.services.scopes`).
+"""What staff without the whole-fleet permission see and change in the admin: as managers
+see the portal, only what is about the vehicles of their groups (`fleet.services.scopes`),
+and the people of their groups.
 
-Every admin whose pages show a plate, an amount or a driver is one of these: its rows
-scoped (`Scoped`, and what a row is about says how), or not shown at all to scoped staff
-(`WholeFleetOnly`) where a row may name any vehicle. `tests/admin/test_admin_scope_walk.py`
-walks every page of the admin as two staff members of disjoint groups.
+Every admin is one of these: its rows scoped (`Scoped`, and what a row is about says how;
+`GroupsScoped` and `AboutGroupsScoped` for vehicle groups and what gives them), about
+people and scoped to those the staff member administers (`AboutPeopleAdministered`,
+`people_administered`), or neither shown to scoped staff nor changed by them
+(`WholeFleetOnly`) where a row may name any vehicle or concerns the whole organisation.
+These rules are the platform's limits of staff too (`portal.lib.admin_limits`, told when
+the fleet's app is ready), which sign-in's admins follow. `tests/admin/test_admin_scope_walk.py`
+walks every page, action and added view of the admin as staff of another group.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django import forms
+from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
-from fleet.models import Fine, Notification, VehicleGroup
-from fleet.services.scopes import VehicleScope, scope_of
+from fleet.models import Fine, Notification, VehicleGroup, VehicleGroupMember
+from fleet.services.scopes import VehicleScope, scope_of, scope_people
+from portal.lib.admin_limits import AdminLimits, UnlimitedOnly
 
 
-class WholeFleetOnly:
-    """What names any vehicle of the fleet, unread: staff without the whole-fleet
-    permission (scoped like managers) do not see it."""
+class WholeFleetOnly(UnlimitedOnly):
+    """What names any vehicle of the fleet, or concerns the whole organisation: staff
+    without the whole-fleet permission (scoped like managers) neither see it nor change
+    it."""
 
-    def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return scope_of(request.user).whole_fleet and super().has_view_permission(  # type: ignore[misc]
-            request, obj
-        )
 
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return scope_of(request.user).whole_fleet and super().has_module_permission(request)  # type: ignore[misc]
+def sees_whole_fleet(request: HttpRequest) -> bool:
+    return scope_of(request.user).whole_fleet
+
+
+def people_administered(request: HttpRequest, users: QuerySet[Any]) -> QuerySet[Any]:
+    """The people of `users` the staff member administers (`scope_people`)."""
+    return scope_people(scope_of(request.user), users)
+
+
+ADMIN_LIMITS = AdminLimits(unlimited=sees_whole_fleet, people=people_administered)
 
 
 class Scoped:
@@ -83,6 +95,41 @@ class AboutGroupsScoped(Scoped):
     ) -> forms.ModelChoiceField[Any] | None:
         if db_field.related_model is VehicleGroup:
             kwargs["queryset"] = groups_held(request)
+        field: forms.ModelChoiceField[Any] | None = super().formfield_for_foreignkey(  # type: ignore[misc]
+            db_field, request, **kwargs
+        )
+        return field
+
+
+def people_choosable(request: HttpRequest) -> QuerySet[User]:
+    """The people a staff member may put in their groups: those they administer, and those
+    already in one of their groups (nothing of another group comes with them)."""
+    users = User.objects.all()
+    members = VehicleGroupMember.objects.filter(group__in=groups_held(request))
+    return users.filter(
+        Q(pk__in=people_administered(request, users).values("pk"))
+        | Q(pk__in=members.values("user_id"))
+    )
+
+
+class AboutPeopleAdministered:
+    """Rows about a person (`person`, a foreign key to a user): scoped staff see those about
+    the people they administer, and choose among those only."""
+
+    person: ClassVar[str] = "user"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        rows: QuerySet[Any] = super().get_queryset(request)  # type: ignore[misc]
+        if scope_of(request.user).whole_fleet:
+            return rows
+        people = people_administered(request, User.objects.all())
+        return rows.filter(**{f"{self.person}__in": people})
+
+    def formfield_for_foreignkey(
+        self, db_field: Any, request: HttpRequest, **kwargs: Any
+    ) -> forms.ModelChoiceField[Any] | None:
+        if db_field.name == self.person:
+            kwargs["queryset"] = people_administered(request, User.objects.all())
         field: forms.ModelChoiceField[Any] | None = super().formfield_for_foreignkey(  # type: ignore[misc]
             db_field, request, **kwargs
         )

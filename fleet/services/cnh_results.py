@@ -23,6 +23,7 @@ from fleet.api.licences import CnhLicence, cnh_licence_from_json
 from fleet.models import CnhItemStatus, CnhLookup, CnhReason
 from fleet.services.cnh import MISSING, UNREADABLE
 from fleet.services.cnh_recovery import INTERRUPTED
+from fleet.services.scopes import scope_of, scope_people
 
 HISTORY_PAGE_SIZE: Final = 20
 
@@ -32,9 +33,13 @@ class CnhLookupNotFound(Exception):
 
 
 def cnh_lookup_get(*, user: User, public_id: UUID) -> CnhLookup:
-    """The lookup, if `user` owns it or is staff; `CnhLookupNotFound` otherwise."""
+    """The lookup, if `user` owns it or is staff who administer its owner (every owner for
+    the whole fleet: `scope_people`); `CnhLookupNotFound` otherwise."""
     lookups = CnhLookup.objects.select_related("owner")
-    if not user.is_staff:
+    if user.is_staff:
+        people = scope_people(scope_of(user), User.objects.all())
+        lookups = lookups.filter(Q(owner=user) | Q(owner__in=people))
+    else:
         lookups = lookups.filter(owner=user)
     try:
         return lookups.get(public_id=public_id)

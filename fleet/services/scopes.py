@@ -27,7 +27,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Final
 
-from django.contrib.auth.models import AnonymousUser, User
+from django.contrib.auth.models import AnonymousUser, Permission, User
 from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Exists, F, Model, OuterRef, Q, QuerySet
@@ -276,6 +276,25 @@ def directory_groups_apply(*, user: User, provider: str, values: Iterable[str]) 
         )
     if removed or added:  # a sign-in that changes nothing keeps every process's scopes
         scope_forget(user)
+
+
+def scope_people(scope: VehicleScope, users: QuerySet[User]) -> QuerySet[User]:
+    """The people of `users` staff of `scope` administer: everyone, for the whole fleet;
+    otherwise those who see no more than the scope and hold no rights of their own (not
+    staff, not superusers, without the whole-fleet permission, in no vehicle group but
+    the scope's), so that nothing done to one of them reaches another group."""
+    if scope.whole_fleet:
+        return users
+    app_label, codename = WHOLE_FLEET_PERMISSION.split(".")
+    permission = {"content_type__app_label": app_label, "codename": codename}
+    more = User.objects.filter(
+        Q(is_staff=True)
+        | Q(is_superuser=True)
+        | Q(user_permissions__in=Permission.objects.filter(**permission))
+        | Q(groups__permissions__in=Permission.objects.filter(**permission))
+    )
+    elsewhere = VehicleGroupMember.objects.exclude(group_id__in=scope.group_ids)
+    return users.exclude(pk__in=more.values("pk")).exclude(pk__in=elsewhere.values("user_id"))
 
 
 def scope_within(scope: VehicleScope, group: str = "") -> Within | None:

@@ -3,8 +3,8 @@
 No view waits for the Fleet API: a lookup is stored and queued for the
 background worker, and its page polls (htmx) until it is done or failed;
 the final fragment has no trigger, so polling stops. A lookup is only ever
-shown to its owner and to staff; anyone else gets the same 404 as for a
-lookup that does not exist.
+shown to its owner and to staff who administer its owner (all staff who see the
+whole fleet); anyone else gets the same 404 as for a lookup that does not exist.
 
 CPFs whose outcome is unknown (the fleet service got the lookup and never
 answered, its answer could not be read, or the worker died during the call:

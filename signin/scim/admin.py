@@ -1,7 +1,8 @@
 """The admin of provisioning: SCIM tokens (made here and shown once, revoked here, never
 shown again), the audit of SCIM calls and of the requests counted by minute (those
 refused without a valid token are only there), and the users and groups each provider
-pushed (read-only: the provider decides them)."""
+pushed (read-only: the provider decides them). All of it concerns the whole organisation:
+not for staff limited to a part of it (`portal.lib.admin_limits`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
+from portal.lib.admin_limits import UnlimitedOnly
 from signin.models import ScimCall, ScimGroup, ScimMinute, ScimToken, ScimUser
 from signin.providers import provider_list
 from signin.scim.tokens import (
@@ -59,7 +61,7 @@ class _ReadOnly:
 
 
 @admin.register(ScimToken)
-class ScimTokenAdmin(admin.ModelAdmin[ScimToken]):
+class ScimTokenAdmin(UnlimitedOnly, admin.ModelAdmin[ScimToken]):
     form = ScimTokenForm
     list_display = [
         "provider",
@@ -134,7 +136,7 @@ class ScimTokenAdmin(admin.ModelAdmin[ScimToken]):
 
 
 @admin.register(ScimCall)
-class ScimCallAdmin(_ReadOnly, admin.ModelAdmin[ScimCall]):
+class ScimCallAdmin(UnlimitedOnly, _ReadOnly, admin.ModelAdmin[ScimCall]):
     list_display = ["created_at", "provider", "method", "path", "status", "address", "detail"]
     list_filter = ["provider", "status", "method"]
     search_fields = ["path", "resource_id"]
@@ -142,7 +144,7 @@ class ScimCallAdmin(_ReadOnly, admin.ModelAdmin[ScimCall]):
 
 
 @admin.register(ScimMinute)
-class ScimMinuteAdmin(_ReadOnly, admin.ModelAdmin[ScimMinute]):
+class ScimMinuteAdmin(UnlimitedOnly, _ReadOnly, admin.ModelAdmin[ScimMinute]):
     """The requests of each token, and of each address without a valid token (refused:
     counted here, not stored one by one), by minute; those past SCIM_REQUESTS_PER_MINUTE
     were answered 429 without being counted further."""
@@ -154,7 +156,7 @@ class ScimMinuteAdmin(_ReadOnly, admin.ModelAdmin[ScimMinute]):
 
 
 @admin.register(ScimUser)
-class ScimUserAdmin(_ReadOnly, admin.ModelAdmin[ScimUser]):
+class ScimUserAdmin(UnlimitedOnly, _ReadOnly, admin.ModelAdmin[ScimUser]):
     list_display = [
         "provider",
         "user_name",
@@ -184,7 +186,7 @@ class ScimUserAdmin(_ReadOnly, admin.ModelAdmin[ScimUser]):
 
 
 @admin.register(ScimGroup)
-class ScimGroupAdmin(_ReadOnly, admin.ModelAdmin[ScimGroup]):
+class ScimGroupAdmin(UnlimitedOnly, _ReadOnly, admin.ModelAdmin[ScimGroup]):
     list_display = ["provider", "display_name", "external_id", "updated_at"]
     list_filter = ["provider"]
     search_fields = ["display_name", "external_id"]

@@ -3,8 +3,6 @@ plates, members and mappings, and the CSV import with its report."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from allauth.socialaccount.models import SocialApp
 from django.contrib.auth.models import Permission, User
@@ -14,6 +12,7 @@ from django.urls import reverse
 
 from fleet.models import DirectoryGroup, VehicleGroup, VehicleGroupMember, VehicleGroupPlate
 from fleet.services.scopes import directory_groups_apply, scope_of
+from tests.admin.pages import form_data
 
 pytestmark = [pytest.mark.django_db, pytest.mark.scoped]
 
@@ -43,21 +42,6 @@ def change_url(group: VehicleGroup) -> str:
 
 def registrations(group: VehicleGroup) -> list[str]:
     return sorted(group.plates.values_list("registration", flat=True))
-
-
-def form_data(response: Any, **changes: Any) -> dict[str, Any]:
-    """What the change page's form would send as it is shown, with `changes`."""
-    data: dict[str, Any] = {}
-    forms = [response.context["adminform"].form]
-    for inline in response.context["inline_admin_formsets"]:
-        formset = inline.formset
-        forms += [formset.management_form, *formset.forms]
-    for form in forms:
-        for name in form.fields:
-            value = form[name].value()
-            if value not in (None, "") and not (name == "DELETE" and value is False):
-                data[form.add_prefix(name)] = value
-    return data | changes
 
 
 def test_the_list_shows_each_groups_vehicles_and_members_and_the_import_button(admin, sul):

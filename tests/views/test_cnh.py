@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django_tasks_db.models import DBTaskResult
 
 from bench.servers import free_port
-from fleet.models import CnhLookup, CnhLookupStatus
+from fleet.models import CnhLookup, CnhLookupStatus, VehicleGroup, VehicleGroupMember
 from fleet.services.cnh import cnh_lookup_create
 from tests.conftest import Emulator, run_tasks
 
@@ -508,6 +508,35 @@ def test_a_manager_cannot_open_or_retry_another_managers_lookup(
     assert 'data-testid="cnh-history-empty"' in history.text
     for response in (page, history):
         assert "982.247" not in response.text
+
+
+@pytest.mark.scoped
+def test_staff_limited_to_another_vehicle_group_neither_open_nor_retry_a_managers_lookup(
+    client, manager, django_user_model, emulator: Emulator, settings
+):
+    settings.FLEET_CNH_MAX_ATTEMPTS = 1
+    staff = {}
+    for name in ("Norte", "Sul"):
+        group = VehicleGroup.objects.create(name=name)
+        staff[name] = django_user_model.objects.create_user(f"staff-{name}", is_staff=True)
+        VehicleGroupMember.objects.create(group=group, user=staff[name])
+    VehicleGroupMember.objects.create(group=VehicleGroup.objects.get(name="Norte"), user=manager)
+    lookup = lookup_of(manager, TIMEOUT_CPF)
+    run_tasks()
+    runs = DBTaskResult.objects.filter(task_path="fleet.tasks.cnh_lookup_run")
+    tasks = runs.count()
+
+    client.force_login(staff["Sul"])
+    page = get(client, f"/drivers/cnh/{lookup.public_id}/")
+    retry = post(client, f"/drivers/cnh/{lookup.public_id}/retry", {})
+    client.force_login(staff["Norte"])
+    theirs = get(client, f"/drivers/cnh/{lookup.public_id}/")
+
+    assert (page.status_code, retry.status_code) == (404, 404)
+    assert CnhLookup.objects.get().status == CnhLookupStatus.FAILED  # the retry did nothing
+    assert runs.count() == tasks  # and started no lookup
+    assert theirs.status_code == 200
+    assert CPF_MASKED.replace("982.247", "504.504") in theirs.text
 
 
 def test_staff_can_open_any_lookup_with_the_cpf_masked(client, manager, admin_user):

@@ -32,7 +32,7 @@ from django.utils.translation import gettext_lazy as _
 from fleet import plates
 from fleet.admin.scoping import AboutGroupsScoped, GroupsScoped, groups_held, people_choosable
 from fleet.models import DirectoryGroup, VehicleGroup, VehicleGroupMember, VehicleGroupPlate
-from fleet.services.scopes import scope_of
+from fleet.services.scopes import WHOLE_FLEET, VehicleScope, scope_of
 from fleet.services.vehicle_groups import (
     MAX_CHARACTERS,
     RefusedLine,
@@ -49,6 +49,9 @@ _ERRORS_LISTED = 20
 
 
 class VehicleGroupForm(forms.ModelForm[VehicleGroup]):
+    # Whose vehicles the plates typed may be (`VehicleGroupAdmin.get_form` says).
+    scope: VehicleScope = WHOLE_FLEET
+
     plates_add = forms.CharField(
         label=_("Add plates"),
         required=False,
@@ -90,7 +93,7 @@ class VehicleGroupForm(forms.ModelForm[VehicleGroup]):
         """The lines typed, once every one is a plate (nothing is changed otherwise)."""
         lines = str(self.cleaned_data.get(name) or "").splitlines()
         try:
-            read = plate_list_read(lines)
+            read = plate_list_read(lines, scope=self.scope)
         except VehicleGroupImportError as exc:
             raise forms.ValidationError(str(exc), code="too_long") from exc
         if read.refused:
@@ -206,6 +209,16 @@ class VehicleGroupAdmin(GroupsScoped, admin.ModelAdmin[VehicleGroup]):
     list_display = ["name", "vehicle_count", "member_count", "description"]
     search_fields = ["name", "description"]
     inlines = [HandMemberInline, DirectoryMemberInline, DirectoryGroupInline]
+
+    def get_form(
+        self,
+        request: HttpRequest,
+        obj: VehicleGroup | None = None,
+        change: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (form,), {"scope": scope_of(request.user)})
 
     def get_fieldsets(self, request: HttpRequest, obj: VehicleGroup | None = None) -> Any:
         if self.has_change_permission(request, obj) or obj is None:

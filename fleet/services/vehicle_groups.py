@@ -113,14 +113,14 @@ def vehicle_groups_import(
     """Add the plates of `lines` to their groups: `plate,group` rows (groups created as
     needed, by name), or one plate per line into `group`. A text stream is lines too.
 
-    For a `scope` that may not make groups (staff limited to their groups), a row naming
-    a group that is not one of the scope's is refused, whether the group exists or not.
+    For a `scope` limited to its groups (staff without the whole fleet), a row naming a
+    group that is not one of the scope's (whether it exists or not), or a vehicle the
+    scope does not see, is refused: a vehicle put in one of its groups would be seen.
 
     Raises `VehicleGroupImportError`, before writing anything, for an input longer than
     `MAX_LINES` lines or `MAX_CHARACTERS` characters.
     """
-    held = None if scope.may_create_groups else {name.casefold() for name in scope.group_names}
-    read = _read(lines, named=group is None, held=held)
+    read = _read(lines, named=group is None, scope=scope)
     report = ImportReport(refused=read.refused, duplicates=read.duplicates)
     if not read.groups:
         return report
@@ -178,9 +178,10 @@ def text_decode(data: bytes) -> str:
         ) from None
 
 
-def plate_list_read(lines: Iterable[str]) -> PlateList:
-    """Read one plate per line (as `vehicle_groups_import` into a group), writing nothing."""
-    read = _read(lines, named=False)
+def plate_list_read(lines: Iterable[str], *, scope: VehicleScope = WHOLE_FLEET) -> PlateList:
+    """Read one plate per line (as `vehicle_groups_import` into a group for `scope`),
+    writing nothing."""
+    read = _read(lines, named=False, scope=scope)
     _name, found = read.groups.get("", ("", {}))
     return PlateList(registrations=list(found), refused=read.refused, duplicates=read.duplicates)
 
@@ -269,10 +270,11 @@ def vehicle_group_revoke(
     )
 
 
-def _read(lines: Iterable[str], *, named: bool, held: set[str] | None = None) -> _Read:
-    """Parse `lines`: `plate,group` rows when `named`, else one plate per line; a row may
-    name any group, or, with `held`, one of those (their casefolded names)."""
+def _read(lines: Iterable[str], *, named: bool, scope: VehicleScope) -> _Read:
+    """Parse `lines`: `plate,group` rows when `named`, else one plate per line; a row names
+    a vehicle `scope` sees, and any group or, limited to its groups, one of those."""
     read = _Read()
+    held = None if scope.may_create_groups else {name.casefold() for name in scope.group_names}
     delimiter = ""
     started = False  # a row read: a header comes first
     characters = 0
@@ -298,7 +300,7 @@ def _read(lines: Iterable[str], *, named: bool, held: set[str] | None = None) ->
         first, started = not started, True
         if first and _is_header(cells, named=named):
             continue
-        outcome = _row(cells, named=named, held=held)
+        outcome = _row(cells, named=named, scope=scope, held=held)
         if isinstance(outcome, str):
             read.refused.append(_refused(number, line, outcome))
             continue
@@ -329,8 +331,11 @@ def _is_header(cells: list[str], *, named: bool) -> bool:
     return len(words) == 1 and words[0] in _HEADER_PLATE
 
 
-def _row(cells: list[str], *, named: bool, held: set[str] | None) -> tuple[str, str] | str:
-    """(registration, group name) of a row, or the reason it is refused."""
+def _row(
+    cells: list[str], *, named: bool, scope: VehicleScope, held: set[str] | None
+) -> tuple[str, str] | str:
+    """(registration, group name) of a row, or the reason it is refused; `held`: the
+    casefolded names of the groups it may name (None: any, made as needed)."""
     if len(cells) > (2 if named else 1):
         if named:
             return gettext("Too many fields: write the plate, then the group's name.")
@@ -357,7 +362,13 @@ def _row(cells: list[str], *, named: bool, held: set[str] | None) -> tuple[str, 
                 "“%(group)s” is not one of your vehicle groups: only staff who see the whole "
                 "fleet add vehicles to other groups or create groups."
             ) % {"group": _shortened(name)}
-    return plates.registration(plate), name
+    registration = plates.registration(plate)
+    if not scope.covers(registration):
+        return gettext(
+            "“%(plate)s” is not a vehicle of your groups: only staff who see the whole fleet "
+            "add other vehicles to groups."
+        ) % {"plate": _shortened(plate)}
+    return registration, name
 
 
 def _groups_resolve(names: dict[str, str]) -> tuple[dict[str, VehicleGroup], list[str]]:

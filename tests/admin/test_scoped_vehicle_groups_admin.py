@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from fleet.models import DirectoryGroup, VehicleGroup, VehicleGroupMember, VehicleGroupPlate
 from fleet.services.scopes import directory_groups_apply, scope_of
+from tests.admin.pages import form_data
 from tests.scopes import grant_whole_fleet
 
 pytestmark = [pytest.mark.django_db, pytest.mark.scoped]
@@ -81,12 +82,12 @@ def test_the_import_offers_only_the_staff_members_groups(as_staff, region_a):
 def test_a_row_naming_another_group_is_refused_by_its_line_and_that_group_is_unchanged(
     as_staff, region_a, region_b
 ):
-    upload = csv("plate,group\nKLM3F45,Region A\nKLM3F46,Region B\nKLM3F47,region  b\n")
+    upload = csv("plate,group\nBRA2E19,Region A\nABC1C34,Region B\nBRA2E19,region  b\n")
 
     response = as_staff.post(IMPORT, {"file": upload})
 
     assert registrations(region_b) == ["QWE5G78", "XYZ9K87"]
-    assert registrations(region_a) == ["ABC1C34", "BRA2E19", "KLM3F45"]
+    assert response.context["report"].already_present == 1
     reason = (
         "is not one of your vehicle groups: only staff who see the whole fleet add "
         "vehicles to other groups or create groups."
@@ -96,7 +97,7 @@ def test_a_row_naming_another_group_is_refused_by_its_line_and_that_group_is_unc
         (3, f"“Region B” {reason}"),
         (4, f"“region b” {reason}"),
     ]
-    assert "<td>3</td><td><code>KLM3F46,Region B</code></td>" in response.text
+    assert "<td>3</td><td><code>ABC1C34,Region B</code></td>" in response.text
     region_b.refresh_from_db()
     assert region_b.revision == 0
 
@@ -123,13 +124,15 @@ def test_a_plain_list_into_another_group_is_refused(as_staff, region_b):
     assert registrations(region_b) == ["QWE5G78", "XYZ9K87"]
 
 
-def test_a_plain_list_into_their_own_group_is_imported(as_staff, region_a):
-    upload = SimpleUploadedFile("plates.txt", b"KLM3F45\n")
+def test_a_plain_list_into_their_own_group_is_imported(as_staff, staff):
+    other = region("Region A2")
+    VehicleGroupMember.objects.create(group=other, user=staff)
+    upload = SimpleUploadedFile("plates.txt", b"BRA-2419\n")
 
-    response = as_staff.post(IMPORT, {"file": upload, "group": region_a.pk})
+    response = as_staff.post(IMPORT, {"file": upload, "group": other.pk})
 
     assert response.context["report"].plates_added == 1
-    assert registrations(region_a) == ["ABC1C34", "BRA2E19", "KLM3F45"]
+    assert registrations(other) == ["BRA2E19"]
 
 
 def test_whole_fleet_staff_import_into_any_group_and_create_groups(as_staff, staff, region_b):
@@ -217,3 +220,36 @@ def test_the_group_search_of_a_mapping_finds_only_their_groups(as_staff):
     )
 
     assert [result["text"] for result in found.json()["results"]] == ["Region A"]
+
+
+def test_a_vehicle_of_another_group_typed_into_theirs_is_refused_by_its_line(
+    as_staff, staff, region_a
+):
+    change = reverse("admin:fleet_vehiclegroup_change", args=[region_a.pk])
+    page = as_staff.get(change)
+
+    response = as_staff.post(change, form_data(page, plates_add="ABC-1234\nXYZ9K87\nKLM3F45"))
+
+    assert registrations(region_a) == ["ABC1C34", "BRA2E19"]
+    assert "Line 2: “XYZ9K87” is not a vehicle of your groups" in response.text
+    assert "Line 3: “KLM3F45” is not a vehicle of your groups" in response.text
+    assert scope_of(User.objects.get(pk=staff.pk)).registrations() == {"ABC1C34", "BRA2E19"}
+
+
+def test_a_row_of_a_vehicle_they_do_not_see_is_refused_by_its_line(as_staff, region_a):
+    response = as_staff.post(IMPORT, {"file": csv("XYZ-9K87,Region A\nBRA2E19,Region A\n")})
+
+    report = response.context["report"]
+    assert [line.number for line in report.refused] == [1]
+    assert "is not a vehicle of your groups" in report.refused[0].reason
+    assert registrations(region_a) == ["ABC1C34", "BRA2E19"]
+
+
+def test_a_vehicle_moves_between_their_own_groups(as_staff, staff, region_a):
+    other = region("Region A2")
+    VehicleGroupMember.objects.create(group=other, user=staff)
+
+    response = as_staff.post(IMPORT, {"file": csv("ABC-1234,Region A2\n")})
+
+    assert response.context["report"].plates_added == 1
+    assert registrations(other) == ["ABC1C34"]

@@ -17,9 +17,11 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.models.signals import pre_save
 from django.test import Client
+from django.utils import timezone
 
 from alerts.models import AlertPause, PauseReason
 from signin.models import AccessBlock, SsoOutcome
+from tests.admin.test_vehicle_groups_admin import form_data
 from tests.conftest import SSO_PASSWORDS
 from tests.idp import sign_in_at_provider
 from tests.interleave import held_at, start
@@ -136,7 +138,7 @@ def assert_still_blocked(manager) -> None:
 def one_writer_at_a_time_skips():
     if connection.vendor == "sqlite":
         # SQLite takes its one writer's lock when a transaction begins (IMMEDIATE): a
-        # request that reads and writes the account in one (a SCIM call)
+        # request that reads and writes the account in one (a SCIM call, the admin's form)
         # and a block run one after the other there, never interleaved.
         pytest.skip("SQLite never interleaves two writing transactions")
 
@@ -178,6 +180,27 @@ def test_a_scim_push_of_active_that_read_the_account_before_a_block_does_not_rea
     assert answered[0].status_code == 200, answered[0].data
     assert answered[0].data["active"] is True  # what the provider says, kept as its own
     assert_still_blocked(manager)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_admin_saving_a_persons_name_as_read_before_a_block_leaves_them_blocked(
+    one_writer_at_a_time_skips, admin_client
+):
+    manager = User.objects.create_user("manager", "manager@example.com", first_name="Marcos")
+    page = admin_client.get(f"/admin/auth/user/{manager.pk}/change/")
+    renamed = form_data(page, first_name="Marcão")
+    joined = timezone.localtime(renamed.pop("date_joined"))  # two fields in the page
+    renamed |= {"date_joined_0": f"{joined:%Y-%m-%d}", "date_joined_1": f"{joined:%H:%M:%S}"}
+
+    with held_at(pre_save, sender=User, thread="admin") as hold:
+        admin, answered = start(
+            "admin", lambda: admin_client.post(f"/admin/auth/user/{manager.pk}/change/", renamed)
+        )
+        blocked_while_held(hold, admin)
+
+    assert answered[0].status_code == 302, answered[0].context["adminform"].form.errors
+    assert_still_blocked(manager)
+    assert manager.first_name == "Marcão"
 
 
 @pytest.mark.django_db(transaction=True)

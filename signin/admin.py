@@ -177,6 +177,15 @@ class PortalUserAdmin(UserAdmin[User]):
             ],
         ]
 
+    def save_model(self, request: HttpRequest, obj: User, form: Any, change: bool) -> None:
+        if not change:
+            super().save_model(request, obj, form, change)
+            return
+        # What the form changed only: the rest of the row as the page read it would undo
+        # what was written since (a block, a provider's push).
+        columns = {field.name for field in User._meta.concrete_fields}
+        obj.save(update_fields=[name for name in form.changed_data if name in columns])
+
     @admin.display(description=_("blocked by an administrator"))
     def blocked(self, user: User) -> str:
         block = getattr(user, "access_block", None) if user.pk else None

@@ -14,6 +14,9 @@ groups the provider's groups give (`fleet.models.DirectoryGroup`, applied once t
 is saved: `vehicle_groups_apply`), so that a change in the provider's groups takes
 effect at the next one. The groups the provider pushed over SCIM (signin.scim) count
 with its groups claim's: a sign-in keeps the role and the vehicle groups they give.
+An existing user whose account is inactive, or blocked by an administrator
+(`signin.blocks`), is refused: as the account is when the sign-in writes it, not as it
+was read.
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ from typing import Any
 from allauth.socialaccount.models import SocialAccount, SocialLogin
 from allauth.socialaccount.providers.base import Provider
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.http import HttpRequest
 
 from portal.lib.identity import directory_groups_asserted
 from signin.access import AccessPolicy, access_decide
+from signin.blocks import access_open
 from signin.models import Role, ScimUser, SsoOutcome
 from signin.providers import provider_get, provider_list
 from signin.scim.provisioning import scim_group_values
@@ -76,13 +81,19 @@ def sso_login_admit(*, request: HttpRequest, sociallogin: SocialLogin) -> User:
     else:
         user = sociallogin.user
         outcome = SsoOutcome.PROVISIONED
-    if not user.is_active:
-        raise Refused(SsoOutcome.DEACTIVATED)
-    _set_role(user, decision.role, claims, email)
-    if outcome is SsoOutcome.LINKED:
-        sociallogin.connect(request, user)  # saves the user and the identity
-    elif user.pk:
-        user.save()
+    if user.pk is None:
+        _set_role(user, decision.role, claims, email)
+    else:
+        # The account as it is now, not as it was read: a block committed since is seen,
+        # and one made from now on waits for this sign-in's writes (`signin.blocks`).
+        with transaction.atomic():
+            if not access_open(user=user):
+                raise Refused(SsoOutcome.DEACTIVATED)
+            _set_role(user, decision.role, claims, email)
+            if outcome is SsoOutcome.LINKED:
+                sociallogin.connect(request, user)  # saves the user and the identity
+            else:
+                user.save(update_fields=_ROLE_FIELDS)
     sociallogin.state[OUTCOME] = outcome.value
     sociallogin.state[ROLE] = decision.role.value
     sociallogin.state[GROUPS] = sorted(decision.groups)
@@ -211,6 +222,10 @@ def _user_by_email(
         f"portal user {user.get_username()} {why}: an administrator links it in the admin",
         subject=sociallogin.account.uid,
     )
+
+
+# What `_set_role` writes of an existing user: nothing else of what was read.
+_ROLE_FIELDS = ["is_staff", "is_superuser", "first_name", "last_name", "email"]
 
 
 def _set_role(user: User, role: Role, claims: dict[str, Any], verified_email: str) -> None:

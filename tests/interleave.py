@@ -1,4 +1,5 @@
-"""Races played in a chosen order: threads watched, and held, at one cache operation on one key.
+"""Races played in a chosen order: threads watched, and held, at one cache operation on one
+key, or where they send one signal.
 
 A race between workers happens between two of their cache operations (a look
 at a key, then taking a lock). `watch` wraps one operation of the cache
@@ -7,6 +8,10 @@ every call (which thread, what it answered) and can hold a chosen call, after
 the cache has answered, until the test lets it go. The test then does what the
 other worker does in between, with the real code, and the race plays out the
 same way on any machine, however busy: nothing waits for time to pass.
+
+A race between two requests' transactions happens between one's read of a row and its
+write: `held_at` holds a thread where it sends a signal (a model's `pre_save`, a
+library's own), and the test commits the other request's work meanwhile.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from typing import Any
 
 import pytest
 from django.core.cache import caches
+from django.db import connections
+from django.dispatch import Signal
 
 # Long enough never to be reached by a test that works; a test that breaks fails, not hangs.
 _EVENT_TIMEOUT = 30.0
@@ -93,3 +100,62 @@ def watch(
             yield seen
         finally:
             seen.release()
+
+
+class Hold:
+    """One thread held at one point, until the test lets it go."""
+
+    def __init__(self) -> None:
+        self._reached = threading.Event()
+        self._released = threading.Event()
+
+    def wait_held(self) -> None:
+        assert self._reached.wait(_EVENT_TIMEOUT), "the thread never reached where it is held"
+
+    def release(self) -> None:
+        self._released.set()
+
+    def _arrive(self) -> None:
+        if self._reached.is_set() or self._released.is_set():
+            return  # held once only
+        self._reached.set()
+        self._released.wait(_EVENT_TIMEOUT)
+
+
+@contextmanager
+def held_at(signal: Signal, *, thread: str, sender: Any = None) -> Iterator[Hold]:
+    """Hold the thread called `thread` the first time it sends `signal` (from `sender`),
+    once the receivers connected before have run, until `release()`.
+
+    The held thread is let go when the block ends, whatever happened in it.
+    """
+    hold = Hold()
+
+    def receiver(**kwargs: Any) -> None:
+        if threading.current_thread().name == thread:
+            hold._arrive()
+
+    signal.connect(receiver, sender=sender, weak=False)
+    try:
+        yield hold
+    finally:
+        hold.release()
+        signal.disconnect(receiver, sender=sender)
+
+
+def start(name: str, work: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    """`work()` in a thread called `name`; a list that gets its result or its failure.
+    The thread's database connections are closed when it ends."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as error:  # collected for the test to assert on
+            outcome.append(error)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run, name=name)
+    thread.start()
+    return thread, outcome

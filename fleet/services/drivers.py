@@ -93,6 +93,13 @@ def driver_names_version() -> int:
 
 
 def driver_names_changed() -> None:
+    """Count a change of the names once the transaction that made it commits. A page that
+    reads the version, then the names, keeps them under a version they are current for:
+    before the commit, the names as they were under the version as it was."""
+    transaction.on_commit(_names_version_next)
+
+
+def _names_version_next() -> None:
     try:
         cache.incr(_NAMES_VERSION)
     except ValueError:  # not set yet, or evicted

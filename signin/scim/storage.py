@@ -39,7 +39,7 @@ from scim2_models import (
 from scim2_server.storage import ScimStorage, SearchPage
 
 from signin.admission import email_vouched_for
-from signin.blocks import access_blocked
+from signin.blocks import access_reopen
 from signin.models import ScimGroup, ScimUser
 from signin.scim.filters import GROUP, USER, scim_filter_query
 from signin.scim.provisioning import scim_memberships_apply, scim_user_deactivate
@@ -216,19 +216,17 @@ class PortalStorage(ScimStorage):
         elif chosen is None:
             scim_user.email, scim_user.email_type, scim_user.email_primary = "", "", None
         scim_user.save(update_fields=["email", "email_type", "email_primary", "updated_at"])
+        # The names only: whether the account is active may have changed since it was read
+        # (a block), and is written apart.
+        user.save(update_fields=["first_name", "last_name"])
         # What the provider says is kept as its own; the account follows it unless an
         # administrator blocked the person (`signin.blocks`), which no push lifts.
-        active = resource.active is not False
         if resource.active != scim_user.active:
             scim_user.active = resource.active
             scim_user.save(update_fields=["active", "updated_at"])
-        reactivated = active and not user.is_active and not access_blocked(user)
-        if reactivated:
-            user.is_active = True
-        user.save()
-        if not active:
+        if resource.active is False:
             scim_user_deactivate(user=user, provider=self.provider)
-        elif reactivated:
+        elif access_reopen(user=user):
             scim_memberships_apply(scim_users=[scim_user], request=self.request)
 
     def _user_name_free(self, user_name: str) -> None:

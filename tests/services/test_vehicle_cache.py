@@ -28,7 +28,7 @@ from fleet.services.vehicles import (
     vehicles_refresh,
 )
 from tests.conftest import Emulator
-from tests.interleave import watch
+from tests.interleave import start, watch
 from tests.services.conftest import LIST_CARS, envelope, vehicle
 
 
@@ -125,21 +125,6 @@ def test_waiting_requests_share_the_failure_of_the_one_call(
     assert len(failures) == 10
     assert all(isinstance(f, FleetDataUnavailable) for f in failures)
     assert {f.outcome for f in failures if isinstance(f, FleetDataUnavailable)} == {"unavailable"}
-
-
-def start(name: str, work: Any) -> tuple[threading.Thread, list[Any]]:
-    """`work()` in a thread called `name`; a list that gets its result or its failure."""
-    outcome: list[Any] = []
-
-    def run() -> None:
-        try:
-            outcome.append(work())
-        except BaseException as error:  # collected for the test to assert on
-            outcome.append(error)
-
-    thread = threading.Thread(target=run, name=name)
-    thread.start()
-    return thread, outcome
 
 
 def test_a_waiting_request_shares_a_failure_recorded_just_before_it_takes_the_lock(

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.db.models.signals import post_save
 from django.test.utils import CaptureQueriesContext
 from django.utils.html import strip_tags
 
@@ -19,6 +20,7 @@ from fleet.services.drivers import driver_id_typed, driver_words_write
 from fleet.services.vehicles import vehicle_search
 from fleet.views import fines as fine_views
 from fleet.webhooks.processing import deliveries_process_received
+from tests.interleave import held_at, start
 
 pytestmark = pytest.mark.django_db
 
@@ -255,9 +257,12 @@ def test_the_vehicle_page_links_its_driver_by_name(manager_client, drivers):
     )
 
 
-def test_the_lists_name_each_driver_and_follow_a_new_name(manager_client, drivers):
+def test_the_lists_name_each_driver_and_follow_a_new_name(
+    manager_client, drivers, django_capture_on_commit_callbacks
+):
     """The fines and vehicles lists link each driver by name, or as "Driver <id>" where
-    the portal knows no name; a row kept from before shows a name given since."""
+    the portal knows no name; a row kept from before shows a name given since (once
+    committed: the test's transaction never is, the callbacks run as a commit runs them)."""
     named, unnamed = drivers[0], drivers[2]
     Driver.objects.create(driver_id=named["driver_id"], name="Ana Souza")
 
@@ -269,7 +274,37 @@ def test_the_lists_name_each_driver_and_follow_a_new_name(manager_client, driver
         )
         assert unnamed_link in page, path
 
-    Driver.objects.create(driver_id=unnamed["driver_id"], name="Bruno Lima")
+    with django_capture_on_commit_callbacks(execute=True):
+        Driver.objects.create(driver_id=unnamed["driver_id"], name="Bruno Lima")
     for path in ("/fines/", "/vehicles/"):
         page = manager_client.get(path, headers=ENGLISH).text
         assert f'<a href="/drivers/{unnamed["driver_id"]}/">Bruno Lima</a>' in page, path
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_list_read_while_a_new_name_is_saved_shows_the_new_name_once_it_is(
+    manager_client, admin_client, drivers
+):
+    """The names' version moves once the new name is there to read: a list read between the
+    admin's save and its commit keeps the old name under the old version, never under the
+    new one (where nothing would ever replace it)."""
+    named = drivers[0]["driver_id"]
+    driver = Driver.objects.create(driver_id=named, name="Ana Souza")
+    link = f'<a href="/drivers/{named}/">'
+    assert f"{link}Ana Souza</a>" in manager_client.get("/vehicles/", headers=ENGLISH).text
+    renamed = {"driver_id": named, "name": "Ana Lima"}
+
+    # The admin's change form saved the name, in its transaction: held there, uncommitted.
+    with held_at(post_save, sender=Driver, thread="admin") as hold:
+        admin, answered = start(
+            "admin", lambda: admin_client.post(f"/admin/fleet/driver/{driver.pk}/change/", renamed)
+        )
+        hold.wait_held()
+        meanwhile = manager_client.get("/vehicles/", headers=ENGLISH).text
+        hold.release()
+        admin.join()
+
+    assert answered[0].status_code == 302
+    assert f"{link}Ana Souza</a>" in meanwhile  # the name committed then
+    page = manager_client.get("/vehicles/", headers=ENGLISH).text
+    assert f"{link}Ana Lima</a>" in page

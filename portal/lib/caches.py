@@ -198,14 +198,24 @@ class KeptValues(_Declared):
         return [found[key] for key in keys]
 
 
-def kept_in_process[**P, T](name: str, *, size: int) -> Callable[[Callable[P, T]], Callable[P, T]]:
+class KeptFunction[**P, T](Protocol):
+    """A function whose results this process keeps (`kept_in_process`)."""
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> T: ...
+
+    def cache_clear(self) -> None: ...
+
+
+def kept_in_process[**P, T](
+    name: str, *, size: int
+) -> Callable[[Callable[P, T]], KeptFunction[P, T]]:
     """A function of hashable arguments whose results this process keeps (at most
     `size`), for everyone, per language and time zone: for work that depends on its
     arguments alone (parsing a query string). Its arguments are its key: a scope
     among them makes it per viewer by construction."""
     declaration = _Declared(name, for_everyone=True)
 
-    def decorate(function: Callable[P, T]) -> Callable[P, T]:
+    def decorate(function: Callable[P, T]) -> KeptFunction[P, T]:
         @functools.lru_cache(maxsize=size)
         def kept(viewer: tuple[str, str, str], *args: Any, **kwargs: Any) -> T:
             return function(*args, **kwargs)
@@ -217,6 +227,6 @@ def kept_in_process[**P, T](name: str, *, size: int) -> Callable[[Callable[P, T]
             return kept(declaration._viewer(None), *args, **kwargs)  # type: ignore[arg-type]
 
         wrapper.cache_clear = kept.cache_clear  # type: ignore[attr-defined]
-        return wrapper
+        return cast(KeptFunction[P, T], wrapper)
 
     return decorate

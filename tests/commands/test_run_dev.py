@@ -122,7 +122,9 @@ def read_until_started(process: subprocess.Popen[str]) -> tuple[str, list[str], 
         if "Press Ctrl-C" in line or not line:
             break
     later: list[str] = []
-    drain = threading.Thread(target=lambda: later.extend(process.stdout), daemon=True)
+    output = process.stdout
+    assert output is not None
+    drain = threading.Thread(target=lambda: later.extend(output), daemon=True)
     drain.start()
     return "".join(lines), later, drain
 

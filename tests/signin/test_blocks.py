@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from alerts.models import AlertPause, PauseReason
 from signin.models import AccessBlock, SsoOutcome
-from tests.admin.test_vehicle_groups_admin import form_data
+from tests.admin.pages import form_data
 from tests.conftest import SSO_PASSWORDS
 from tests.idp import sign_in_at_provider
 from tests.interleave import held_at, start

@@ -5,6 +5,7 @@ the same for everyone is, rendered for two different parts of the fleet."""
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from pathlib import Path
@@ -129,11 +130,11 @@ def test_each_cache_kept_for_everyone_is_the_same_for_two_scopes(django_user_mod
             chips = vehicle_views._applied("/vehicles/", query, named)
             request = rf.get(f"/vehicles/?{query}")
             request.user = user
-            context = {"chips": chips[0], "form": None}
+            context: dict[str, object] = {"chips": chips[0], "form": None}
             shown = vehicle_views._applied_shown.render(
                 request,
                 "fleet/_record_parts.html#filter_errors",
-                lambda context=context: context,
+                functools.partial(dict, context),
                 parts=(chips[0], "/vehicles/"),
             )
         answers.append((dict(filters), chips, str(shown)))

@@ -15,18 +15,18 @@ from fleet.models import Driver, Fine, FineDriverCorrection, VehicleGroup, Vehic
 from fleet.services.attribution import fine_driver_correct
 from fleet.services.driver_history import history_observe
 from fleet.services.vehicle_cache import current_snapshot
-from tests.views.test_scope_walk import Side, sides  # noqa: F401 -- the fixture
+from tests.views.test_scope_walk import Side, sides
+
+__all__ = ["sides"]  # the fixture
 
 pytestmark = [pytest.mark.django_db, pytest.mark.scoped]
 
 ENGLISH = {"Accept-Language": "en"}
 
 
-def may_set_drivers(side: Side) -> Any:
-    user = side.client.session.get("_auth_user_id")
-    member = VehicleGroupMember.objects.get(user_id=user)
+def may_set_drivers(side: Side) -> None:
+    member = VehicleGroupMember.objects.get(user__username=f"manager-{side.name.lower()}")
     member.user.user_permissions.add(Permission.objects.get(codename="change_fine_driver"))
-    return member.user
 
 
 @pytest.mark.parametrize(
@@ -34,16 +34,16 @@ def may_set_drivers(side: Side) -> Any:
     [{"choice": "other", "other": "{driver}"}, {"choice": "{driver}"}],
     ids=["typed", "as-a-candidate"],
 )
-def test_a_correction_cannot_name_another_groups_driver(sides: list[Side], form: dict) -> None:
+def test_a_correction_cannot_name_another_groups_driver(
+    sides: list[Side], form: dict[str, str]
+) -> None:
     a, b = sides
     may_set_drivers(a)
     fine = Fine.objects.get(pk=a.fine)
     assert a.client.get(f"/drivers/{b.driver}/").status_code == 404
 
     sent = {key: value.format(driver=b.driver) for key, value in form.items()}
-    response = a.client.post(
-        f"/fines/{a.fine}/driver", {**sent, "reason": "lent"}, headers=ENGLISH
-    )
+    response = a.client.post(f"/fines/{a.fine}/driver", {**sent, "reason": "lent"}, headers=ENGLISH)
 
     assert response.status_code == 400
     assert f"No driver of your vehicles has the id {b.driver}." in response.text

@@ -26,7 +26,6 @@ from django.contrib.admin import helpers
 from django.contrib.admin.utils import quote, unquote
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
 from django.db.models import OuterRef, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
@@ -49,7 +48,6 @@ from fleet.models import (
     UnknownWebhookKey,
     WebhookDelivery,
 )
-from fleet.services.dashboard import fine_figures_forget
 from fleet.services.fines import records_searched
 from fleet.services.paging import CappedPaginator
 from fleet.services.scopes import VehicleScope, scope_drivers
@@ -433,26 +431,15 @@ class NotificationAdmin(_LargeList, Scoped, _ReadOnly, admin.ModelAdmin[Notifica
 @admin.register(Driver)
 class DriverAdmin(Scoped, admin.ModelAdmin[Driver]):
     """Names for the vehicle list's driver ids: what the dashboard and the driver page show
-    (the dashboard reads its figures again once a name changed). Scoped staff see the
-    drivers their scope sees (`driver_seen`), as the fines list's picker finds them."""
+    (the dashboard reads its figures again once a name changed, by the names' version).
+    Scoped staff see the drivers their scope sees (`driver_seen`), as the fines list's
+    picker finds them."""
 
     list_display = ["driver_id", "name"]
     search_fields = ["name", "=driver_id"]
 
     def scoped(self, rows: QuerySet[Any], scope: VehicleScope) -> QuerySet[Any]:
         return rows.filter(scope_drivers(scope, OuterRef("driver_id")))
-
-    def save_model(self, request: HttpRequest, obj: Driver, form: Any, change: bool) -> None:
-        super().save_model(request, obj, form, change)
-        transaction.on_commit(fine_figures_forget)
-
-    def delete_model(self, request: HttpRequest, obj: Driver) -> None:
-        super().delete_model(request, obj)
-        transaction.on_commit(fine_figures_forget)
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Driver]) -> None:
-        super().delete_queryset(request, queryset)
-        transaction.on_commit(fine_figures_forget)
 
 
 @admin.register(UnknownWebhookKey)

@@ -48,7 +48,7 @@ from fleet.models import (
     TallyDimension,
     VehicleGroupPlate,
 )
-from fleet.services.drivers import driver_names
+from fleet.services.drivers import driver_names, driver_names_version
 from fleet.services.figures import (
     DriverFigure,
     FinedVehicle,
@@ -76,7 +76,7 @@ logger = logging.getLogger(__name__)
 TOP: Final = 5  # vehicles and drivers listed
 MONTHS: Final = 12
 RECENT_DAYS: Final = 7
-_CACHE_SECONDS: Final = 300  # bounds how long a renamed driver keeps the old name
+_CACHE_SECONDS: Final = 300
 _CACHE_FORMAT: Final = 3
 _READ_ATTEMPTS: Final = 3
 # A part of the fleet's figures are kept a day (shown, then read again, once a fine
@@ -313,10 +313,11 @@ def fine_figures_publish() -> None:
 
 
 def _read_at(today: date, version: int) -> str:
-    """What figures read now are read at: the day, the tallies' version and the names'
-    generation (`fine_figures_forget`)."""
+    """What figures read now are read at: the day, the tallies' version, the version of
+    the drivers' names they show (a name written anywhere) and the generation
+    (`fine_figures_forget`)."""
     generation = cache.get(_GENERATION, 0)
-    return f"{_CACHE_FORMAT}:{generation}:{today}:{version}"
+    return f"{_CACHE_FORMAT}:{generation}:{driver_names_version()}:{today}:{version}"
 
 
 def _html(figures: FineFigures) -> str:
@@ -324,8 +325,7 @@ def _html(figures: FineFigures) -> str:
 
 
 def fine_figures_forget() -> None:
-    """Have the next dashboard read its figures again: for a change the tallies do not
-    count (the name of a driver)."""
+    """Have the next dashboard read its figures again (a benchmark's first view)."""
     try:
         cache.incr(_GENERATION)
     except ValueError:  # not there yet

@@ -175,6 +175,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     django_plugin.pytest_collection_modifyitems(items)
 
 
+# Lines a test leaves for the end of the run's report (`pytest_terminal_summary`): what a
+# walk covered, shown whether it passed or failed, with -q as in CI.
+RUN_SUMMARY: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if RUN_SUMMARY:
+        terminalreporter.section("what the walks covered")
+        for line in RUN_SUMMARY:
+            terminalreporter.write_line(line)
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     mode = config.getoption("--emulator-mode")
     seed = config.getoption("--spelling-seed")

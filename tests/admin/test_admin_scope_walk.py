@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -72,6 +73,7 @@ from fleet.services.attribution import fine_driver_correct
 from fleet.services.scopes import scope_of
 from fleet.webhooks.processing import deliveries_process_received
 from signin.models import ScimCall, ScimGroup, ScimMinute, ScimToken, ScimUser, SsoAttempt
+from tests.conftest import RUN_SUMMARY
 from tests.scopes import grant_whole_fleet
 
 pytestmark = [pytest.mark.django_db, pytest.mark.scoped]
@@ -681,6 +683,7 @@ def test_staff_with_every_right_reach_nothing_of_another_group_nor_of_the_organi
     # The list of what was walked (`pytest -s` shows it).
     print("\nThe admin's views, actions and added views walked with every right:")
     print("\n".join(sorted(walk.checked)))
+    RUN_SUMMARY.append(_walked_summary(walk.checked))
     if unclassified:
         walk.problems.append(f"added views the walk cannot call (ADDED_VIEWS): {unclassified}")
     if unwalked:
@@ -696,3 +699,16 @@ def test_staff_with_every_right_reach_nothing_of_another_group_nor_of_the_organi
         admin_url(DirectoryGroup, "change", DirectoryGroup.objects.get(value="frota-1").pk),
     ):
         assert client.get(url).status_code == 200, url
+
+
+def _walked_summary(checked: set[str]) -> str:
+    """One line for the run's report: how many admins, and of each kind of page or action
+    how many, the walk reached."""
+    models = {line.partition(":")[0] for line in checked}
+    kinds = Counter(line.partition(": ")[2].split(" ")[0] for line in checked)
+    counted = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
+    return (
+        f"admin walk: {len(checked)} views, actions and added views of {len(models)} admins "
+        f"walked as staff of one group on another's records ({counted}); "
+        "`pytest -s tests/admin/test_admin_scope_walk.py` lists them"
+    )

@@ -47,7 +47,7 @@ from fleet.services.vehicle_groups import (
 from fleet.services.vehicles import vehicle_search
 from fleet.webhooks.processing import deliveries_process_received
 from portal.lib.caches import caches_off
-from tests.conftest import run_tasks
+from tests.conftest import RUN_SUMMARY, run_tasks
 from tests.scopes import grant_whole_fleet
 
 # The worker commits as it goes (`run_tasks`), and what waits for a commit runs as it
@@ -636,11 +636,13 @@ def test_every_answer_reads_the_same_with_caches_off(
                 )
             )
     print(f"differential: {dict(sorted(kinds.items()))}, statuses {dict(sorted(statuses.items()))}")
-    print(
+    summary = (
         f"differential: seed {diff_seed}, {REQUESTS} requests, {len(users)} users, "
         f"{len(languages)} languages, {len(differences)} differences "
         f"({said_behind} dashboards said their figures were being counted again)"
     )
+    print(summary)
+    RUN_SUMMARY.append(summary)
     assert (len(users), len(languages)) == (len(walkers), len(LANGUAGES))
     assert other_language == []
     assert statuses[200] > REQUESTS // 2, statuses  # the walk reads pages, not error pages

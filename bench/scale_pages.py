@@ -144,7 +144,7 @@ def post_fine_processed(
     portal: Server, environment: dict[str, str], worker: Server, payload: Mapping[str, object]
 ) -> None:
     """Send a fine to the portal's receiver and wait until its worker processed it."""
-    answer = requests.post(f"{portal.url}{WEBHOOK}", json=payload, timeout=30)
+    answer = requests.post(f"{portal.url}{WEBHOOK}", json=payload, timeout=300)
     if answer.status_code != 202:
         raise ServerFailed(f"the receiver answered {answer.status_code}")
     portal_wait_processed(environment, worker, timeout=120)

@@ -43,7 +43,12 @@ SERVED: dict[str, tuple[str, ...]] = {
         "fines ?q= an infraction",
         "fines ?page=200",
     ),
-    "dashboard.": ("dashboard", "dashboard, region", "dashboard, after a fine"),
+    "dashboard.": (
+        "dashboard",
+        "dashboard, region",
+        "dashboard, after a fine",
+        "dashboard, region, a fine just arrived",
+    ),
 }
 CACHES = (
     "vehicles.results",

@@ -59,7 +59,6 @@ from fleet.services.figures import (
 )
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope
 from fleet.services.tallies import (
-    NOTIFICATIONS,
     day_key,
     fine_tallies_counted,
     fine_tallies_version,
@@ -89,7 +88,6 @@ _GENERATION: Final = "fleet:fine-figures:generation"
 _figures_kept = KeptValues("dashboard.figures", timeout=_CACHE_SECONDS)
 # A part of several groups' figures with when they were read: shown, then read again.
 _scoped_kept = KeptValues("dashboard.scoped_figures", timeout=_SCOPED_CACHE_SECONDS)
-_notifications_kept = KeptValues("dashboard.untreated_notifications", timeout=_SCOPED_CACHE_SECONDS)
 # The fragment about money, by the figures it shows (whose key names their part of the
 # fleet) and the script prefix its links start with, which a worker's may not share.
 _money_kept = KeptValues("dashboard.money_html", timeout=_CACHE_SECONDS, for_everyone=True)
@@ -154,18 +152,10 @@ def _untreated_notifications(scope: VehicleScope) -> int:
     """`scope`'s untreated notifications, counted up to `COUNTED` + 1: the whole fleet's
     on their list's index; a part of the fleet's through its plates, one look in the
     index of plates for each until that many are found: as many as the part has
-    vehicles when few are untreated (a region of a third of a million vehicles, a tenth
-    of a second). So a part's is counted with its figures, and kept under the version
-    of the notifications (`fine_tallies_touch`): a fine that came does not count them
-    again."""
+    vehicles when few are untreated. A part's is counted with its figures, and kept with
+    them."""
     notifications = scope.records(Notification.objects.filter(treated=False))
-    if scope.whole_fleet:
-        return notifications.order_by()[: COUNTED + 1].count()
-    return _notifications_kept.get_or_compute(
-        lambda: notifications.order_by()[: COUNTED + 1].count(),
-        fine_tallies_version(NOTIFICATIONS),
-        scope=scope,
-    )
+    return notifications.order_by()[: COUNTED + 1].count()
 
 
 def fine_figures(*, scope: VehicleScope = WHOLE_FLEET) -> FineFigures:

@@ -43,7 +43,6 @@ from fleet.services.figures import Total
 from fleet.services.list_walks import (
     checked,
     conditions_walked,
-    past_counted,
     scope_past_counted,
     scope_walked,
     states_checked,
@@ -293,7 +292,7 @@ def _search_past_counted(scope: VehicleScope, filters: dict[str, Any]) -> bool:
     finds in several ways at once (`records_searched`), and PostgreSQL reads every
     fine of each way into one bitmap before it counts the first: 21 ms at ten million
     fines for a word most infractions have, where the infractions' index alone gives
-    ten thousand of them in one or two. Searched alone, past is kept (`past_counted`)."""
+    ten thousand of them in one or two."""
     q = filters.get("q")
     wordings = _wordings_found(q) if q else []
     if not wordings:
@@ -302,9 +301,7 @@ def _search_past_counted(scope: VehicleScope, filters: dict[str, Any]) -> bool:
     del others["q"]
     fines = fine_filtered(scope=scope, counting=True, **others)
     found = fines.filter(infraction_id__in=wordings)
-    if others:
-        return found.order_by()[: COUNTED + 1].count() > COUNTED  # states change
-    return past_counted(found, "search", wordings, scope=scope)
+    return found.order_by()[: COUNTED + 1].count() > COUNTED
 
 
 def _tally(dimension: TallyDimension, key: str | None = None, *, since: str = "") -> Total:

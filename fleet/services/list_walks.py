@@ -7,8 +7,8 @@ between that are not selected, so it is right when they are many (a region that 
 most of the fleet, a month of three years, a word most infractions have). Finding reads
 and sorts every selected record: right when they are few (a vehicle, a notice number).
 Each decision is made per page, from figures that cost a query or none: the
-dashboard's tallies, the largest id, and counts through an index that stop where the
-answer no longer changes, kept an hour.
+dashboard's tallies, the ends of the ids' index, and counts through an index that stop
+where the answer no longer changes (a part of the fleet's kept an hour).
 
 SQLite's planner cannot make it: it has no figures of how many records a value or a
 range selects, and always finds them. There the portal decides, and a condition to be
@@ -20,10 +20,8 @@ are left as they are (an EXISTS would only hide them from it).
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping
-from typing import Any
 
 from django.db import connection
 from django.db.models import Exists, Max, Min, OuterRef, Q, QuerySet
@@ -33,19 +31,12 @@ from fleet.services.dashboard import COUNTED, fine_tallies_total
 from fleet.services.scopes import VehicleScope
 from portal.lib.caches import KeptValues
 
-# How long what a walk is decided on is kept: the share of the fleet a part holds, the
-# records a condition selects.
+# How long what a walk is decided on is kept: the share of the fleet a part holds.
 WALKED_SECONDS = 3600
-# How long the span of the records' ids is kept (`_span`).
-_SPAN_SECONDS = 60
 
-# What a page decides how to read its records by: each part of the fleet's own, or
-# counts over every record (the same whoever asks).
+# What a page decides how to read its records by, for each part of the fleet.
 _walked = KeptValues("lists.scope_walked", timeout=WALKED_SECONDS)
 _scope_past = KeptValues("lists.scope_past_counted", timeout=WALKED_SECONDS)
-_past = KeptValues("lists.past_counted", timeout=WALKED_SECONDS)
-_spans = KeptValues("lists.span", timeout=_SPAN_SECONDS, for_everyone=True)
-_selections = KeptValues("lists.selected", timeout=WALKED_SECONDS, for_everyone=True)
 
 
 def scope_walked(scope: VehicleScope) -> bool:
@@ -81,20 +72,6 @@ def scope_past_counted(model: type[Fine] | type[Notification], scope: VehicleSco
         return scope.records(model.objects.order_by())[: COUNTED + 1].count() > COUNTED
 
     return _scope_past.get_or_compute(past, model._meta.model_name, scope=scope)
-
-
-def past_counted(records: QuerySet[Any], *what: object, scope: VehicleScope) -> bool:
-    """Whether `records` (`scope`'s, as `what` names them) are more than a list counts
-    (`COUNTED`), counted through their index up to there. Once they are, that is kept an
-    hour: records are kept (the README's "What grows"), so only a deletion could make it
-    untrue meanwhile. Fewer are counted again each time (unlike `scope_past_counted`,
-    which keeps either answer an hour)."""
-    if _past.get(*what, scope=scope):
-        return True
-    past = records.order_by()[: COUNTED + 1].count() > COUNTED
-    if past:
-        _past.set(True, *what, scope=scope)
-    return past
 
 
 def conditions_walked(
@@ -135,30 +112,17 @@ def conditions_walked(
 def _span(model: type[Fine] | type[Notification]) -> int:
     """How many records there are, about: the span of their ids, which are given in
     order (the oldest deleted first, if any is), read from the ends of the key's index
-    (two queries: SQLite reads a whole table for a MIN and a MAX together), kept a
-    minute: an estimate, which the records of a minute do not change."""
-
-    def span() -> int:
-        first: int | None = model.objects.aggregate(first=Min("pk"))["first"]
-        last: int | None = model.objects.aggregate(last=Max("pk"))["last"]
-        return 0 if first is None or last is None else last - first + 1
-
-    return _spans.get_or_compute(span, model._meta.model_name)
+    (two queries: SQLite reads a whole table for a MIN and a MAX together)."""
+    first: int | None = model.objects.aggregate(first=Min("pk"))["first"]
+    last: int | None = model.objects.aggregate(last=Max("pk"))["last"]
+    return 0 if first is None or last is None else last - first + 1
 
 
 def _selected(model: type[Fine] | type[Notification], name: str, condition: Q, enough: int) -> int:
     """How many records `condition` selects, counted up to `enough` (the square root of
     the records a page reads times all of them: past it, walking reads fewer for that
-    page; a first page counts to 22,000 of ten million). Kept an hour per condition and
-    order of magnitude of `enough`."""
-    digest = hashlib.sha256(repr(condition).encode()).hexdigest()[:32]
-
-    def counted() -> int:
-        return model.objects.filter(condition).order_by()[:enough].count()
-
-    return _selections.get_or_compute(
-        counted, model._meta.model_name, name, digest, enough.bit_length()
-    )
+    page; a first page counts to 22,000 of ten million)."""
+    return model.objects.filter(condition).order_by()[:enough].count()
 
 
 def states_checked() -> bool:

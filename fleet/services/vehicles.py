@@ -30,7 +30,7 @@ from fleet.services.vehicle_index import SORTS as SORTS
 from fleet.services.vehicle_index import VehicleRow as VehicleRow
 from fleet.services.vehicle_index import Within, mask_and
 from portal.lib import after_response
-from portal.lib.caches import KeptValues
+from portal.lib.caches import KeptValues, caches_on
 
 MAX_PER_PAGE: Final = 200
 
@@ -151,7 +151,8 @@ def vehicles_ungrouped() -> int | None:
         _ungrouped.set(counted, *_of(snapshot.version, within))
         return counted
 
-    if after_response.in_request():
+    # Left for after the response only when it will be kept for the next one to show.
+    if after_response.in_request() and caches_on(_ungrouped.name):
         after_response.later(count)
         return None
     return count()

@@ -17,13 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from django.conf import settings
 from django.template.base import Origin
 from django.template.loader import get_template
 from django.utils.safestring import SafeString, mark_safe
 
 from fleet.models import WebhookRecord
-from portal.lib.caches import KeptValues, kept_in_process
+from portal.lib.caches import KeptValues
 
 # The same for whoever sees the record: a row shows the record alone. In each process's
 # memory (the `rows` cache), apart from the shared cache's vehicle list.
@@ -43,21 +42,11 @@ def rows_rendered(template_name: str, records: Sequence[WebhookRecord]) -> list[
 
 
 def _template_version(template_name: str) -> str:
-    """The template's name and a digest of the files beside it (its parts): a deployment
-    (new processes), or an edit while developing (`DEBUG`: read at each page), renders
-    the rows again."""
-    if settings.DEBUG:
-        return _template_files_version(template_name)
-    return _template_files_kept(template_name)
-
-
-def _template_files_version(template_name: str) -> str:
+    """The template's name and a digest of the files beside it (its parts), read at each
+    page (a few stat calls): a deployment, or an edit while developing, renders the rows
+    again."""
     origin: Origin = cast(Any, get_template(template_name)).origin
     folder = Path(origin.name).parent
     files = sorted((path.name, path.stat()) for path in folder.glob("*.html"))
     stamps = ";".join(f"{name}:{stat.st_mtime_ns}:{stat.st_size}" for name, stat in files)
     return f"{template_name}:{hashlib.sha256(stamps.encode()).hexdigest()[:16]}"
-
-
-# A process's templates do not change without DEBUG: their versions, read once.
-_template_files_kept = kept_in_process("rows.template_version", size=64)(_template_files_version)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -28,7 +26,7 @@ from fleet.services.vehicles import (
 )
 from fleet.views import AuthenticatedRequest, is_fragment_request
 from fleet.views.csv_export import csv_download
-from portal.lib.caches import KeptHTML, kept_in_process
+from portal.lib.caches import KeptHTML
 
 # The results of a filter, for each part of the fleet seen: kept per version of the fleet.
 _results = KeptHTML("vehicles.results", size=256)
@@ -136,22 +134,19 @@ def _group_named(scope: VehicleScope, group: str) -> dict[str, str]:
     return {str(id_): name for id_, name in scope_groups(scope) if str(id_) == group}
 
 
-@kept_in_process("vehicles.applied", size=256)
 def _applied(
     path: str, query_string: str, group_named: tuple[tuple[str, str], ...]
 ) -> tuple[tuple[FilterChip, ...], bool]:
     """The chips of a query string's filters, a group's named as `group_named` says, and
-    whether any filter could not apply; kept, as `_filters`."""
+    whether any filter could not apply."""
     form = VehicleFilterForm(QueryDict(query_string))
     chips = form.chips(path, _filters(query_string), names={"group": dict(group_named)})
     return tuple(chips), bool(form.errors)
 
 
-@kept_in_process("vehicles.filters", size=256)
-def _filters(query_string: str) -> Mapping[str, Any]:
-    """The filters of a query string, as the form reads them; kept, since every
-    request of a page and its searches asks again."""
-    return MappingProxyType(VehicleFilterForm(QueryDict(query_string)).filters())
+def _filters(query_string: str) -> dict[str, Any]:
+    """The filters of a query string, as the form reads them."""
+    return VehicleFilterForm(QueryDict(query_string)).filters()
 
 
 @require_GET

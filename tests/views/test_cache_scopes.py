@@ -188,14 +188,9 @@ def test_a_lists_row_kept_for_everyone_is_the_same_for_two_scopes(django_user_mo
 # parts of the fleet and compares, or why its answer cannot name a viewer.
 FOR_EVERYONE = {
     "vehicles.chips": "test_each_cache_kept_for_everyone_is_the_same_for_two_scopes",
-    "vehicles.applied": "test_each_cache_kept_for_everyone_is_the_same_for_two_scopes",
-    "vehicles.filters": "test_each_cache_kept_for_everyone_is_the_same_for_two_scopes",
     "rows": "test_a_lists_row_kept_for_everyone_is_the_same_for_two_scopes",
-    "rows.template_version": "the digest of the row templates' files: no record, no viewer",
     "dashboard.money_html": "test_the_money_fragment_is_the_same_for_two_viewers_of_one_part",
     "vehicles.ungrouped": "the whole fleet's count of vehicles in no group, shown to it alone",
-    "lists.span": "the span of every record's id: no scope among what it reads",
-    "lists.selected": "how many of every record a filter selects: no scope among what it reads",
 }
 
 

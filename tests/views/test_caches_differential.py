@@ -39,6 +39,8 @@ from django.utils import timezone
 
 from fleet import plates
 from fleet.models import Driver, Fine, Notification, VehicleGroup
+from fleet.services.driver_history import history_observe
+from fleet.services.vehicle_cache import current_snapshot
 from fleet.services.vehicle_groups import (
     vehicle_group_grant,
     vehicle_group_plates_remove,
@@ -235,6 +237,7 @@ def fleet(emulator: Any, fleet_settings: Any) -> Fleet:
     """Two regions of the emulator's fleet (Norte, Sul) and the vehicles of neither, some of
     their drivers named, and fines and notifications of all three."""
     vehicle_search()  # the list read, so that processing attributes fines to drivers
+    history_observe(current_snapshot()[0])  # who had each vehicle, as a refresh takes it in
     listed = sorted(
         (v for v in emulator.vehicles() if v["driver_id"] is not None),
         key=lambda v: plates.normalize(v["car_plate"]),

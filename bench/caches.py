@@ -15,6 +15,8 @@ whose pages are no slower without it is not worth its key.
 from __future__ import annotations
 
 import argparse
+import secrets
+import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,8 +24,14 @@ from pathlib import Path
 import requests
 
 from bench import scale, scale_pages
-from bench.portal_setup import add_database_argument, portal_environment
+from bench.portal_setup import (
+    PortalUser,
+    add_database_argument,
+    portal_environment,
+    portal_log_in,
+)
 from bench.servers import (
+    ROOT,
     ServerFailed,
     bench_main,
     running_emulator,
@@ -48,6 +56,7 @@ SERVED: dict[str, tuple[str, ...]] = {
         "dashboard, region",
         "dashboard, after a fine",
         "dashboard, region, a fine just arrived",
+        "dashboard, two regions",
     ),
 }
 CACHES = (
@@ -70,6 +79,27 @@ CACHES = (
     "dashboard.untreated_notifications",
     "dashboard.money_html",
 )
+
+
+# A manager of two of the data set's regions, whose figures are summed from their fines
+# (`dashboard.scoped_figures`): made here, since `bench.scale`'s data set has none.
+TWO_REGIONS = PortalUser("bench-two-regions", secrets.token_urlsafe(16))
+
+
+def _two_regions_manager(environment: dict[str, str]) -> None:
+    code = (
+        "from django.contrib.auth.models import User\n"
+        "from fleet.models import VehicleGroup, VehicleGroupMember\n"
+        "from fleet.services.scopes import scopes_changed\n"
+        f"user, _ = User.objects.get_or_create(username={TWO_REGIONS.username!r})\n"
+        f"user.set_password({TWO_REGIONS.password!r})\n"
+        "user.save()\n"
+        "for group in VehicleGroup.objects.order_by('pk')[:2]:\n"
+        "    VehicleGroupMember.objects.get_or_create(user=user, group=group)\n"
+        "scopes_changed()\n"
+    )
+    command = [sys.executable, "manage.py", "shell", "-c", code]
+    subprocess.run(command, cwd=ROOT, env=environment, check=True)
 
 
 def served(name: str) -> tuple[str, ...]:
@@ -106,6 +136,7 @@ def run(options: argparse.Namespace, folder: Path) -> int:
         environment = portal_environment(database=folder / "unused", emulator_url=emulator.url)
         environment |= {"DATABASE_URL": database, "DJANGO_SETTINGS_MODULE": "bench.settings"}
         data = scale._data_set(options, folder, environment)
+        _two_regions_manager(environment)
         wanted = sorted({page for name in options.only for page in served(name)})
         configurations: list[tuple[str, dict[str, str]]] = [("every cache", {})]
         configurations += [(name, {"SPEED_CACHES_OFF": name}) for name in options.only]
@@ -131,6 +162,8 @@ def _timed(
     wanted = set(names)
     with running_portal(environment, folder, workers=1, threads=1) as portal:
         sessions = scale._sessions(portal, data)
+        sessions[TWO_REGIONS.username] = requests.Session()
+        portal_log_in(sessions[TWO_REGIONS.username], portal.url, TWO_REGIONS)
         with running_worker(environment, folder) as worker:
             fines = iter(range(2 * 10**10, 3 * 10**10))
             plates = scale_pages._list(data, "plates")
@@ -141,7 +174,10 @@ def _timed(
                 }
                 scale_pages.post_fine_processed(portal, environment, worker, payload)
 
-            for page in scale_pages.pages(data, post_fine):
+            two = scale_pages.Page(
+                "dashboard, two regions", "/", TWO_REGIONS.username, scale_pages.DASHBOARD_GOAL
+            )
+            for page in [*scale_pages.pages(data, post_fine), two]:
                 if page.name not in wanted:
                     continue
                 try:

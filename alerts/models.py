@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 import zoneinfo
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -118,6 +119,12 @@ class AlertDefaults(AlertChoices):
 
     def __str__(self) -> str:
         return str(_("Alert defaults for new users"))
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # The one row `current` reads, however it is made: added in the admin, a database's
+        # sequence (PostgreSQL's never goes back) would give it another id.
+        self.pk = 1
+        super().save(*args, **kwargs)
 
     @classmethod
     def current(cls) -> AlertDefaults:

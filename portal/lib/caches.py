@@ -7,7 +7,6 @@ caller builds a key. Each cache is declared once, at module level, as one of:
 
 - `KeptHTML`: rendered templates kept in this process (`RenderCache`);
 - `KeptValues`: values kept in the shared cache (Django's, Redis in production);
-- `kept_in_process`: a function whose results this process keeps (`functools.lru_cache`).
 
 Each is declared either for a viewer, and then every use names the viewer's scope (an
 object with a `key`, as `fleet.services.scopes.VehicleScope`), or `for_everyone`, which
@@ -23,7 +22,6 @@ both ways), each answer is computed again and nothing is kept.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
@@ -196,37 +194,3 @@ class KeptValues(_Declared):
         if missing and caches_on(self.name):
             caches[self.alias].set_many(missing, timeout=self._timeout())
         return [found[key] for key in keys]
-
-
-class KeptFunction[**P, T](Protocol):
-    """A function whose results this process keeps (`kept_in_process`)."""
-
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> T: ...
-
-    def cache_clear(self) -> None: ...
-
-
-def kept_in_process[**P, T](
-    name: str, *, size: int
-) -> Callable[[Callable[P, T]], KeptFunction[P, T]]:
-    """A function of hashable arguments whose results this process keeps (at most
-    `size`), for everyone, per language and time zone: for work that depends on its
-    arguments alone (parsing a query string). Its arguments are its key: a scope
-    among them makes it per viewer by construction."""
-    declaration = _Declared(name, for_everyone=True)
-
-    def decorate(function: Callable[P, T]) -> KeptFunction[P, T]:
-        @functools.lru_cache(maxsize=size)
-        def kept(viewer: tuple[str, str, str], *args: Any, **kwargs: Any) -> T:
-            return function(*args, **kwargs)
-
-        @functools.wraps(function)
-        def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
-            if not caches_on(name):
-                return function(*args, **kwargs)
-            return kept(declaration._viewer(None), *args, **kwargs)  # type: ignore[arg-type]
-
-        wrapper.cache_clear = kept.cache_clear  # type: ignore[attr-defined]
-        return cast(KeptFunction[P, T], wrapper)
-
-    return decorate

@@ -16,6 +16,7 @@ from fleet.services.cnh import cnh_lookup_process
 from fleet.services.cnh_privacy import cnh_lookups_purge as purge_old_lookups
 from fleet.services.cnh_privacy import cnh_purge_next_run
 from fleet.services.cnh_recovery import cnh_lookups_recover_all
+from fleet.services.dashboard import fine_figures_count as dashboard_figures_count
 from fleet.services.tallies import group_tallies_catch_up as group_tallies_count_changed
 from fleet.services.vehicle_cache import vehicle_list_take_in
 from fleet.webhooks.processing import deliveries_process_received
@@ -47,6 +48,16 @@ def cnh_lookups_recover() -> int:
 
 
 logger = logging.getLogger(__name__)
+
+
+@worker.task()
+def fine_figures_count(
+    group_ids: list[int], today: str, language: str, zone: str, counting: str
+) -> str:
+    """Sum a part of the fleet's dashboard figures from its fines, for its pages: at a
+    region of a large fleet longer than a web server lets a request run. One that
+    fails lets the next page ask again."""
+    return dashboard_figures_count(group_ids, today, language, zone, counting)
 
 
 @worker.task()

@@ -318,8 +318,25 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://fleet-portal")}
+_PER_PROCESS_CACHES = (
+    "django.core.cache.backends.locmem.LocMemCache",
+    "django.core.cache.backends.dummy.DummyCache",
+)
 if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":
     CACHES["default"]["BACKEND"] = "portal.cache.RedisCache"  # one client per pool, not per call
+# What the worker computes for the web processes to show (a part of the fleet's
+# dashboard figures): the shared cache when there is one, else a table of the database
+# (made by fleet/migrations/0027), since each process's memory is its own.
+CACHES["shared"] = (
+    CACHES["default"]
+    if CACHES["default"]["BACKEND"] not in _PER_PROCESS_CACHES
+    else {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "portal_shared_cache",
+        "TIMEOUT": 86_400,
+        "OPTIONS": {"MAX_ENTRIES": 10_000},
+    }
+)
 # What the portal keeps for speed (portal/lib/caches.py): all of it, unless SPEED_CACHES
 # is off, less the caches SPEED_CACHES_OFF names (for a benchmark of what each saves, or
 # to rule one out while looking into a page).

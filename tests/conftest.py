@@ -310,13 +310,14 @@ def manager(django_user_model: Any, fleet_settings: Any) -> Any:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_fleet_client() -> Iterator[None]:
+def _fresh_fleet_client(request: pytest.FixtureRequest) -> Iterator[None]:
     """Each test starts cold: its own client, an empty cache (no vehicle list, no
     route cooldown), no vehicle list decoded in this process, no webhook key
     remembered as already recorded, no processing run remembered as asked for
     (the database forgets them between tests), no e-CRLV view reported, and no work
     left for after a response the test never read to its end."""
     from django.core.cache import cache, caches
+    from django.core.cache.backends.db import DatabaseCache
 
     from fleet.services.connection import fleet_clients_forget
     from fleet.services.crlv import crlv_reports_forget
@@ -333,6 +334,10 @@ def _fresh_fleet_client() -> Iterator[None]:
         fleet_clients_forget()
         cache.clear()
         caches["rows"].clear()
+        # The cache every process reads: without Redis a table, which a test that may
+        # use the database empties (flushing the models' tables leaves it as it was).
+        if _database_open(request) or not isinstance(caches["shared"], DatabaseCache):
+            caches["shared"].clear()
         vehicles_forget()
         scopes_forget_all()
         unknown_keys_forget()
@@ -344,6 +349,15 @@ def _fresh_fleet_client() -> Iterator[None]:
     forget()
     yield
     forget()
+
+
+def _database_open(request: pytest.FixtureRequest) -> bool:
+    """Whether the test may use the database (pytest-django opens it before this
+    conftest's own fixtures, and closes it after them)."""
+    uses = {"db", "transactional_db", "django_db_reset_sequences", "live_server"}
+    return request.node.get_closest_marker("django_db") is not None or bool(
+        uses & set(request.fixturenames)
+    )
 
 
 def run_tasks() -> int:

@@ -9,8 +9,8 @@ a dashboard reads one row while no fine changed, and a handful of small indexed
 queries, never the fines, once one did: a fine written shows at once. A vehicle group
 (a region) has tallies of its own, read the same way once they count its plates as
 they are; until then, and for a part of the fleet made of several groups, the figures
-are summed from its fines after a page's response and shown from the cache
-(`_scoped_figures`). The writers of
+are summed from its fines by the worker and shown from the cache (`_scoped_figures`):
+a page never waits for that sum. The writers of
 fines read them and render their fragment for the cache themselves: processing in the
 transaction that writes a run's last batch, for the moment it commits
 (`fine_figures_publish`), the others once they are done (`fine_figures_prepare`). With
@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from functools import reduce
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import cache, caches
 from django.db import transaction
 from django.db.models import Count, DecimalField, Min, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
@@ -57,7 +57,7 @@ from fleet.services.figures import (
     Total,
     VehicleFigure,
 )
-from fleet.services.scopes import WHOLE_FLEET, VehicleScope
+from fleet.services.scopes import WHOLE_FLEET, VehicleScope, scope_of_groups
 from fleet.services.tallies import (
     day_key,
     fine_tallies_counted,
@@ -67,8 +67,8 @@ from fleet.services.tallies import (
     tally_amount,
 )
 from fleet.webhooks.payloads import payload_plate
-from portal.lib import after_response, worker
-from portal.lib.caches import KeptValues
+from portal.lib import worker
+from portal.lib.caches import KeptValues, caches_on
 
 logger = logging.getLogger(__name__)
 
@@ -79,15 +79,18 @@ _CACHE_SECONDS: Final = 300
 _CACHE_FORMAT: Final = 3
 _READ_ATTEMPTS: Final = 3
 # A part of the fleet's figures are kept a day (shown, then read again, once a fine
-# changed); one process reads them again at a time, for up to this long.
+# changed).
 _SCOPED_CACHE_SECONDS: Final = 86_400
-_SCOPED_READING_SECONDS: Final = 300
+# One task counts a part's figures at a time; asked again after this long without its
+# answer (a worker stopped mid-way).
+_SCOPED_COUNTING_SECONDS: Final = 1800
 _GENERATION: Final = "fleet:fine-figures:generation"
 
 # The figures of the whole fleet and of a group, by when they were read (`_read_at`).
 _figures_kept = KeptValues("dashboard.figures", timeout=_CACHE_SECONDS)
 # A part of several groups' figures with when they were read: shown, then read again.
-_scoped_kept = KeptValues("dashboard.scoped_figures", timeout=_SCOPED_CACHE_SECONDS)
+# Summed by the worker, so kept where every process reads (`CACHES["shared"]`).
+_scoped_kept = KeptValues("dashboard.scoped_figures", timeout=_SCOPED_CACHE_SECONDS, alias="shared")
 # The fragment about money, by the figures it shows (whose key names their part of the
 # fleet) and the script prefix its links start with, which a worker's may not share.
 _money_kept = KeptValues("dashboard.money_html", timeout=_CACHE_SECONDS, for_everyone=True)
@@ -162,12 +165,27 @@ def fine_figures(*, scope: VehicleScope = WHOLE_FLEET) -> FineFigures:
     """The figures of the fines `scope` sees, from the cache while the tallies' version is
     the one they were read at, else read from the tallies: the whole fleet's, or its
     group's (`GroupTally`) for a part of the fleet that is one group whose tallies count
-    its plates as they are; any other part's as `_scoped_figures` keeps them."""
+    its plates as they are; any other part's as `_scoped_figures` keeps them, read here
+    and now when none are kept (a task, a shell: nobody waits on a web server)."""
+    figures = _figures(scope, here=True)
+    assert figures is not None  # read here when none are kept
+    return figures
+
+
+def fine_figures_shown(*, scope: VehicleScope = WHOLE_FLEET) -> FineFigures | None:
+    """`fine_figures` for a page: a part of the fleet whose figures are summed from its
+    fines is never summed while the page waits (at a region of a large fleet it takes
+    longer than a web server lets a request run). None: nothing is kept for it yet, and
+    the worker is counting them (`fine_figures_count`); the page says so and asks again."""
+    return _figures(scope, here=False)
+
+
+def _figures(scope: VehicleScope, *, here: bool) -> FineFigures | None:
     today = timezone.localdate()
     tallies = _Tallies(FineTally)
     if not scope.whole_fleet:
         if len(scope.group_ids) != 1:
-            return _scoped_figures(today, scope)
+            return _scoped_figures(today, scope, here=here)
         tallies = _Tallies(GroupTally, Q(group_id=scope.group_ids[0]))
     version = fine_tallies_version()
     for _attempt in range(_READ_ATTEMPTS):
@@ -177,7 +195,7 @@ def fine_figures(*, scope: VehicleScope = WHOLE_FLEET) -> FineFigures:
             return cached
         if not scope.whole_fleet and not group_tallies_current(scope.group_ids[0]):
             _catch_up_ask()
-            return _scoped_figures(today, scope)
+            return _scoped_figures(today, scope, here=here)
         figures = _computed(today, f"{read_at}:{scope.key}", scope, tallies)
         # Read in several statements: they make one state only if no write came between.
         now = fine_tallies_version()
@@ -199,50 +217,86 @@ def _catch_up_ask() -> None:
             logger.exception("could not ask the worker to count the groups' tallies")
 
 
-def _scoped_figures(today: date, scope: VehicleScope) -> FineFigures:
+def _scoped_figures(today: date, scope: VehicleScope, *, here: bool) -> FineFigures | None:
     """A part of the fleet whose tallies are not read (a group whose plates changed since
     they were counted, or several groups): its figures are summed from its
     vehicles' tallies and from its fines (`_scoped_tallies`), which at a region of a
-    large fleet takes seconds. So they are
-    kept, with the version and the moment they were read at; once a fine changed, a
-    page shows them as they were, saying when they were read (`FineFigures.behind`),
-    and reads them again after its response (one process at a time), for the next
-    page. Outside a request, and when none are kept, they are read at once."""
-    kept: tuple[str, datetime, FineFigures] | None = _scoped_kept.get(today, scope=scope)
-    if kept is None or not after_response.in_request():
+    large fleet takes from seconds to minutes. So the worker sums them
+    (`fine_figures_count`) and they are kept, with the version and the moment they were
+    read at. A page shows them as kept; once a fine changed, as they were, saying when
+    they were read (`FineFigures.behind`), while the worker reads them again for the next
+    page. `here` (outside a page), and with this cache off, they are read at once."""
+    if here or not caches_on(_scoped_kept.name):
+        kept = _scoped_kept.get(today, scope=scope)
+        if kept is not None and kept[0] == _read_at(today, fine_tallies_version()):
+            return cast(FineFigures, kept[2])
         return _scoped_read(today, scope)
-    read_at, moment, figures = kept
+    kept = _scoped_kept.get(today, scope=scope)
+    if kept is None:
+        _scoped_count_ask(today, scope)
+        return None
+    read_at, moment, figures = cast(tuple[str, datetime, FineFigures], kept)
     if read_at == _read_at(today, fine_tallies_version()):
         return figures
     # Shown as kept, and said so (`behind`): a page counts on them, not on a wait of
-    # seconds while a large part of the fleet is summed again.
-    reading = _scoped_kept.key(today, "reading", scope=scope)  # one process at a time
-    if cache.add(reading, 1, timeout=_SCOPED_READING_SECONDS):
-        language = translation.get_language()
-
-        def read_again() -> None:  # kept for the language asked in, as the page reads them
-            with translation.override(language):
-                _scoped_read(today, scope)
-
-        after_response.later(read_again)
+    # minutes while a large part of the fleet is summed again.
+    _scoped_count_ask(today, scope)
     return dataclasses.replace(figures, behind=moment)
+
+
+def _scoped_count_ask(today: date, scope: VehicleScope) -> None:
+    """Have the worker sum `scope`'s figures for `today`, in the language and time zone
+    of the page that asks (they are kept under them): one task at a time for a part,
+    asked again once `_SCOPED_COUNTING_SECONDS` passed without its answer (a worker
+    stopped mid-way)."""
+    counting = _scoped_kept.key(today, "counting", scope=scope)
+    if not caches[_scoped_kept.alias].add(counting, 1, timeout=_SCOPED_COUNTING_SECONDS):
+        return
+    try:
+        worker.enqueue(
+            "fine_figures_count",
+            list(scope.group_ids),
+            today.isoformat(),
+            translation.get_language() or settings.LANGUAGE_CODE,
+            timezone.get_current_timezone_name(),
+            counting,
+        )
+    except Exception:
+        caches[_scoped_kept.alias].delete(counting)
+        logger.exception("could not ask the worker to count a part of the fleet's figures")
+
+
+def fine_figures_count(
+    group_ids: list[int], today: str, language: str, zone: str, counting: str
+) -> str:
+    """Sum and keep the figures of the part of the fleet made of `group_ids` for the
+    dashboards of `today`, in `language` and time zone `zone` (what `_scoped_count_ask`
+    asked for, in the worker), then let pages ask again (`counting`, their mark that a
+    task is asked for). A group changed or deleted meanwhile: the part's key names the
+    groups as they are now, and a page of the part as it was asks again."""
+    try:
+        scope = scope_of_groups(group_ids)
+        if scope.empty:
+            return "no such groups"
+        with translation.override(language), timezone.override(zone):
+            figures = _scoped_read(date.fromisoformat(today), scope)
+        return f"{figures.untreated.count} untreated fines"
+    finally:
+        caches[_scoped_kept.alias].delete(counting)
 
 
 def _scoped_read(today: date, scope: VehicleScope) -> FineFigures:
     """`scope`'s figures summed from its fines, and kept (if no write came meanwhile)."""
-    try:
-        version = fine_tallies_version()
-        for _attempt in range(_READ_ATTEMPTS):
-            read_at = _read_at(today, version)
-            figures = _computed(today, f"{read_at}:{scope.key}:scoped", scope)
-            now = fine_tallies_version()
-            if now == version:
-                _scoped_kept.set((read_at, timezone.now(), figures), today, scope=scope)
-                return figures
-            version = now
-        return figures
-    finally:
-        cache.delete(_scoped_kept.key(today, "reading", scope=scope))
+    version = fine_tallies_version()
+    for _attempt in range(_READ_ATTEMPTS):
+        read_at = _read_at(today, version)
+        figures = _computed(today, f"{read_at}:{scope.key}:scoped", scope)
+        now = fine_tallies_version()
+        if now == version:
+            _scoped_kept.set((read_at, timezone.now(), figures), today, scope=scope)
+            return figures
+        version = now
+    return figures
 
 
 def fine_figures_html(figures: FineFigures, *, language: str) -> str:

@@ -161,12 +161,18 @@ def scopes_changed() -> None:
 def _scope_of_user(user: User) -> VehicleScope:
     if user.has_perm(WHOLE_FLEET_PERMISSION):
         return WHOLE_FLEET
-    groups = list(
-        VehicleGroup.objects.filter(members__user=user)
-        .distinct()
-        .order_by("name")
-        .values_list("pk", "name", "revision", "created_at")
-    )
+    return _scope_of(VehicleGroup.objects.filter(members__user=user).distinct())
+
+
+def scope_of_groups(group_ids: Iterable[int]) -> VehicleScope:
+    """The scope of the vehicle groups `group_ids` as they are now (those that still
+    exist): what a background task reads for the part of the fleet a page asked about,
+    under the same key as its user's scope while the groups are unchanged."""
+    return _scope_of(VehicleGroup.objects.filter(pk__in=list(group_ids)))
+
+
+def _scope_of(found: QuerySet[VehicleGroup]) -> VehicleScope:
+    groups = list(found.order_by("name").values_list("pk", "name", "revision", "created_at"))
     if not groups:
         return NOTHING
     by_id = sorted((pk, _version(revision, made)) for pk, _name, revision, made in groups)

@@ -625,12 +625,17 @@ def test_every_answer_reads_the_same_with_caches_off(
             other_language.append(f"step {step}: {request} in {page[1]}, not {language}")
         if cached != uncached:
             # Asked both ways again at once: whether it lasts, or only the first answer
-            # after a write was behind.
+            # after a write was behind. A dashboard that said its figures are being
+            # counted (by the worker) is asked again once the worker ran.
+            behind = any(said in cached.body for said in _BEHIND)
+            if behind:
+                run_tasks()
             again = ask(walker.client, request, language, cached=True)
             persists = again != ask(walker.client, request, language, cached=False)
-            if any(said in cached.body for said in _BEHIND) and not persists:
-                # Figures kept while newer ones are counted, said so on the page and read
-                # again after it: a fact of when they were read, not another viewer's.
+            if behind and not persists:
+                # Figures being counted, or kept while newer ones are, said so on the
+                # page and counted by the worker: a fact of when they were read, not
+                # another viewer's.
                 said_behind += 1
                 continue
             differences.append(
@@ -642,7 +647,7 @@ def test_every_answer_reads_the_same_with_caches_off(
     summary = (
         f"differential: seed {diff_seed}, {REQUESTS} requests, {len(users)} users, "
         f"{len(languages)} languages, {len(differences)} differences "
-        f"({said_behind} dashboards said their figures were being counted again)"
+        f"({said_behind} dashboards said their figures were being counted)"
     )
     print(summary)
     RUN_SUMMARY.append(summary)
@@ -654,8 +659,13 @@ def test_every_answer_reads_the_same_with_caches_off(
 
 
 # What a dashboard (its page, or its counts polled) says when it shows a part of the
-# fleet's figures as they were kept.
-_BEHIND = ('data-testid="figures-behind"', 'data-testid="counts-behind"')
+# fleet's figures as they were kept, or while the worker counts them.
+_BEHIND = (
+    'data-testid="figures-behind"',
+    'data-testid="counts-behind"',
+    'data-testid="figures-counting"',
+    'data-testid="counts-counting"',
+)
 
 
 def _failure(seed: int, differences: list[Difference]) -> str:

@@ -22,6 +22,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from fleet import plates
 from fleet.models import Driver, Fine, Notification, SavedFineView, VehicleGroup, VehicleGroupMember
 from fleet.services.scopes import vehicle_groups_changed
+from fleet.services.tallies import group_tallies_catch_up
 from fleet.services.vehicles import vehicle_search
 from fleet.webhooks.processing import deliveries_process_received
 
@@ -175,6 +176,9 @@ def sides(emulator: Any, fleet_settings: Any, django_user_model: Any) -> list[Si
             side.request_id,
         ]
         built.append(side)
+    # What the worker does once a group's plates changed: each region's dashboard reads
+    # its own tallies, as a region's does (else its first page says they are counted).
+    group_tallies_catch_up()
     return built
 
 

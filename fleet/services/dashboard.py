@@ -279,23 +279,29 @@ def fine_figures_count(
         if scope.empty:
             return "no such groups"
         with translation.override(language), timezone.override(zone):
-            figures = _scoped_read(date.fromisoformat(today), scope)
+            figures = _scoped_read(date.fromisoformat(today), scope, attempts=1)
         return f"{figures.untreated.count} untreated fines"
     finally:
         caches[_scoped_kept.alias].delete(counting)
 
 
-def _scoped_read(today: date, scope: VehicleScope) -> FineFigures:
-    """`scope`'s figures summed from its fines, and kept (if no write came meanwhile)."""
+def _scoped_read(
+    today: date, scope: VehicleScope, *, attempts: int = _READ_ATTEMPTS
+) -> FineFigures:
+    """`scope`'s figures summed from its fines, read again while a write came meanwhile
+    (up to `attempts` times), and kept: as of the version and the moment their last
+    reading began, so that figures a write overtook show as of then, said so, and are
+    asked for again (at a region of a large fleet a sum takes minutes, and fines keep
+    coming: the worker reads them once, `fine_figures_count`)."""
     version = fine_tallies_version()
-    for _attempt in range(_READ_ATTEMPTS):
-        read_at = _read_at(today, version)
+    for _attempt in range(attempts):
+        read_at, began = _read_at(today, version), timezone.now()
         figures = _computed(today, f"{read_at}:{scope.key}:scoped", scope)
         now = fine_tallies_version()
         if now == version:
-            _scoped_kept.set((read_at, timezone.now(), figures), today, scope=scope)
-            return figures
+            break
         version = now
+    _scoped_kept.set((read_at, began, figures), today, scope=scope)
     return figures
 
 

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from fleet.services.dashboard import fine_figures
 from fleet.services.scopes import scope_of
+from fleet.services.tallies import fine_tallies_touch
 from fleet.webhooks.processing import deliveries_process_received
 from portal.lib.caches import caches_off
 from tests.conftest import run_tasks
@@ -118,6 +119,35 @@ def test_a_parts_dashboard_never_waits_for_its_sum(client, django_user_model, re
     # Outside a request (a task, a shell), nobody waits on a web server: read at once.
     fine(Client(), 3, sp_plates[2], "1.00")
     assert fine_figures(scope=scope_of(user)).untreated.count == 3
+
+
+def test_a_sum_that_fines_keep_overtaking_shows_as_of_when_it_began(
+    client, django_user_model, regions, held_clock
+):
+    """At a region of a large fleet the worker's sum takes minutes, and fines keep coming:
+    figures a write overtook are kept all the same, shown as of when their sum began
+    (said so), and summed again; never "being counted" for as long as fines come."""
+    _user, sp_plates, rio_plates, _outside = two_regions(client, django_user_model, regions)
+    fine(Client(), 1, sp_plates[0], "100.00")
+    run_tasks()
+    assert COUNTING in page_of(client)[0]
+
+    def a_fine_meanwhile(execute, sql, params, many, context):
+        # Each statement of the sum on the fines is followed by a fine's write.
+        result = execute(sql, params, many, context)
+        if 'FROM "fleet_fine"' in sql:
+            fine_tallies_touch()
+        return result
+
+    with connection.execute_wrapper(a_fine_meanwhile):
+        assert run_tasks() == 1
+    amount, said, _sql = shown_and_said(client)
+    assert amount == "100.00"
+    read = timezone.localtime().strftime("%H:%M")
+    assert said.startswith(f"Figures of {read}: the fines received since then are being counted")
+    fine(Client(), 2, rio_plates[0], "50.00")
+    run_tasks()  # summed again, no fine meanwhile
+    assert shown_and_said(client)[:2] == ("150.00", "")
 
 
 def test_a_region_whose_tallies_are_not_counted_yet_is_counted_by_the_worker(

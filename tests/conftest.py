@@ -335,7 +335,8 @@ def _fresh_fleet_client(request: pytest.FixtureRequest) -> Iterator[None]:
         cache.clear()
         caches["rows"].clear()
         # The cache every process reads: without Redis a table, which a test that may
-        # use the database empties (flushing the models' tables leaves it as it was).
+        # use the database empties (a transactional test's flush of the models' tables
+        # leaves it as it was).
         if _database_open(request) or not isinstance(caches["shared"], DatabaseCache):
             caches["shared"].clear()
         vehicles_forget()
@@ -352,12 +353,10 @@ def _fresh_fleet_client(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 def _database_open(request: pytest.FixtureRequest) -> bool:
-    """Whether the test may use the database (pytest-django opens it before this
-    conftest's own fixtures, and closes it after them)."""
-    uses = {"db", "transactional_db", "django_db_reset_sequences", "live_server"}
-    return request.node.get_closest_marker("django_db") is not None or bool(
-        uses & set(request.fixturenames)
-    )
+    """Whether the test's `django_db` mark opened the database before this conftest's own
+    fixtures (pytest-django's do that), and closes it after them. A test that asks for
+    `db` as an argument opens it later: its writes are undone with its transaction."""
+    return request.node.get_closest_marker("django_db") is not None
 
 
 def run_tasks() -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import zlib
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import NamedTuple
 
@@ -37,6 +38,9 @@ class Infraction(NamedTuple):
     tier: Tier
     multiplier: int
     weight: int
+    # The driver's conduct (CTB art. 257 §3): the owner indicates who drove. False for an
+    # infraction of the owner's own (§2: registration, licensing), with no one to indicate.
+    driver_conduct: bool = True
 
     @property
     def amount(self) -> str:
@@ -91,7 +95,7 @@ INFRACTIONS = (
     ),
     Infraction(
         "Conduzir o veículo registrado que não esteja devidamente licenciado",
-        "659-92", "art. 230, V", GRAVISSIMA, 1, 3,
+        "659-92", "art. 230, V", GRAVISSIMA, 1, 3, False,
     ),
     Infraction(
         "Conduzir motocicleta sem usar capacete de segurança",
@@ -162,6 +166,9 @@ _PLACE_WEIGHTS = tuple(weight for _city, _state, weight in PLACES)
 AWAY_FROM_HOME = 0.2  # share of a vehicle's fines committed outside its home city
 
 
+INDICATION_DAYS = 30  # CTB art. 257 §7: from the notice, to indicate the driver
+
+
 def infraction(rng: random.Random) -> Infraction:
     return rng.choices(INFRACTIONS, weights=_INFRACTION_WEIGHTS)[0]
 
@@ -177,3 +184,25 @@ def place(rng: random.Random, plate: str) -> tuple[str, str]:
     home = random.Random(zlib.crc32(f"{plate[:4]}{plate[5:]}".encode()))
     city, state, _weight = home.choices(PLACES, weights=_PLACE_WEIGHTS)[0]
     return city, state
+
+
+def notice_facts(reference: str, city: str, state: str, notice: date) -> dict[str, object]:
+    """What a notice of infraction (`reference`, issued on `notice` for a fine committed in
+    `city`/`state`) says beyond the spec, as the emulator's full mode sends it: who issued
+    it (`authority`), the notice's date (`noticeDate`), and, for seven notices in ten, the
+    deadline to indicate the driver printed on it (`indicationDeadline`: 30 to 45 days
+    after) and the slip's due date (`paymentDueDate`); ISO days. From the notice number
+    alone (crc32, no draw of the batch's random numbers): the same notice says the same in
+    every batch."""
+    digest = zlib.crc32(reference.encode())
+    # The state's traffic department, the federal highway police, the city's traffic agency.
+    authorities = (f"DETRAN-{state}", f"DETRAN-{state}", "PRF", f"Prefeitura de {city}")
+    facts: dict[str, object] = {
+        "authority": authorities[digest % len(authorities)],
+        "noticeDate": notice.isoformat(),
+    }
+    if (digest >> 3) % 10 < 7:
+        deadline = notice + timedelta(days=INDICATION_DAYS + (digest >> 7) % 16)
+        facts["indicationDeadline"] = deadline.isoformat()
+        facts["paymentDueDate"] = (deadline + timedelta(days=(digest >> 11) % 31)).isoformat()
+    return facts

@@ -327,6 +327,8 @@ def _record_events(records: _Records, number: int) -> list[tuple[dict[str, Any],
             city, uf = infractions.place(rng, plate)
             tier = infraction.tier
             data |= {"severity": tier.severity, "points": tier.points, "city": city, "state": uf}
+            data |= infractions.notice_facts(reference, city, uf, created.date())
+            data["indicationRequired"] = infraction.driver_conduct
         kind, key_id = "frame", 100_000 + number
         document = f"https://autoridade.example/autos/{reference}.pdf"
         link_frame = document if rng.random() < DOCUMENT_AT_CREATION else None

@@ -36,6 +36,7 @@ from django.utils.translation import ngettext
 from alerts.models import Alert, AlertEvent
 from fleet.api.values import parse_amount, parse_moment
 from fleet.models import DriverBasis
+from fleet.webhooks.facts import FineFacts
 from portal.lib import formatting
 
 _UNSUBSCRIBE_SALT = "alerts.unsubscribe"
@@ -268,6 +269,7 @@ def _item(alert: Alert) -> Item:
             fields.append((_("Committed on"), shown))
         if amount := data.get("amount"):
             fields.append((_("Amount"), formatting.amount(parse_amount(amount), sent=amount)))
+        fields += _infraction_fields(data.get("infraction"))
         if told := _driver_told(data.get("driver")):
             fields.append((_("Driver"), told))
         fields.append(
@@ -290,6 +292,28 @@ def _item(alert: Alert) -> Item:
         fields=fields,
         url=absolute_url(data.get("path", "/")),
     )
+
+
+def _infraction_fields(told: Any) -> list[tuple[str, str]]:
+    """The infraction's facts `event_data` wrote (`_infraction_told`), those sent only."""
+    if not isinstance(told, dict):
+        return []
+    sent = {key: str(value) for key, value in told.items() if value not in (None, "")}
+    facts = FineFacts(
+        code=sent.get("code", ""),
+        severity=sent.get("severity", ""),
+        city=sent.get("city", ""),
+        state=sent.get("state", ""),
+        authority=sent.get("authority", ""),
+    )
+    fields = [
+        (_("Infraction code"), facts.code),
+        (_("Severity"), str(facts.severity_shown)),
+        (_("Points on the licence"), sent.get("points", "")),
+        (_("Place"), facts.place),
+        (_("Issuing authority"), facts.authority),
+    ]
+    return [(label, value) for label, value in fields if value]
 
 
 def _driver_told(driver: Any) -> str:

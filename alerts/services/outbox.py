@@ -123,10 +123,26 @@ def event_data(
             "amount": str(record.amount) if record.amount is not None else record.amount_text,
             "document_available": bool(record.link_frame),
             "driver": driver,
+            "infraction": _infraction_told(record),
         }
     else:
         data |= {"title": record.title, "message": record.message}
     return data
+
+
+def _infraction_told(fine: Fine) -> dict[str, Any]:
+    """The infraction's facts as the payload sent them (`Fine.facts`), each null when not
+    sent; `points` a number, or the text as sent when it is not one."""
+    facts = fine.facts
+    points = facts.points if facts.points is not None else (facts.points_text or None)
+    return {
+        "code": facts.code or None,
+        "severity": facts.severity or None,
+        "points": points,
+        "city": facts.city or None,
+        "state": facts.state or None,
+        "authority": facts.authority or None,
+    }
 
 
 def _events_of(change: RecordChange) -> list[AlertEvent]:

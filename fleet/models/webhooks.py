@@ -1,10 +1,12 @@
 """What the fleet platform pushes by webhook (spec 2.6 and 6): every delivery as received,
 the fines and notifications built from them, and the payload keys the portal does not
-know yet. What a payload says is read by `fleet.webhooks.payloads`, nowhere else."""
+know yet. What a payload says is read by `fleet.webhooks.payloads` (and a fine's
+infraction facts by `fleet.webhooks.facts`), nowhere else."""
 
 from __future__ import annotations
 
 import hashlib
+from functools import cached_property
 
 from django.db import models
 from django.urls import reverse
@@ -15,6 +17,7 @@ from django_stubs_ext import StrOrPromise
 from fleet.api.values import AMOUNT_DIGITS
 from fleet.models.driving import DriverBasis
 from fleet.schema import DescendingIndex
+from fleet.webhooks.facts import FineFacts, fine_facts
 from fleet.webhooks.payloads import (
     REFERENCE_LENGTH,
     REGISTRATION_LENGTH,
@@ -373,6 +376,11 @@ class Fine(WebhookRecord):
     @property
     def description(self) -> str:
         return payload_text(self.payload, "description")
+
+    @cached_property
+    def facts(self) -> FineFacts:
+        """The infraction's facts its payload carries (`fleet.webhooks.facts`)."""
+        return fine_facts(self.payload)
 
     @property
     def occurred_at_text(self) -> str:

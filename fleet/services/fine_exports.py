@@ -14,6 +14,7 @@ from fleet.services.drivers import driver_names
 from fleet.services.fines import fine_filtered
 from fleet.services.paging import EXPORT_CHUNK, streamed
 from fleet.services.scopes import VehicleScope
+from fleet.webhooks.facts import FineFacts, fine_facts
 from fleet.webhooks.payloads import payload_plate, payload_text
 
 # What an export reads of a fine: its columns, and of its payload (decoded once) what
@@ -43,7 +44,7 @@ EXPORT_COLUMNS = (
 class ExportedFine(NamedTuple):
     """A fine as an export writes it: its columns, and what its payload says that no
     column holds (the plate and infraction as sent; the amount and moment as sent, for
-    when they could not be read)."""
+    when they could not be read; the infraction's facts)."""
 
     plate: str
     description: str
@@ -65,6 +66,7 @@ class ExportedFine(NamedTuple):
     window_start: datetime | None
     window_end: datetime | None
     names: Mapping[int, str] = {}  # the drivers' names, of this fine and its neighbours
+    facts: FineFacts = FineFacts()  # the infraction's, as its payload sends them
 
 
 def fine_export(*, scope: VehicleScope, **filters: Any) -> Iterator[ExportedFine]:
@@ -90,5 +92,15 @@ def fine_export(*, scope: VehicleScope, **filters: Any) -> Iterator[ExportedFine
                     occurred_at_text,
                     *columns,
                     names,
+                    fine_facts(payload),
                 ]
             )
+
+
+def facts_cells(facts: FineFacts) -> list[object]:
+    """A fine's infraction facts as an export's cells, in the order of its header (code,
+    severity, points, city, UF, authority): empty where not sent; the points a number (or
+    the text as sent)."""
+    points: object = facts.points if facts.points is not None else facts.points_text
+    severity = str(facts.severity_shown)
+    return [facts.code, severity, points, facts.city, facts.state, facts.authority]

@@ -29,7 +29,7 @@ from fleet.services.attribution import (
     fine_driver_story,
 )
 from fleet.services.drivers import drivers_find
-from fleet.services.fine_exports import ExportedFine, fine_export
+from fleet.services.fine_exports import ExportedFine, facts_cells, fine_export
 from fleet.services.fines import (
     fine_get,
     fine_list_page,
@@ -213,6 +213,7 @@ def fine_list_export(request: AuthenticatedRequest) -> StreamingHttpResponse:
             _(" or ").join(named(c, fine.names) or _("nobody") for c in candidates),
             moment(fine.window_start) if uncertain else "",
             moment(fine.window_end) if uncertain else "",
+            *facts_cells(fine.facts),
         ]
 
     header = [
@@ -233,6 +234,13 @@ def fine_list_export(request: AuthenticatedRequest) -> StreamingHttpResponse:
         _("Candidates"),
         _("Changed hands after") + written,
         _("Changed hands before") + written,
+        # The infraction's facts, when the platform sends them (`facts_cells`).
+        _("Infraction code"),
+        _("Severity"),
+        _("Points on the licence"),
+        _("City"),
+        _("State (UF)"),
+        _("Issuing authority"),
     ]
     return csv_download(
         name="fines", header=header, records=fine_export(scope=scope, **filters), row=row

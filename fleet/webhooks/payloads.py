@@ -14,7 +14,8 @@ kept with that message and can be replayed.
 What a member says is read here too, once, for every page, export, e-mail and
 outgoing webhook: the plate (`payload_plate`, `payload_registration`), any text
 (`payload_text`), a fine's amount and time (`payload_amount`,
-`payload_occurred_at`, through `fleet.api.values`). The fine's columns
+`payload_occurred_at`, through `fleet.api.values`); what a fine says of its
+infraction beyond the spec, by `fleet.webhooks.facts`. The fine's columns
 keep what these read; the payload keeps what was sent.
 
 Pure functions: no database, no settings. `fleet.webhooks.receive` stores
@@ -45,7 +46,9 @@ _COMMON: Final = frozenset({"id", "treated", "createdAt", "updatedAt", "updated_
 KNOWN_IN: Final = {
     FINE: _COMMON
     | {"linkFrame", "link", "autoInfracao", "description", "infractionCode"}
-    | {"occurredAt", "amount"},
+    | {"occurredAt", "amount"}
+    # The infraction's facts (`fleet.webhooks.facts`).
+    | {"severity", "points", "city", "state", "authority"},
     NOTIFICATION: _COMMON | {"type", "title", "message"},
 }
 # Every known key as `unknown_keys` names them: "frame", "frame.treated", ...

@@ -135,7 +135,7 @@ def test_staff_without_the_change_permission_cannot_replay(client, django_user_m
 
 
 def test_the_report_lists_unknown_keys_with_when_each_was_first_seen(admin, client):
-    deliver(client, json.dumps({"frame": {"id": 1, "treated": False, "points": 7}}).encode())
+    deliver(client, json.dumps({"frame": {"id": 1, "treated": False, "radar": 7}}).encode())
     # A key the portal has learnt since is no longer news.
     UnknownWebhookKey.objects.create(path="frame.treated", sample="false")
 
@@ -143,7 +143,7 @@ def test_the_report_lists_unknown_keys_with_when_each_was_first_seen(admin, clie
 
     assert response.status_code == 200
     listed = [key.path for key in response.context["cl"].result_list]
-    assert listed == ["frame.points"]
+    assert listed == ["frame.radar"]
     assert "First seen" in response.text
 
 

@@ -52,6 +52,8 @@ def test_an_event_is_posted_signed_and_the_receiver_verifies_it(manager_client, 
         "amount": "293.47",
         "document_available": True,
         "driver": None,  # not attributed yet: no vehicle list was at hand
+        # What the platform did not send of the infraction (spec-only fields here).
+        "infraction": dict.fromkeys(("code", "severity", "points", "city", "state", "authority")),
         "url": f"{PORTAL}/fines/{record.pk}/",
     }
     assert accepted[0].headers["webhook-id"].startswith("msg_")

@@ -14,7 +14,7 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -365,6 +365,28 @@ def test_amounts_are_the_traffic_codes_and_each_infraction_has_one_tier():
     assert recusal == ["2934.70"]  # refusing the breathalyser: gravíssima ten times
 
 
+def test_a_notice_says_who_issued_it_and_most_say_their_deadlines():
+    fines = fleet_fines(extra_keys=True)
+
+    assert all(fine["noticeDate"] == fine["createdAt"][:10] for fine in fines)
+    assert {fine["authority"].split("-")[0].split(" ")[0] for fine in fines} == {
+        "DETRAN",
+        "PRF",
+        "Prefeitura",
+    }
+    dated = [fine for fine in fines if "indicationDeadline" in fine]
+    assert 0.6 < len(dated) / len(fines) < 0.8  # the others leave the portal to estimate
+    for fine in dated:
+        notice = date.fromisoformat(fine["noticeDate"])
+        deadline = date.fromisoformat(fine["indicationDeadline"])
+        assert 30 <= (deadline - notice).days <= 45
+        assert date.fromisoformat(fine["paymentDueDate"]) >= deadline
+    # The owner's own infraction (an unlicensed vehicle) has no driver to indicate.
+    required = {fine["infractionCode"]: fine["indicationRequired"] for fine in fines}
+    assert required.pop("659-92") is False
+    assert set(required.values()) == {True}
+
+
 def test_fines_name_varied_vehicles_of_both_plate_formats_and_places():
     fines = fleet_fines(extra_keys=True)
 
@@ -398,10 +420,29 @@ def test_without_the_new_options_the_batch_is_the_same_bytes_as_before():
 
     batch = generate(300, seed=1, now=NOW, plates=plates, extra_keys=True, duplicates=0.1)
 
-    sent = b"".join(delivery.body for delivery in batch.deliveries)
+    # The notice's facts were added later (issue 64), from the notice number alone: without
+    # them, the same bytes as before; with them, the same draws of the batch's numbers.
+    sent = b"".join(without_notice_facts(delivery.body) for delivery in batch.deliveries)
     assert hashlib.sha256(sent).hexdigest() == (
         "d96d6deb7e856f7710eecf101e3aa1acfdb09d3d5340a9c8d7034eab5574c66d"
     )
+
+
+NOTICE_FACTS = ("authority", "noticeDate", "indicationDeadline", "paymentDueDate")
+
+
+def without_notice_facts(body: bytes) -> bytes:
+    """`body` without the keys the notice's facts add to a fine, as the emulator writes it."""
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return body  # a malformed delivery, as sent
+    frame = payload.get("frame") if isinstance(payload, dict) else None
+    if not isinstance(frame, dict) or "noticeDate" not in frame:
+        return body
+    for name in (*NOTICE_FACTS, "indicationRequired"):
+        frame.pop(name, None)
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def own_times(batch: Any) -> list[datetime]:

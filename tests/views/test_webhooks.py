@@ -163,14 +163,14 @@ def test_a_record_without_an_id_is_found_again_by_its_identifying_fields(client)
 
 
 def test_unknown_keys_are_accepted_kept_and_reported(client):
-    payload = fine(1, severity="gravíssima") | {"eventId": "e-1"}
+    payload = fine(1, radar="RD-0042") | {"eventId": "e-1"}
 
     response = send(client, payload)
 
     assert response.status_code == 202
-    assert Fine.objects.get().payload["severity"] == "gravíssima"
+    assert Fine.objects.get().payload["radar"] == "RD-0042"
     assert dict(UnknownWebhookKey.objects.values_list("path", "sample")) == {
-        "frame.severity": '"gravíssima"',
+        "frame.radar": '"RD-0042"',
         "eventId": '"e-1"',
     }
     first_seen = UnknownWebhookKey.objects.get(path="eventId").first_seen

@@ -179,7 +179,7 @@ def test_every_surface_shows_the_stored_amount_and_time(
         alert_preferences_save(user=manager, delivery="immediate")
         vehicle_search()  # the vehicle list the fine's driver is taken from
 
-        fine = _deliver(client, plate=plate, amount=amount, occurred=occurred)
+        fine = fine_delivered(client, plate=plate, amount=amount, occurred=occurred)
 
         stored = _stored(fine)
         if stored:
@@ -218,8 +218,9 @@ def test_every_surface_shows_the_stored_amount_and_time(
         assert 'data-testid="month-count">1<' not in dashboard
 
 
-def _deliver(client, *, plate, amount, occurred) -> Fine:
-    """The fine as the platform sends it, through the receiver and the worker's processing."""
+def fine_delivered(client, *, plate, amount, occurred, **fields) -> Fine:
+    """The fine as the platform sends it (with `fields` beside the spec's), through the
+    receiver and the worker's processing."""
     frame = {
         "id": 100001,
         "carPlate": plate,
@@ -228,6 +229,7 @@ def _deliver(client, *, plate, amount, occurred) -> Fine:
         "occurredAt": occurred,
         "amount": amount,
         "treated": False,
+        **fields,
     }
     body = json.dumps({"frame": frame, "linkFrame": None, "link": "https://boletos.example/1"})
     response = client.post(WEBHOOK, data=body, content_type="application/json")

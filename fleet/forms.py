@@ -237,6 +237,18 @@ def _yes_no(value: str | None) -> bool | None:
     return None if not value else value == "1"
 
 
+def plate_typed(text: str) -> str:
+    """A vehicle's plate typed in a filter, in either format, normalized; "" for every
+    vehicle; else a `ValidationError` that says how a plate is written."""
+    plate = text.strip()
+    if plate and not plates.is_valid(plate):
+        raise forms.ValidationError(
+            _("“%(plate)s” is not a plate: type it like ABC-1234 or ABC1D23."),
+            params={"plate": plate},
+        )
+    return plates.normalize(plate)
+
+
 class NotificationFilterForm(ListFilterForm):
     """The notification list's query string: search, plate and treated filters, and page."""
 
@@ -266,14 +278,7 @@ class NotificationFilterForm(ListFilterForm):
         )
 
     def clean_plate(self) -> str:
-        """A vehicle's plate in either format, normalized; "" for every vehicle."""
-        plate = self.cleaned_data["plate"].strip()
-        if plate and not plates.is_valid(plate):
-            raise forms.ValidationError(
-                _("“%(plate)s” is not a plate: type it like ABC-1234 or ABC1D23."),
-                params={"plate": plate},
-            )
-        return plates.normalize(plate)
+        return plate_typed(self.cleaned_data["plate"])
 
     def filters(self) -> dict[str, Any]:
         """The valid parts of the query; anything malformed falls back to its default."""

@@ -16,6 +16,7 @@ from fleet.views import (
     embed,
     fines,
     health,
+    indications,
     vehicles,
     webhook_receiver,
 )
@@ -57,7 +58,19 @@ urlpatterns = [
     path("fines/export.csv", fines.fine_list_export, name="fines_export"),
     path("fines/drivers/", fines.fine_driver_choices, name="fine_drivers"),
     path("fines/<int:fine_id>/", fines.fine_detail, name="fine"),
+    path("fines/indications/", indications.indication_queue_page, name="indications"),
+    path(
+        "fines/indications/export.csv",
+        indications.indication_queue_csv,
+        name="indications_export",
+    ),
     path("fines/<int:fine_id>/driver", fines.fine_driver_set, name="fine_driver"),
+    path("fines/<int:fine_id>/deadline", fines.fine_deadline_set, name="fine_deadline"),
+    path(
+        "fines/<int:fine_id>/indication-need",
+        fines.fine_indication_need,
+        name="fine_indication_need",
+    ),
     path("fines/views/", fines.fine_view_save, name="fine_view_save"),
     path("fines/views/<int:view_id>/delete", fines.fine_view_delete, name="fine_view_delete"),
     path("notifications/", fines.notification_list, name="notifications"),

@@ -113,6 +113,10 @@ FLEET_VEHICLES_WAIT = env.seconds("FLEET_VEHICLES_WAIT", default=5.0)
 # After a failed refresh (without Retry-After), no worker tries again for this long.
 FLEET_VEHICLES_FAILURE_BACKOFF = env.seconds("FLEET_VEHICLES_FAILURE_BACKOFF", default=10.0)
 
+# Days from a fine's notice (else its receipt) to the estimated deadline to indicate its
+# driver, where the platform sends none (fleet/webhooks/deadlines.py; CTB art. 257 §7).
+FLEET_INDICATION_DAYS = env.whole_number("FLEET_INDICATION_DAYS", default=30, minimum=1)
+
 # Driver licence (CNH) lookups (fleet/services/cnh.py). The spec does not show
 # their paths: the defaults are the emulator's; a deployment must set the
 # vendor's documented values.

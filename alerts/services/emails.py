@@ -17,7 +17,7 @@ import unicodedata
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
@@ -30,12 +30,13 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.crypto import constant_time_compare, salted_hmac
+from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from alerts.models import Alert, AlertEvent
 from fleet.api.values import parse_amount, parse_moment
-from fleet.models import DriverBasis
+from fleet.models import DeadlineBasis, DriverBasis, Indication
 from fleet.webhooks.facts import FineFacts
 from portal.lib import formatting
 
@@ -270,6 +271,7 @@ def _item(alert: Alert) -> Item:
         if amount := data.get("amount"):
             fields.append((_("Amount"), formatting.amount(parse_amount(amount), sent=amount)))
         fields += _infraction_fields(data.get("infraction"))
+        fields += _indication_fields(data.get("indication"))
         if told := _driver_told(data.get("driver")):
             fields.append((_("Driver"), told))
         fields.append(
@@ -314,6 +316,34 @@ def _infraction_fields(told: Any) -> list[tuple[str, str]]:
         (_("Issuing authority"), facts.authority),
     ]
     return [(label, value) for label, value in fields if value]
+
+
+def _indication_fields(told: Any) -> list[tuple[str, str]]:
+    """The deadlines `event_data` wrote (`_indication_told`), each with how it is known."""
+    if not isinstance(told, dict):
+        return []
+    known = dict(DeadlineBasis.choices)
+    fields: list[tuple[str, str]] = []
+    if told.get("state") == Indication.NOT_NEEDED:
+        fields.append((_("Driver indication"), _("No indication needed")))
+    elif told.get("state") == Indication.NEEDED and (due := _iso_day(told.get("due"))):
+        basis = known.get(told.get("due_basis") or "", "")
+        fields.append((_("Indicate the driver by"), f"{_day_shown(due)} ({basis})"))
+    if due := _iso_day(told.get("payment_due")):
+        basis = known.get(told.get("payment_due_basis") or "", "")
+        fields.append((_("Payment due"), f"{_day_shown(due)} ({basis})"))
+    return fields
+
+
+def _iso_day(value: Any) -> date | None:
+    try:
+        return date.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def _day_shown(day: date) -> str:
+    return date_format(day, "SHORT_DATE_FORMAT")
 
 
 def _driver_told(driver: Any) -> str:

@@ -124,6 +124,7 @@ def event_data(
             "document_available": bool(record.link_frame),
             "driver": driver,
             "infraction": _infraction_told(record),
+            "indication": _indication_told(record),
         }
     else:
         data |= {"title": record.title, "message": record.message}
@@ -142,6 +143,19 @@ def _infraction_told(fine: Fine) -> dict[str, Any]:
         "city": facts.city or None,
         "state": facts.state or None,
         "authority": facts.authority or None,
+    }
+
+
+def _indication_told(fine: Fine) -> dict[str, Any]:
+    """Whether the fine's driver is to be indicated, by when, and by when its slip is due,
+    each with how it is known ("sent", "typed", "estimated"; days in ISO 8601)."""
+    return {
+        "state": fine.indication,
+        "basis": fine.indication_basis,
+        "due": fine.indication_due.isoformat() if fine.indication_due else None,
+        "due_basis": fine.indication_due_basis,
+        "payment_due": fine.payment_due.isoformat() if fine.payment_due else None,
+        "payment_due_basis": fine.payment_due_basis,
     }
 
 

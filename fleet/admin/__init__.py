@@ -381,7 +381,39 @@ class FineAdmin(_LargeList, Scoped, _ReadOnly, admin.ModelAdmin[Fine]):
         "driver_corrections_shown",
         "reference",
         "infraction",
+        "indication",
+        "indication_basis",
+        "indication_due",
+        "indication_due_basis",
+        "payment_due",
+        "payment_due_basis",
+        "indication_changes_shown",
     )
+
+    @admin.display(description=_("deadlines and indication changed by hand"))
+    def indication_changes_shown(self, obj: Fine) -> str:
+        """Who changed the fine's deadlines or indication, when, from what to what, why."""
+        changes = list(obj.indication_changes.all()[:50])
+        if not changes:
+            return "—"
+        return format_html(
+            "<ul>{}</ul>",
+            format_html_join(
+                "",
+                "<li>{} · {} · {}: {} → {} · “{}”</li>",
+                (
+                    (
+                        formatting.moment(c.at),
+                        c.user_name,
+                        c.get_field_display(),
+                        c.before_shown or "—",
+                        c.after_shown or "—",
+                        c.reason,
+                    )
+                    for c in changes
+                ),
+            ),
+        )
 
     @admin.display(description=_("drivers set by hand"))
     def driver_corrections_shown(self, obj: Fine) -> str:

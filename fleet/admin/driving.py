@@ -1,17 +1,24 @@
-"""Who had each vehicle and who set a fine's driver, in the admin: read-only, as records
-(the history is written by the refreshes of the vehicle list alone, the corrections by
-the fine page). A vehicle's periods are found by its plate, in either format."""
+"""Who had each vehicle, who set a fine's driver and who changed its deadlines, in the
+admin: read-only, as records (the history is written by the refreshes of the vehicle list
+alone, the corrections and deadlines by the fine page). A vehicle's periods are found by
+its plate, in either format."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from fleet import plates
 from fleet.admin import _ReadOnly
 from fleet.admin.scoping import WholeFleetOnly
-from fleet.models import DriverObservation, DriverSpan, FineDriverCorrection
+from fleet.models import (
+    DriverObservation,
+    DriverSpan,
+    FineDriverCorrection,
+    FineIndicationChange,
+)
 
 
 @admin.register(DriverSpan)
@@ -60,3 +67,40 @@ class FineDriverCorrectionAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[Fine
         "reason",
     ]
     raw_id_fields = ["fine"]
+
+    @admin.display(description=_("before"))
+    def before_value(self, obj: FineIndicationChange) -> str:
+        known = f" ({obj.before_basis_shown})" if obj.before_basis else ""
+        return f"{obj.before_shown or '—'}{known}"
+
+    @admin.display(description=_("after"))
+    def after_value(self, obj: FineIndicationChange) -> str:
+        return obj.after_shown or "—"
+
+
+@admin.register(FineIndicationChange)
+class FineIndicationChangeAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[FineIndicationChange]):
+    list_display = ["at", "user_name", "fine", "field", "before_value", "after_value"]
+    list_filter = ["field"]
+    list_select_related = ["fine"]
+    readonly_fields = [
+        "fine",
+        "user",
+        "user_name",
+        "at",
+        "field",
+        "before",
+        "before_basis",
+        "after",
+        "reason",
+    ]
+    raw_id_fields = ["fine"]
+
+    @admin.display(description=_("before"))
+    def before_value(self, obj: FineIndicationChange) -> str:
+        known = f" ({obj.before_basis_shown})" if obj.before_basis else ""
+        return f"{obj.before_shown or '—'}{known}"
+
+    @admin.display(description=_("after"))
+    def after_value(self, obj: FineIndicationChange) -> str:
+        return obj.after_shown or "—"

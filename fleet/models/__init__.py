@@ -6,6 +6,7 @@ here (`from fleet.models import Fine`).
 - `webhooks`: what the fleet platform pushes (deliveries, fines, notifications, unknown keys);
 - `drivers`: the names of the fleet's drivers;
 - `driving`: who had each vehicle when (the history), and who set a fine's driver by hand;
+- `indications`: a fine as work with a deadline, and who changed its deadlines by hand;
 - `saved_views`: a user's saved views of the fines list;
 - `tallies`: the dashboard's running sums of fines;
 - `crlv`: the vehicle each e-CRLV request was seen for;
@@ -40,6 +41,13 @@ from fleet.models.groups import (
     VehicleGroupMember,
     VehicleGroupPlate,
 )
+from fleet.models.indications import (
+    DeadlineBasis,
+    FineIndicationChange,
+    Indication,
+    IndicationField,
+    NeedBasis,
+)
 from fleet.models.saved_views import SavedFineView
 from fleet.models.tallies import FineTally, GroupTally, TallyDimension
 from fleet.models.webhooks import (
@@ -71,6 +79,7 @@ __all__ = [
     "CpfDisclosure",
     "CpfDisclosurePlace",
     "CrlvRequestVehicle",
+    "DeadlineBasis",
     "DeliveryStatus",
     "DirectoryGroup",
     "Driver",
@@ -81,11 +90,15 @@ __all__ = [
     "EventKind",
     "Fine",
     "FineDriverCorrection",
+    "FineIndicationChange",
     "FineTally",
     "FleetAccount",
     "GroupTally",
+    "Indication",
+    "IndicationField",
     "MintOutcome",
     "MintPurpose",
+    "NeedBasis",
     "Notification",
     "SavedFineView",
     "ScopeVersion",

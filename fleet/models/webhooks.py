@@ -16,6 +16,7 @@ from django_stubs_ext import StrOrPromise
 
 from fleet.api.values import AMOUNT_DIGITS
 from fleet.models.driving import DriverBasis
+from fleet.models.indications import DeadlineBasis, Indication, NeedBasis
 from fleet.schema import DescendingIndex
 from fleet.webhooks.facts import FineFacts, fine_facts
 from fleet.webhooks.payloads import (
@@ -248,6 +249,17 @@ def _wording_field(verbose_name: StrOrPromise) -> models.ForeignKey[Wording | No
     )
 
 
+def _nullable_choice(
+    verbose_name: StrOrPromise, choices: type[models.TextChoices], *, max_length: int = 10
+) -> models.CharField[str | None, str | None]:
+    """A choice that may be null: a column SQLite adds to ten million rows without copying
+    the table (a NOT NULL one, or one with a default, makes Django's SQLite backend
+    rebuild it). Null means "no writer has reached this row yet", never a choice."""
+    return models.CharField(
+        verbose_name, max_length=max_length, choices=choices.choices, null=True, blank=True
+    )
+
+
 class Fine(WebhookRecord):
     """A traffic fine (a `frame` event): its official document and payment slip.
 
@@ -295,12 +307,30 @@ class Fine(WebhookRecord):
         _("notice number"), max_length=REFERENCE_LENGTH, blank=True, default=""
     )
     infraction = _wording_field(_("infraction"))
+    # The fine as work with a deadline (`fleet.models.indications`): whether its driver is
+    # to be indicated, by when, and by when the slip is due, each with how it is known.
+    # Null only on a row no writer has reached yet (`fleet.webhooks.deadlines`). Nullable
+    # columns: added to ten million rows without rewriting them.
+    indication = _nullable_choice(_("driver indication"), Indication, max_length=12)
+    indication_basis = _nullable_choice(_("how the need to indicate is known"), NeedBasis)
+    indication_due = models.DateField(_("indicate the driver by"), null=True, blank=True)
+    indication_due_basis = _nullable_choice(
+        _("how the indication deadline is known"), DeadlineBasis
+    )
+    payment_due = models.DateField(_("payment due"), null=True, blank=True)
+    payment_due_basis = _nullable_choice(_("how the payment due date is known"), DeadlineBasis)
 
     class Meta:
         verbose_name = _("fine")
         verbose_name_plural = _("fines")
         ordering = ["treated", "-updated_at", "-id"]
-        permissions = [("change_fine_driver", _("Can set who was driving for a fine"))]
+        permissions = [
+            ("change_fine_driver", _("Can set who was driving for a fine")),
+            (
+                "change_fine_indication",
+                _("Can set a fine's deadlines and whether it needs an indication"),
+            ),
+        ]
         indexes = [
             # The list's order, and the plate: a part of the fleet that walks it checks
             # each fine's plate from the index alone (`VehicleScope.records`). Not the
@@ -363,15 +393,23 @@ class Fine(WebhookRecord):
             models.Index(
                 fields=["infraction", "treated", "-updated_at"], name="fleet_fine_infraction"
             ),
+            # The fines still to indicate, by deadline (the queue, its pages and figures).
+            models.Index(
+                fields=["indication_due", "id"],
+                condition=models.Q(indication="needed", treated=False),
+                name="fleet_fine_to_indicate",
+            ),
         ]
 
     def get_absolute_url(self) -> str:
         return reverse("fleet:fine", args=[self.pk])
 
     def shown_version(self) -> str:
-        """And its driver: set by the worker or a person, the fine itself unchanged."""
+        """And its driver and indication deadline: set by the worker or a person, the fine
+        itself unchanged."""
         name = hashlib.sha256(self.driver_name.encode()).hexdigest()[:12]
-        return f"{super().shown_version()}:{self.driver_id}:{self.driver_basis}:{name}"
+        due = f"{self.indication}:{self.indication_due}:{self.indication_due_basis}"
+        return f"{super().shown_version()}:{self.driver_id}:{self.driver_basis}:{name}:{due}"
 
     @property
     def description(self) -> str:

@@ -5,7 +5,7 @@ the drivers' names looked up once per chunk."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from itertools import batched
 from typing import Any, NamedTuple
@@ -30,6 +30,12 @@ EXPORT_COLUMNS = (
     "received_at",
     "updated_at",
     "external_id",
+    # The deadlines, each with how it is known (`fleet.models.indications`).
+    "indication",
+    "indication_due",
+    "indication_due_basis",
+    "payment_due",
+    "payment_due_basis",
     "driver_id",
     "driver_basis",
     # Where the driver is uncertain: the candidates, and the window of the hand-over (the
@@ -59,6 +65,11 @@ class ExportedFine(NamedTuple):
     received_at: datetime
     updated_at: datetime
     external_id: str
+    indication: str | None
+    indication_due: date | None
+    indication_due_basis: str | None
+    payment_due: date | None
+    payment_due_basis: str | None
     driver_id: int | None
     driver_basis: str
     span_previous_driver_id: int | None

@@ -320,6 +320,14 @@ def scope_within(scope: VehicleScope, group: str = "") -> Within | None:
     return Within(scope.key, frozenset() if scope.empty else scope.registrations())
 
 
+def scope_narrowed(scope: VehicleScope, group: str = "") -> VehicleScope:
+    """`scope` narrowed to one of its vehicle groups (`group`: its id), or every group for
+    the whole fleet; `scope` itself for no group, or one it does not hold."""
+    if not group or not (scope.whole_fleet or (group.isdigit() and int(group) in scope.group_ids)):
+        return scope
+    return _group_scope(group) or scope
+
+
 def _group_scope(group: str) -> VehicleScope | None:
     if not group.isdigit() or len(group) > 10:
         return None

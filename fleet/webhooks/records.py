@@ -11,7 +11,9 @@ whole batch as for one delivery alone:
   state; without one, arrival order decides;
 - a `linkFrame` once available is never erased by a `null` (spec 2.6: null
   means "not available yet", so a null after a URL is an older event);
-- `treated_history` keeps every distinct `treated` value seen, in time order.
+- `treated_history` keeps every distinct `treated` value seen, in time order;
+- a fine's deadlines and whether it needs an indication come from its payload, else
+  are estimated, and a person's entry is never undone (`fleet.webhooks.deadlines`).
 
 A batch holds its records in `RecordsHeld`: read under their locks, changed in memory
 event after event, then written in a few statements.
@@ -27,6 +29,7 @@ from django.utils import timezone
 
 from fleet.models import Fine, Notification, WebhookDelivery, WebhookRecord
 from fleet.webhooks import payloads
+from fleet.webhooks.deadlines import deadline_columns
 from fleet.webhooks.payloads import (
     payload_amount,
     payload_occurred_at,
@@ -60,6 +63,7 @@ def record_new(event: payloads.Event, delivery: WebhookDelivery) -> WebhookRecor
     if event.kind == payloads.FINE:
         values |= {"link_frame": event.link_frame or "", "link": event.link or ""}
         values |= _fine_columns(event)
+        values |= deadline_columns(event.data, received=now, fine=None)
     return record_model(event)(**values)
 
 
@@ -83,6 +87,7 @@ def record_update(
             changed["source_updated_at"] = event.as_of
         if isinstance(record, Fine):
             changed |= _fine_columns(event)
+            changed |= deadline_columns(event.data, received=record.received_at, fine=record)
             if event.link is not None:
                 changed["link"] = event.link
     if isinstance(record, Fine) and event.link_frame and (current or not record.link_frame):

@@ -9,7 +9,7 @@ stored. `sent` is a payload's text as sent, shown as it is when it could not be 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, time
+from datetime import date, datetime, time
 from decimal import Decimal
 from functools import lru_cache
 from typing import Protocol
@@ -42,6 +42,14 @@ def spreadsheet_moments() -> tuple[Moments, str]:
     if (translation.get_language() or "").startswith("pt"):
         return moments(), ""
     return _in_zone(lambda value: value.strftime("%Y-%m-%d %H:%M")), " (yyyy-mm-dd hh:mm)"
+
+
+def spreadsheet_days() -> tuple[Callable[[date | None], str], str]:
+    """Days for a CSV export, as `spreadsheet_moments` writes moments: `31/12/2026` for
+    Excel in Brazilian Portuguese, else ISO 8601 and the header says so; "" for none."""
+    if (translation.get_language() or "").startswith("pt"):
+        return (lambda day: day.strftime("%d/%m/%Y") if day is not None else ""), ""
+    return (lambda day: day.isoformat() if day is not None else ""), " (yyyy-mm-dd)"
 
 
 def _in_zone(shown: Callable[[datetime], str]) -> Moments:

@@ -63,6 +63,7 @@ from fleet.models import (
     DriverSpan,
     Fine,
     FineDriverCorrection,
+    FineIndicationChange,
     FleetAccount,
     Notification,
     UnknownWebhookKey,
@@ -70,6 +71,7 @@ from fleet.models import (
     VehicleGroupMember,
 )
 from fleet.services.attribution import fine_driver_correct
+from fleet.services.indications import fine_indication_need_set, seen_value
 from fleet.services.scopes import scope_of
 from fleet.webhooks.processing import deliveries_process_received
 from signin.models import ScimCall, ScimGroup, ScimMinute, ScimToken, ScimUser, SsoAttempt
@@ -527,6 +529,12 @@ def world(client, django_user_model) -> World:
     a.own(fine_driver_correct(fine_id=a.fine.pk, driver_id=b.driver, reason="walk", user=root))
     a.own(*FineDriverCorrection.objects.filter(fine=a.fine))
     fine_driver_correct(fine_id=b.fine.pk, driver_id=b.driver, reason="walk", user=root)
+    # Each side's fine marked as needing no indication, by hand: a change of each.
+    for fine in (a.fine, b.fine):
+        fine.refresh_from_db()
+        seen = seen_value(fine.indication, fine.indication_basis or "")
+        fine_indication_need_set(fine_id=fine.pk, needed=False, seen=seen, reason="walk", user=root)
+    a.own(*FineIndicationChange.objects.filter(fine=a.fine))
     return World(a=a, b=b, root=root)
 
 

@@ -5,10 +5,11 @@ with backoff and the delivery log in the admin; addresses the portal refuses."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
+from django.utils import timezone
 
 from alerts.models import Alert, AlertStatus, WebhookAttempt, WebhookSubscription
 from fleet.models import Fine
@@ -54,6 +55,15 @@ def test_an_event_is_posted_signed_and_the_receiver_verifies_it(manager_client, 
         "driver": None,  # not attributed yet: no vehicle list was at hand
         # What the platform did not send of the infraction (spec-only fields here).
         "infraction": dict.fromkeys(("code", "severity", "points", "city", "state", "authority")),
+        # Nothing said of the deadlines either: the portal's estimate, said so.
+        "indication": {
+            "state": "needed",
+            "basis": "assumed",
+            "due": (timezone.localdate(record.received_at) + timedelta(days=30)).isoformat(),
+            "due_basis": "estimated",
+            "payment_due": None,
+            "payment_due_basis": None,
+        },
         "url": f"{PORTAL}/fines/{record.pk}/",
     }
     assert accepted[0].headers["webhook-id"].startswith("msg_")

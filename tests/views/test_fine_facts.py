@@ -49,7 +49,7 @@ def _csv(response) -> tuple[list[str], list[str]]:
     return header, row
 
 
-def _surfaces(client, manager, emulator, **facts):
+def fine_surfaces(client, manager, emulator, **facts):
     """The fine's surfaces, in Portuguese: pages, CSV (header, row), e-mail, webhook."""
     with time_machine.travel(datetime(2026, 12, 1, 12, 0, tzinfo=UTC)):
         vehicle = emulator.vehicles()[0]
@@ -80,7 +80,7 @@ def _surfaces(client, manager, emulator, **facts):
 
 @pytest.mark.django_db
 def test_the_facts_sent_are_on_every_surface(client, manager, emulator):
-    fine, pages, (header, row), sent = _surfaces(client, manager, emulator, **FACTS)
+    fine, pages, (header, row), sent = fine_surfaces(client, manager, emulator, **FACTS)
 
     for surface in ("fines list", "vehicle page"):
         assert "745-50 · média · 4 pontos · São Paulo/SP · DETRAN-SP" in pages[surface], surface
@@ -96,8 +96,8 @@ def test_the_facts_sent_are_on_every_surface(client, manager, emulator):
     for surface in ("e-mail text", "e-mail html"):
         for shown in ("745-50", "média", "São Paulo/SP", "DETRAN-SP", "Pontos na CNH"):
             assert shown in pages[surface], (surface, shown)
-    assert header[-6:] == FACT_COLUMNS
-    assert row[-6:] == ["745-50", "média", "4", "São Paulo", "SP", "DETRAN-SP"]
+    assert header[-11:-5] == FACT_COLUMNS
+    assert row[-11:-5] == ["745-50", "média", "4", "São Paulo", "SP", "DETRAN-SP"]
     assert sent["infraction"] == {
         "code": "745-50",
         "severity": "média",
@@ -111,15 +111,15 @@ def test_the_facts_sent_are_on_every_surface(client, manager, emulator):
 
 @pytest.mark.django_db
 def test_a_payload_without_them_says_not_sent_and_leaves_the_cells_empty(client, manager, emulator):
-    _fine, pages, (header, row), sent = _surfaces(client, manager, emulator)
+    _fine, pages, (header, row), sent = fine_surfaces(client, manager, emulator)
 
     page = pages["fine page"]
     for testid in ("fact-code", "fact-severity", "fact-points", "fact-place", "fact-authority"):
         assert f'data-testid="{testid}"><span class="muted">não enviado</span></dd>' in page
     assert 'data-testid="fine-facts"' not in pages["fines list"]
     assert "Pontos na CNH" not in pages["e-mail text"]
-    assert header[-6:] == FACT_COLUMNS
-    assert row[-6:] == [""] * 6
+    assert header[-11:-5] == FACT_COLUMNS
+    assert row[-11:-5] == [""] * 6
     assert set(sent["infraction"].values()) == {None}
 
 
@@ -127,13 +127,13 @@ def test_a_payload_without_them_says_not_sent_and_leaves_the_cells_empty(client,
 def test_facts_of_an_unexpected_shape_are_shown_as_sent_never_guessed(client, manager, emulator):
     odd = {"points": "quatro", "severity": "moderada", "state": "São Paulo", "city": ["x"]}
 
-    _fine, pages, (_header, row), sent = _surfaces(client, manager, emulator, **odd)
+    _fine, pages, (_header, row), sent = fine_surfaces(client, manager, emulator, **odd)
 
     page = pages["fine page"]
     assert 'data-testid="fact-points">quatro (como enviado: não é um número de pontos)<' in page
     assert 'data-testid="fact-severity">moderada</dd>' in page
     assert 'data-testid="fact-place">São Paulo</dd>' in page  # the city was not text
-    assert row[-6:] == ["", "moderada", "quatro", "", "São Paulo", ""]
+    assert row[-11:-5] == ["", "moderada", "quatro", "", "São Paulo", ""]
     assert sent["infraction"]["points"] == "quatro"
 
 

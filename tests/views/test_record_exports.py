@@ -55,6 +55,8 @@ def test_the_fines_export_is_every_fine_of_the_filter_as_brazilian_excel_reads_i
         "Id do condutor", "Condutor", "Como o condutor é conhecido", "Candidatos",
         "Trocou de mãos depois de", "Trocou de mãos antes de",
         "Código da infração", "Gravidade", "Pontos na CNH", "Cidade", "UF", "Órgão autuador",
+        "Indicação do condutor", "Indicar o condutor até", "Como o prazo de indicação é conhecido",
+        "Vencimento do boleto", "Como o vencimento é conhecido",
     ]  # fmt: skip
     assert [row[0] for row in rows] == ["ABC1D23", "ABC-1234"]  # untreated first
     new = rows[0]

@@ -222,6 +222,22 @@ def _paths(side: Side, other: Side) -> dict[str, list[tuple[str, str, dict[str, 
             ("GET", f"/fines/export.csv?plate={plate}", {}),
             ("GET", f"/fines/export.csv?driver={other.driver}", {}),
         ],
+        "fleet:indications": [
+            ("GET", "/fines/indications/", {}),
+            *(("GET", f"/fines/indications/?plate={form}", {}) for form in forms),
+            ("GET", f"/fines/indications/?driver={other.driver}", {}),
+            ("GET", f"/fines/indications/?driver={other.driver_name}", {}),
+            ("GET", "/fines/indications/?within=30", {}),
+            *(
+                ("GET", f"/fines/indications/?group={pk}", {})
+                for pk in VehicleGroup.objects.values_list("pk", flat=True)
+            ),
+        ],
+        "fleet:indications_export": [
+            ("GET", "/fines/indications/export.csv", {}),
+            ("GET", f"/fines/indications/export.csv?plate={plate}", {}),
+            ("GET", f"/fines/indications/export.csv?driver={other.driver}", {}),
+        ],
         "fleet:notifications": [
             ("GET", "/notifications/", {}),
             ("GET", f"/notifications/?plate={plate}", {}),
@@ -254,6 +270,16 @@ def _paths(side: Side, other: Side) -> dict[str, list[tuple[str, str, dict[str, 
         # Not found before the permission is asked for: 404 whether or not they may.
         "fleet:fine_driver": [
             ("404-POST", f"/fines/{other.fine}/driver", {"choice": "1", "reason": "lent"})
+        ],
+        "fleet:fine_deadline": [
+            (
+                "404-POST",
+                f"/fines/{other.fine}/deadline",
+                {"field": "indication_due", "day": "2099-01-01", "reason": "x"},
+            )
+        ],
+        "fleet:fine_indication_need": [
+            ("404-POST", f"/fines/{other.fine}/indication-need", {"needed": "0", "reason": "x"})
         ],
         "fleet:notification": [("404", f"/notifications/{other.notification}/", {})],
         "fleet:driver": [("404", f"/drivers/{other.driver}/", {})],

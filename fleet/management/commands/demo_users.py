@@ -94,10 +94,12 @@ class Command(BaseCommand):
             whole_fleet = Permission.objects.get(
                 content_type__app_label="fleet", codename="view_whole_fleet"
             )
-            # Managers set who was driving when the history cannot tell (the fine page).
+            # Managers set who was driving when the history cannot tell, and the deadlines
+            # the paper notice gives (the fine page).
             user.user_permissions.add(
-                Permission.objects.get(
-                    content_type__app_label="fleet", codename="change_fine_driver"
+                *Permission.objects.filter(
+                    content_type__app_label="fleet",
+                    codename__in=["change_fine_driver", "change_fine_indication"],
                 )
             )
             if demo.whole_fleet:

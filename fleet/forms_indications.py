@@ -1,0 +1,141 @@
+"""The forms of a fine's deadlines and indication (`fleet.services.indications`)."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Any, ClassVar
+
+from django import forms
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from fleet.forms import plate_typed
+from fleet.models import IndicationField
+from fleet.services.drivers import driver_id_typed, drivers_find
+from fleet.services.scopes import VehicleScope, scope_groups
+
+# How far ahead a typed deadline may be: a notice gives weeks, not years.
+LATEST_AHEAD = timedelta(days=730)
+REASON_LENGTH = 500
+
+
+class FineDeadlineForm(forms.Form):
+    """A deadline typed from the paper notice: which one (`field`), the day, what the page
+    showed (`seen`, to tell a change meanwhile) and from what the person knows it."""
+
+    REASON_LENGTH: ClassVar[int] = REASON_LENGTH
+
+    field = forms.ChoiceField(
+        choices=[
+            (IndicationField.INDICATION_DUE.value, _("Indicate the driver by")),
+            (IndicationField.PAYMENT_DUE.value, _("Payment due")),
+        ],
+        widget=forms.HiddenInput,
+    )
+    day = forms.DateField(
+        label=_("Day"),
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+        error_messages={"invalid": _("Type a day, such as 31/12/2026.")},
+    )
+    seen = forms.CharField(widget=forms.HiddenInput, required=False, max_length=60)
+    reason = forms.CharField(
+        label=_("From what"),
+        max_length=REASON_LENGTH,
+        strip=True,
+        help_text=_("The notice as received: by post on 03/12, the authority's site..."),
+    )
+
+    def clean_day(self) -> date:
+        day: date = self.cleaned_data["day"]
+        today = timezone.localdate()
+        if day < today:
+            raise forms.ValidationError(
+                _("That day has passed: a deadline to meet is today or later.")
+            )
+        if day > today + LATEST_AHEAD:
+            raise forms.ValidationError(_("That day is more than two years away: check it."))
+        return day
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if "field" in cleaned:
+            cleaned["field"] = IndicationField(cleaned["field"])
+        return cleaned
+
+
+class FineIndicationNeedForm(forms.Form):
+    """Whether the fine needs an indication (`needed`), as a person decides, and why."""
+
+    needed = forms.TypedChoiceField(
+        choices=[("1", "1"), ("0", "0")],
+        coerce=lambda value: value == "1",
+        widget=forms.HiddenInput,
+    )
+    seen = forms.CharField(widget=forms.HiddenInput, required=False, max_length=60)
+    reason = forms.CharField(label=_("Why"), max_length=REASON_LENGTH, strip=True)
+
+
+class IndicationQueueForm(forms.Form):
+    """The queue's filters (a query string): one of the user's vehicle groups, a plate
+    (either format), a driver (an id, or a name only one of the user's drivers has), how
+    soon, and where the page starts (`after`, `QueueCursor`)."""
+
+    group = forms.ChoiceField(label=_("Vehicle group"), required=False)
+    plate = forms.CharField(label=_("Plate"), required=False, max_length=10)
+    driver = forms.CharField(
+        label=_("Driver"),
+        required=False,
+        max_length=100,
+        widget=forms.TextInput(attrs={"placeholder": _("Name or driver id")}),
+    )
+    within = forms.ChoiceField(
+        label=_("Deadline"),
+        required=False,
+        choices=[
+            ("", _("Any")),
+            ("overdue", _("Overdue")),
+            ("7", _("Within 7 days")),
+            ("30", _("Within 30 days")),
+        ],
+    )
+    after = forms.CharField(required=False, max_length=40, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, scope: VehicleScope, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.scope = scope
+        groups = [(str(pk), name) for pk, name in scope_groups(scope)]
+        group = self.fields["group"]
+        assert isinstance(group, forms.ChoiceField)
+        group.choices = [("", _("All my vehicles")), *groups]
+
+    def clean_plate(self) -> str:
+        return plate_typed(self.cleaned_data["plate"])
+
+    def clean_driver(self) -> int | None:
+        text = " ".join(self.cleaned_data["driver"].split())
+        if not text:
+            return None
+        if (driver_id := driver_id_typed(text)) is not None:
+            return driver_id
+        found = drivers_find(text=text, scope=self.scope, limit=2)
+        if len(found) == 1:
+            return found[0].driver_id
+        if not found:
+            raise forms.ValidationError(
+                _("No driver's name begins like “%(value)s”: type part of a name, or an id."),
+                params={"value": text},
+            )
+        raise forms.ValidationError(
+            _("“%(value)s” fits more than one driver: type more of the name, or the id."),
+            params={"value": text},
+        )
+
+    def filters(self) -> dict[str, Any]:
+        """The queue's filters the form holds (those that are valid)."""
+        cleaned = self.cleaned_data if self.is_valid() else getattr(self, "cleaned_data", {})
+        return {
+            "group": cleaned.get("group") or "",
+            "plate": cleaned.get("plate") or "",
+            "driver": cleaned.get("driver"),
+            "within": cleaned.get("within") or "",
+        }

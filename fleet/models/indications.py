@@ -1,0 +1,103 @@
+"""A fine as work with a deadline: whether its driver is to be indicated to the traffic
+authority (CTB art. 257 §7), by when, and by when its slip is due; how each is known;
+and every change a person makes to them (`FineIndicationChange`). The values themselves
+are the fine's columns (`Fine.indication`, `Fine.indication_due`, `Fine.payment_due`),
+set from its payload by `fleet.webhooks.deadlines`, changed by `fleet.services.indications`.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django.conf import settings
+from django.db import models
+from django.utils.formats import date_format
+from django.utils.translation import gettext_lazy as _
+
+
+class DeadlineBasis(models.TextChoices):
+    """How a deadline is known: a fact the platform sent, a fact a person typed from the
+    paper notice, or the portal's estimate (the notice's date, else the fine's receipt,
+    plus `FLEET_INDICATION_DAYS`)."""
+
+    SENT = "sent", _("sent by the platform")
+    TYPED = "typed", _("typed from the notice")
+    ESTIMATED = "estimated", _("estimated: check the notice")
+
+
+class Indication(models.TextChoices):
+    """Where a fine's driver indication stands."""
+
+    NEEDED = "needed", _("to indicate")
+    NOT_NEEDED = "not_needed", _("no indication needed")
+
+
+class NeedBasis(models.TextChoices):
+    """How the portal knows whether a fine needs an indication: the platform's flag
+    (`indicationRequired`), a person's choice (with a reason), or the safe default for an
+    infraction nobody said anything about: it needs one."""
+
+    SENT = "sent", _("sent by the platform")
+    TYPED = "typed", _("set by a person")
+    ASSUMED = "assumed", _("assumed: nothing said it is not needed")
+
+
+class IndicationField(models.TextChoices):
+    """What a `FineIndicationChange` changed."""
+
+    INDICATION_DUE = "indication_due", _("indication deadline")
+    PAYMENT_DUE = "payment_due", _("payment due date")
+    INDICATION = "indication", _("indication")
+
+
+class FineIndicationChange(models.Model):
+    """A person changed a fine's deadline or whether it needs an indication: who, when,
+    from what to what, and from what they know it (the paper notice, a reason)."""
+
+    fine = models.ForeignKey(
+        "fleet.Fine", on_delete=models.CASCADE, related_name="indication_changes"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    user_name = models.CharField(_("by"), max_length=300)
+    at = models.DateTimeField(_("at"), auto_now_add=True)
+    field = models.CharField(_("changed"), max_length=20, choices=IndicationField.choices)
+    before = models.CharField(_("before"), max_length=40, blank=True)
+    before_basis = models.CharField(_("known before as"), max_length=10, blank=True)
+    after = models.CharField(_("after"), max_length=40, blank=True)
+    reason = models.TextField(_("from what, or why"))
+
+    class Meta:
+        verbose_name = _("change of a fine's indication or deadline")
+        verbose_name_plural = _("changes of fines' indications and deadlines")
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.fine_id} {self.field}: {self.before or '—'} → {self.after or '—'}"
+
+    @property
+    def before_shown(self) -> str:
+        return self._shown(self.before)
+
+    @property
+    def after_shown(self) -> str:
+        return self._shown(self.after)
+
+    @property
+    def before_basis_shown(self) -> str:
+        """How the value before was known, in the reader's language."""
+        choices = NeedBasis if self.field == IndicationField.INDICATION else DeadlineBasis
+        known = {value: str(label) for value, label in choices.choices}
+        return known.get(self.before_basis, self.before_basis)
+
+    def _shown(self, value: str) -> str:
+        """A value as the page shows it: a day in the reader's format, a state's name."""
+        if not value:
+            return ""
+        if self.field == IndicationField.INDICATION:
+            return str(dict(Indication.choices).get(value, value))
+        try:
+            return date_format(date.fromisoformat(value), "SHORT_DATE_FORMAT")
+        except ValueError:
+            return value

@@ -1,0 +1,283 @@
+"""A fine as work with a deadline: its deadlines typed by a person from the paper notice,
+and whether it needs an indication, set by a person with a reason; each change audited
+(`FineIndicationChange`: who, when, from what to what, from what they know it).
+
+A person's entry is a fact the platform's later events never undo
+(`fleet.webhooks.deadlines`). Each change is made under the fine's lock, against what
+the person saw: when someone else changed it meanwhile, nothing is written and the
+caller is told (`ChangedMeanwhile`), so that two people typing at once never silently
+overwrite each other. The caller has checked that the user may, and sees the fine.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import Decimal
+from itertools import batched
+from typing import Any, Final
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from fleet import plates
+from fleet.models import (
+    DeadlineBasis,
+    Fine,
+    FineIndicationChange,
+    Indication,
+    IndicationField,
+    NeedBasis,
+)
+from fleet.services.drivers import fines_named
+from fleet.services.paging import EXPORT_CHUNK, streamed
+from fleet.services.scopes import VehicleScope, scope_narrowed
+from fleet.webhooks.deadlines import indication_days, notice_says
+
+logger = logging.getLogger(__name__)
+
+FINE_INDICATION_PERMISSION: Final = "fleet.change_fine_indication"
+NIC_MULTIPLIER: Final = 2
+
+
+class ChangedMeanwhile(Exception):
+    """The fine's value is no longer the one the person saw: someone changed it."""
+
+    def __init__(self, by: str) -> None:
+        super().__init__(by)
+        self.by = by  # who changed it last ("" when the platform did)
+
+
+@dataclass(frozen=True, slots=True)
+class Deadlines:
+    """What a fine's page says of its deadlines and indication, each with how it is known;
+    `days_left` to the indication deadline (negative: overdue), None when none applies."""
+
+    indication: str | None
+    indication_basis: str | None
+    indication_due: date | None
+    indication_due_basis: str | None
+    payment_due: date | None
+    payment_due_basis: str | None
+    notice: date | None  # the notice's day, as sent
+    days_left: int | None
+    estimate_days: int  # FLEET_INDICATION_DAYS, for the estimate's explanation
+    nic: Decimal | None  # the second fine (NIC) to expect if not indicated: twice this one
+
+    @property
+    def to_indicate(self) -> bool:
+        return self.indication == Indication.NEEDED
+
+    @property
+    def overdue(self) -> bool:
+        return self.days_left is not None and self.days_left < 0
+
+    @property
+    def days_overdue(self) -> int:
+        return -self.days_left if self.days_left is not None and self.days_left < 0 else 0
+
+
+def fine_deadlines(fine: Fine, *, today: date | None = None) -> Deadlines:
+    """`fine`'s deadlines as its page, the list and the exports tell them."""
+    today = today or timezone.localdate()
+    days_left = None
+    if fine.indication == Indication.NEEDED and fine.indication_due is not None:
+        days_left = (fine.indication_due - today).days
+    return Deadlines(
+        indication=fine.indication,
+        indication_basis=fine.indication_basis,
+        indication_due=fine.indication_due,
+        indication_due_basis=fine.indication_due_basis,
+        payment_due=fine.payment_due,
+        payment_due_basis=fine.payment_due_basis,
+        notice=notice_says(fine.payload).notice,
+        days_left=days_left,
+        estimate_days=indication_days(),
+        nic=nic_amount(fine.amount) if fine.indication == Indication.NEEDED else None,
+    )
+
+
+def nic_amount(amount: Decimal | None) -> Decimal | None:
+    """The NIC (CTB art. 257 §8) a fine whose driver is not indicated in time brings: twice
+    its amount (more for a company that repeats the infraction within twelve months)."""
+    return amount * NIC_MULTIPLIER if amount is not None else None
+
+
+def fine_deadline_type(
+    *,
+    fine_id: int,
+    field: IndicationField,
+    day: date,
+    seen: str,
+    reason: str,
+    user: User,
+) -> Fine:
+    """Set `fine_id`'s `field` (its indication deadline or its payment due date) to `day`,
+    as `user` typed it from the notice (`reason`: from what); `seen` is the value the
+    user's page showed (`seen_value`), else `ChangedMeanwhile`."""
+    basis_field = f"{field.value}_basis"
+    with transaction.atomic():
+        fine = Fine.objects.select_for_update().get(pk=fine_id)
+        before: date | None = getattr(fine, field.value)
+        before_basis = getattr(fine, basis_field) or ""
+        if seen_value(before, before_basis) != seen:
+            raise ChangedMeanwhile(_last_by(fine, field, before_basis))
+        FineIndicationChange.objects.create(
+            fine=fine,
+            user=user,
+            user_name=_name_of(user),
+            field=field,
+            before=before.isoformat() if before else "",
+            before_basis=before_basis,
+            after=day.isoformat(),
+            reason=reason.strip(),
+        )
+        setattr(fine, field.value, day)
+        setattr(fine, basis_field, DeadlineBasis.TYPED)
+        fine.save(update_fields=[field.value, basis_field])
+    logger.info("fine %s: %s typed (user %s)", fine_id, field.value, user.pk)
+    return fine
+
+
+def fine_indication_need_set(
+    *, fine_id: int, needed: bool, seen: str, reason: str, user: User
+) -> Fine:
+    """Mark `fine_id` as needing an indication or not, as `user` decided for `reason`;
+    `seen` is the state the user's page showed, else `ChangedMeanwhile`."""
+    after = Indication.NEEDED if needed else Indication.NOT_NEEDED
+    with transaction.atomic():
+        fine = Fine.objects.select_for_update().get(pk=fine_id)
+        if seen_value(fine.indication, fine.indication_basis or "") != seen:
+            basis = fine.indication_basis or ""
+            raise ChangedMeanwhile(_last_by(fine, IndicationField.INDICATION, basis))
+        FineIndicationChange.objects.create(
+            fine=fine,
+            user=user,
+            user_name=_name_of(user),
+            field=IndicationField.INDICATION,
+            before=fine.indication or "",
+            before_basis=fine.indication_basis or "",
+            after=after,
+            reason=reason.strip(),
+        )
+        fine.indication, fine.indication_basis = after, NeedBasis.TYPED
+        fine.save(update_fields=["indication", "indication_basis"])
+    logger.info("fine %s: indication %s by hand (user %s)", fine_id, after, user.pk)
+    return fine
+
+
+def seen_value(value: date | str | None, basis: str) -> str:
+    """What a form carries of the value its page showed, to tell a change meanwhile."""
+    shown = value.isoformat() if isinstance(value, date) else (value or "")
+    return f"{shown}:{basis}"
+
+
+def fine_indication_changes(fine: Fine) -> list[FineIndicationChange]:
+    """The changes people made to `fine`'s deadlines and indication, latest first."""
+    return list(fine.indication_changes.all())
+
+
+def _last_by(fine: Fine, field: IndicationField, basis: str) -> str:
+    """Who set `field` as it is now: the person of its last change, when a person's entry
+    is what it holds; "" when the platform's or the portal's is."""
+    if basis != "typed":
+        return ""
+    change = fine.indication_changes.filter(field=field).first()
+    return change.user_name if change is not None else ""
+
+
+def _name_of(user: User) -> str:
+    return user.get_full_name() or user.get_username()
+
+
+# --- The queue: the fines still to indicate, by deadline -------------------------------
+
+QUEUE_PAGE: Final = 50
+# "Within" filters: the overdue ones, or those due within these many days (today's included).
+WITHIN_DAYS: Final = (7, 30)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueCursor:
+    """Where a page of the queue starts: after this deadline and fine (a keyset)."""
+
+    due: date
+    fine_id: int
+
+    def __str__(self) -> str:
+        return f"{self.due.isoformat()}.{self.fine_id}"
+
+    @classmethod
+    def parse(cls, text: str) -> QueueCursor | None:
+        """The cursor `str` wrote; None for anything else (the first page)."""
+        day, _, fine_id = text.partition(".")
+        try:
+            return cls(date.fromisoformat(day), int(fine_id)) if fine_id.isdigit() else None
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class QueuePage:
+    rows: list[tuple[Fine, Deadlines]]
+    next_cursor: QueueCursor | None  # None: the last page
+
+
+def indication_queue_fines(
+    *,
+    scope: VehicleScope,
+    group: str = "",
+    plate: str = "",
+    driver: int | None = None,
+    within: str = "",
+    today: date | None = None,
+) -> QuerySet[Fine]:
+    """The fines of `scope` (narrowed to one of its vehicle `group`s) still to indicate,
+    untreated, by deadline (the overdue first): of one vehicle (`plate`, either format),
+    of one attributed `driver`, overdue (`within` "overdue") or due within `WITHIN_DAYS`
+    days (`within` "7", "30")."""
+    today = today or timezone.localdate()
+    fines = Fine.objects.filter(
+        indication=Indication.NEEDED, treated=False, indication_due__isnull=False
+    )
+    fines = scope_narrowed(scope, group).records(fines)
+    if plate:
+        fines = fines.filter(registration=plates.registration(plate))
+    if driver is not None:
+        fines = fines.filter(driver_id=driver)
+    if within == "overdue":
+        fines = fines.filter(indication_due__lt=today)
+    elif within.isdigit() and int(within) in WITHIN_DAYS:
+        fines = fines.filter(indication_due__lte=today + timedelta(days=int(within)))
+    return fines.order_by("indication_due", "pk")
+
+
+def indication_queue(
+    *, after: QueueCursor | None = None, today: date | None = None, **filters: Any
+) -> QueuePage:
+    """A page of `indication_queue_fines` after `after`, each fine with its deadlines and
+    its driver's name (`fines_named`)."""
+    today = today or timezone.localdate()
+    fines = indication_queue_fines(today=today, **filters)
+    if after is not None:
+        fines = fines.filter(
+            Q(indication_due__gt=after.due) | Q(indication_due=after.due, pk__gt=after.fine_id)
+        )
+    found = list(fines[: QUEUE_PAGE + 1])
+    page, more = found[:QUEUE_PAGE], len(found) > QUEUE_PAGE
+    fines_named(page)
+    last = page[-1] if more else None
+    cursor = QueueCursor(last.indication_due, last.pk) if last and last.indication_due else None
+    return QueuePage([(fine, fine_deadlines(fine, today=today)) for fine in page], cursor)
+
+
+def indication_queue_export(*, today: date | None = None, **filters: Any) -> Iterator[Fine]:
+    """Every fine of the queue, read a chunk at a time, each with its driver's name."""
+    fines = indication_queue_fines(today=today, **filters)
+    for block in batched(streamed(fines), EXPORT_CHUNK, strict=False):
+        fines_named(block)
+        yield from block

@@ -32,11 +32,13 @@ from fleet.models import (
     Indication,
     IndicationField,
     NeedBasis,
+    Notification,
 )
 from fleet.services.drivers import fines_named
 from fleet.services.paging import EXPORT_CHUNK, streamed
 from fleet.services.scopes import VehicleScope, scope_narrowed
 from fleet.webhooks.deadlines import indication_days, notice_says
+from fleet.webhooks.facts import folded
 
 logger = logging.getLogger(__name__)
 
@@ -281,3 +283,78 @@ def indication_queue_export(*, today: date | None = None, **filters: Any) -> Ite
     for block in batched(streamed(fines), EXPORT_CHUNK, strict=False):
         fines_named(block)
         yield from block
+
+
+# --- The platform's "Indicação de condutor" notifications and their fines -------------
+
+# How a notification's fine is found: the notice number it names, or a guess (the nearest
+# fine still to indicate of the same vehicle).
+BY_NOTICE: Final = "notice"
+NEAREST: Final = "nearest"
+# The notifications of a vehicle a fine's page looks through for those about it.
+NOTIFICATIONS_LOOKED_AT: Final = 20
+
+
+@dataclass(frozen=True, slots=True)
+class NotifiedFine:
+    """The fine an indication notification is about, and how it was found."""
+
+    fine: Fine
+    how: str  # BY_NOTICE or NEAREST
+    deadlines: Deadlines
+
+
+def asks_for_indication(notification: Notification) -> bool:
+    """Whether `notification` is the platform's "Indicação de condutor" (its `type`
+    "driver", or that title in any case or accents)."""
+    payload = notification.payload if isinstance(notification.payload, dict) else {}
+    if payload.get("type") == "driver":
+        return True
+    return "indicacao de condutor" in folded(notification.title)
+
+
+def notification_fine(*, scope: VehicleScope, notification: Notification) -> NotifiedFine | None:
+    """The fine an indication notification is about, among those `scope` sees: the one
+    of the notice number it names (`autoInfracao`), else the same vehicle's fine still to
+    indicate whose deadline is nearest (a guess, said so); None when there is none."""
+    if not asks_for_indication(notification):
+        return None
+    payload = notification.payload if isinstance(notification.payload, dict) else {}
+    reference = str(payload.get("autoInfracao") or "").strip()
+    if reference:
+        named = scope.records(Fine.objects.filter(reference=reference)).first()
+        if named is not None:
+            fines_named([named])
+            return NotifiedFine(named, BY_NOTICE, fine_deadlines(named))
+    if not notification.registration:
+        return None
+    nearest = (
+        scope.records(
+            Fine.objects.filter(
+                registration=notification.registration,
+                indication=Indication.NEEDED,
+                treated=False,
+                indication_due__isnull=False,
+            )
+        )
+        .order_by("indication_due", "pk")
+        .first()
+    )
+    if nearest is None:
+        return None
+    fines_named([nearest])
+    return NotifiedFine(nearest, NEAREST, fine_deadlines(nearest))
+
+
+def fine_notifications(*, scope: VehicleScope, fine: Fine) -> list[Notification]:
+    """The indication notifications about `fine` (`notification_fine`), among its
+    vehicle's latest `NOTIFICATIONS_LOOKED_AT`."""
+    if not fine.registration:
+        return []
+    latest = scope.records(Notification.objects.filter(registration=fine.registration))
+    found = []
+    for notification in latest.order_by("-received_at", "-pk")[:NOTIFICATIONS_LOOKED_AT]:
+        notified = notification_fine(scope=scope, notification=notification)
+        if notified is not None and notified.fine.pk == fine.pk:
+            found.append(notification)
+    return found

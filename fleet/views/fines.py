@@ -52,6 +52,8 @@ from fleet.services.indications import (
     fine_deadlines,
     fine_indication_changes,
     fine_indication_need_set,
+    fine_notifications,
+    notification_fine,
     seen_value,
 )
 from fleet.services.saved_views import (
@@ -286,6 +288,7 @@ def _fine_page(
             (IndicationField.PAYMENT_DUE.value, _("Payment due"), seen["payment_due"]),
         ],
         "indication_changes": fine_indication_changes(record),
+        "notifications": fine_notifications(scope=scope, fine=record),
     }
     return render(request, "fleet/fine.html", context, status=status)
 
@@ -294,10 +297,12 @@ def _fine_page(
 @login_required
 def notification_detail(request: AuthenticatedRequest, notification_id: int) -> HttpResponse:
     """One notification: what an alert links to."""
-    record = notification_get(scope=scope_of(request.user), notification_id=notification_id)
+    scope = scope_of(request.user)
+    record = notification_get(scope=scope, notification_id=notification_id)
     if record is None:
         raise Http404
-    return render(request, "fleet/notification.html", {"record": record})
+    context = {"record": record, "notified": notification_fine(scope=scope, notification=record)}
+    return render(request, "fleet/notification.html", context)
 
 
 @require_GET

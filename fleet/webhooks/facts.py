@@ -54,7 +54,7 @@ class FineFacts:
     @property
     def severity_shown(self) -> StrOrPromise:
         """The tier in the reader's language when it is one of the four, else as sent."""
-        return SEVERITIES.get(_folded(self.severity), self.severity)
+        return SEVERITIES.get(folded(self.severity), self.severity)
 
     @property
     def place(self) -> str:
@@ -119,6 +119,7 @@ def _points(value: Any) -> tuple[int | None, str]:
     return None, text
 
 
-def _folded(text: str) -> str:
+def folded(text: str) -> str:
+    """`text` without case or accents ("Indicação" and "INDICACAO" alike)."""
     decomposed = unicodedata.normalize("NFKD", text.strip().casefold())
     return "".join(c for c in decomposed if not unicodedata.combining(c))

@@ -16,7 +16,7 @@ from django.utils.formats import date_format
 from django.utils.translation import gettext_lazy as _
 from django_stubs_ext import StrOrPromise
 
-from fleet import plates
+from fleet.forms_indications import plate_typed
 from fleet.models import MintOutcome
 from fleet.services.drivers import DriverChoice, driver_id_typed, drivers_find
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope, driver_seen
@@ -235,18 +235,6 @@ class VehicleFilterForm(ListFilterForm):
 
 def _yes_no(value: str | None) -> bool | None:
     return None if not value else value == "1"
-
-
-def plate_typed(text: str) -> str:
-    """A vehicle's plate typed in a filter, in either format, normalized; "" for every
-    vehicle; else a `ValidationError` that says how a plate is written."""
-    plate = text.strip()
-    if plate and not plates.is_valid(plate):
-        raise forms.ValidationError(
-            _("“%(plate)s” is not a plate: type it like ABC-1234 or ABC1D23."),
-            params={"plate": plate},
-        )
-    return plates.normalize(plate)
 
 
 class NotificationFilterForm(ListFilterForm):

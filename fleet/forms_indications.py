@@ -9,10 +9,22 @@ from django import forms
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from fleet.forms import plate_typed
-from fleet.models import IndicationField
+from fleet import plates
+from fleet.models import IndicationChannel, IndicationField
 from fleet.services.drivers import driver_id_typed, drivers_find
-from fleet.services.scopes import VehicleScope, scope_groups
+from fleet.services.scopes import VehicleScope, driver_seen, scope_groups
+
+
+def plate_typed(text: str) -> str:
+    """A plate typed in a filter, either format, normalized ("" for every vehicle)."""
+    plate = text.strip()
+    if plate and not plates.is_valid(plate):
+        raise forms.ValidationError(
+            _("“%(plate)s” is not a plate: type it like ABC-1234 or ABC1D23."),
+            params={"plate": plate},
+        )
+    return plates.normalize(plate)
+
 
 # How far ahead a typed deadline may be: a notice gives weeks, not years.
 LATEST_AHEAD = timedelta(days=730)
@@ -112,23 +124,7 @@ class IndicationQueueForm(forms.Form):
         return plate_typed(self.cleaned_data["plate"])
 
     def clean_driver(self) -> int | None:
-        text = " ".join(self.cleaned_data["driver"].split())
-        if not text:
-            return None
-        if (driver_id := driver_id_typed(text)) is not None:
-            return driver_id
-        found = drivers_find(text=text, scope=self.scope, limit=2)
-        if len(found) == 1:
-            return found[0].driver_id
-        if not found:
-            raise forms.ValidationError(
-                _("No driver's name begins like “%(value)s”: type part of a name, or an id."),
-                params={"value": text},
-            )
-        raise forms.ValidationError(
-            _("“%(value)s” fits more than one driver: type more of the name, or the id."),
-            params={"value": text},
-        )
+        return driver_chosen(self.cleaned_data["driver"], self.scope)
 
     def filters(self) -> dict[str, Any]:
         """The queue's filters the form holds (those that are valid)."""
@@ -139,3 +135,83 @@ class IndicationQueueForm(forms.Form):
             "driver": cleaned.get("driver"),
             "within": cleaned.get("within") or "",
         }
+
+
+def driver_chosen(typed: str, scope: VehicleScope) -> int | None:
+    """The driver `typed` names among those `scope` sees: an id, a picker's choice ("Ana
+    Souza (1234)"), or a name only one of them has; None for nothing typed."""
+    text = " ".join(typed.split())
+    if not text:
+        return None
+    if (driver_id := driver_id_typed(text)) is not None:
+        return driver_id
+    found = drivers_find(text=text, scope=scope, limit=2)
+    if len(found) == 1:
+        return found[0].driver_id
+    if not found:
+        raise forms.ValidationError(
+            _("No driver's name begins like “%(value)s”: type part of a name, or an id."),
+            params={"value": text},
+        )
+    raise forms.ValidationError(
+        _("“%(value)s” fits more than one driver: type more of the name, or the id."),
+        params={"value": text},
+    )
+
+
+class FineIndicateForm(forms.Form):
+    """A fine's driver as indicated to the authority: who (a name or an id, among the
+    drivers the user sees), how, on which day; what the page showed (`seen`)."""
+
+    driver = forms.CharField(
+        label=_("Driver"),
+        max_length=100,
+        widget=forms.TextInput(attrs={"placeholder": _("Name or driver id")}),
+    )
+    channel = forms.ChoiceField(label=_("How"), choices=IndicationChannel.choices)
+    on = forms.DateField(
+        label=_("On"),
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+        error_messages={"invalid": _("Type a day, such as 31/12/2026.")},
+    )
+    seen = forms.CharField(widget=forms.HiddenInput, required=False, max_length=60)
+
+    def __init__(self, *args: Any, scope: VehicleScope, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.scope = scope
+
+    def clean_driver(self) -> int:
+        driver_id = driver_chosen(self.cleaned_data["driver"], self.scope)
+        if driver_id is None:
+            raise forms.ValidationError(_("Choose who was driving."))
+        if not driver_seen(self.scope, driver_id):
+            raise forms.ValidationError(
+                _("No driver of your vehicles has the id %(id)s."), params={"id": driver_id}
+            )
+        return driver_id
+
+    def clean_on(self) -> date:
+        day: date = self.cleaned_data["on"]
+        if day > timezone.localdate():
+            raise forms.ValidationError(_("That day has not come yet: say when it was done."))
+        return day
+
+
+class FineAnswerForm(forms.Form):
+    """The authority's answer to an indication: accepted, or refused with its reason."""
+
+    accepted = forms.TypedChoiceField(
+        choices=[("1", "1"), ("0", "0")],
+        coerce=lambda value: value == "1",
+        widget=forms.HiddenInput,
+    )
+    reason = forms.CharField(
+        label=_("The authority's reason"), max_length=REASON_LENGTH, required=False
+    )
+    seen = forms.CharField(widget=forms.HiddenInput, required=False, max_length=60)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("accepted") is False and not cleaned.get("reason"):
+            self.add_error("reason", _("Say why the authority refused it."))
+        return cleaned

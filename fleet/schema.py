@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from django.contrib.postgres.operations import AddIndexConcurrently, RemoveIndexConcurrently
-from django.db.migrations.operations import AddIndex, RemoveIndex
+from django.db.migrations.operations import AddIndex, AlterField, RemoveIndex
 from django.db.models import Index
 
 # The tables that grow with the fleet and the years (the README's table of what grows).
@@ -96,3 +96,33 @@ class DescendingIndex(Index):
             return super().create_sql(model, schema_editor, using, **kwargs)
         finally:
             self.fields_orders = fields_orders
+
+
+class AlterChoices(AlterField):
+    """An `AlterField` that changes what the database never sees (a field's `choices`, its
+    verbose name: Django's `Field.non_db_attrs`), so no statement touches the table, however
+    large. Refuses, when run, a change that would alter the column: that one needs its own
+    migration, planned for the table's size."""
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        self._check(app_label, from_state, to_state)
+
+    def database_backwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        self._check(app_label, to_state, from_state)
+
+    def _check(self, app_label: str, from_state: Any, to_state: Any) -> None:
+        old, new = (
+            state.apps.get_model(app_label, self.model_name)._meta.get_field(self.name)
+            for state in (from_state, to_state)
+        )
+        if _db_kwargs(old) != _db_kwargs(new):
+            raise ValueError(f"{self.model_name}.{self.name}: more than its choices changes")
+
+
+def _db_kwargs(field: Any) -> tuple[str, dict[str, Any]]:
+    _name, path, _args, kwargs = field.deconstruct()
+    return path, {key: value for key, value in kwargs.items() if key not in field.non_db_attrs}

@@ -14,7 +14,12 @@ import pytest
 from django.db import migrations, models
 from django.db.migrations.loader import MigrationLoader
 
-from fleet.schema import LARGE_MODELS, AddIndexWithoutLocking, RemoveIndexWithoutLocking
+from fleet.schema import (
+    LARGE_MODELS,
+    AddIndexWithoutLocking,
+    AlterChoices,
+    RemoveIndexWithoutLocking,
+)
 
 APPS = ("fleet", "alerts", "signin")
 # Each app's first migration: all that ran before it, squashed, on empty tables.
@@ -48,6 +53,8 @@ def problems(migration: Any) -> list[str]:
             operation, migrations.RemoveIndex | migrations.AddConstraint
         ) and not isinstance(operation, RemoveIndexWithoutLocking):
             found.append(f"{name} on {model}: builds or drops an index holding writers")
+        elif isinstance(operation, AlterChoices):
+            continue  # no statement: it refuses to run one that would alter the column
         elif isinstance(operation, migrations.AlterField | migrations.RenameField):
             found.append(f"{name} {operation.name} on {model}: may rewrite the table")
         elif isinstance(operation, migrations.AddField):
@@ -158,3 +165,26 @@ def test_the_check_lets_through_what_does_not():
         )
         == []
     )
+
+
+def _state(field: models.Field[Any, Any]) -> Any:
+    from django.db.migrations.state import ModelState, ProjectState
+
+    state = ProjectState()
+    state.add_model(
+        ModelState("fleet", "Probe", [("id", models.AutoField(primary_key=True)), ("kind", field)])
+    )
+    return state
+
+
+def test_a_change_of_choices_alone_runs_without_a_statement_and_any_other_is_refused():
+    before = _state(models.CharField(max_length=12, choices=[("a", "A")]))
+    choices = _state(models.CharField(max_length=12, choices=[("a", "A"), ("b", "B")]))
+    longer = _state(models.CharField(max_length=40, choices=[("a", "A")]))
+    operation = AlterChoices("probe", "kind", models.CharField(max_length=12))
+
+    operation.database_forwards("fleet", None, before, choices)  # nothing to do, nothing done
+    operation.database_backwards("fleet", None, before, choices)
+    with pytest.raises(ValueError, match="more than its choices changes"):
+        operation.database_forwards("fleet", None, before, longer)
+    assert problems(_migration(operation, atomic=False)) == []

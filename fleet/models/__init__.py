@@ -43,9 +43,12 @@ from fleet.models.groups import (
 )
 from fleet.models.indications import (
     DeadlineBasis,
+    DriverIndication,
     FineIndicationChange,
     Indication,
+    IndicationChannel,
     IndicationField,
+    IndicationOutcome,
     NeedBasis,
 )
 from fleet.models.saved_views import SavedFineView
@@ -84,6 +87,7 @@ __all__ = [
     "DirectoryGroup",
     "Driver",
     "DriverBasis",
+    "DriverIndication",
     "DriverObservation",
     "DriverSpan",
     "DriverWord",
@@ -95,7 +99,9 @@ __all__ = [
     "FleetAccount",
     "GroupTally",
     "Indication",
+    "IndicationChannel",
     "IndicationField",
+    "IndicationOutcome",
     "MintOutcome",
     "MintPurpose",
     "NeedBasis",

@@ -30,6 +30,9 @@ class Indication(models.TextChoices):
 
     NEEDED = "needed", _("to indicate")
     NOT_NEEDED = "not_needed", _("no indication needed")
+    INDICATED = "indicated", _("indicated, awaiting the authority")
+    ACCEPTED = "accepted", _("indication accepted")
+    # A refused indication puts the fine back to NEEDED, its record kept (`DriverIndication`).
 
 
 class NeedBasis(models.TextChoices):
@@ -101,3 +104,47 @@ class FineIndicationChange(models.Model):
             return date_format(date.fromisoformat(value), "SHORT_DATE_FORMAT")
         except ValueError:
             return value
+
+
+class IndicationChannel(models.TextChoices):
+    """How a driver was indicated to the traffic authority."""
+
+    PLATFORM = "platform", _("through the fleet platform")
+    POST = "post", _("by post (the notice's form)")
+    AUTHORITY = "authority", _("on the authority's site or SNE")
+
+
+class IndicationOutcome(models.TextChoices):
+    ACCEPTED = "accepted", _("accepted")
+    REFUSED = "refused", _("refused")
+
+
+class DriverIndication(models.Model):
+    """A fine's driver indicated to the traffic authority: who was named, how, on which
+    day, by whom; then what the authority answered (accepted, or refused with its
+    reason: the fine is to indicate again)."""
+
+    fine = models.ForeignKey("fleet.Fine", on_delete=models.CASCADE, related_name="indications")
+    driver_id = models.PositiveBigIntegerField(_("driver id"))
+    driver_name = models.CharField(_("driver"), max_length=300, blank=True)
+    channel = models.CharField(_("how"), max_length=10, choices=IndicationChannel.choices)
+    indicated_on = models.DateField(_("indicated on"))
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    user_name = models.CharField(_("by"), max_length=300)
+    at = models.DateTimeField(_("recorded at"), auto_now_add=True)
+    outcome = models.CharField(
+        _("answer"), max_length=10, choices=IndicationOutcome.choices, blank=True
+    )
+    outcome_reason = models.TextField(_("the authority's reason"), blank=True)
+    outcome_by = models.CharField(_("answer recorded by"), max_length=300, blank=True)
+    outcome_at = models.DateTimeField(_("answer recorded at"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("driver indication")
+        verbose_name_plural = _("driver indications")
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.fine_id}: {self.driver_id} ({self.channel}, {self.indicated_on})"

@@ -16,6 +16,7 @@ class TallyDimension(models.TextChoices):
     DRIVER = "driver", _("untreated fines by driver")
     DAY = "day", _("fines by day received")
     WITHOUT_DOCUMENT = "no_document", _("fines without their document")
+    TO_INDICATE = "to_indicate", _("untreated fines to indicate by deadline")
     # Its one row counts the transactions that changed the others: the figures' version.
     VERSION = "version", _("changes of the tallies")
 
@@ -25,7 +26,8 @@ class Tally(models.Model):
 
     One row per dimension and key: "" for a total, the month committed (`2026-11`) or
     the day received (`2026-11-25`) in local time, the vehicle's registration, the
-    driver id (zero-padded, so that keys sort as the ids do). Written in the
+    driver id (zero-padded, so that keys sort as the ids do), the day by which a fine's
+    driver is to be indicated (`2026-12-31`). Written in the
     transaction that writes the fines it counts, only by adding to it; a row may
     come down to zero and stay.
     """

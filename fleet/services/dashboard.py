@@ -1,6 +1,7 @@
 """The dashboard's figures: untreated fines in R$ and their count, fines by month, the
 vehicles and drivers with the most untreated R$, the fines received lately, the fines
-without their document and the vehicles with the most untreated fines.
+without their document, the vehicles with the most untreated fines, and the fines whose
+driver is still to be indicated (overdue, due within a week, the NICs they would bring).
 
 Every figure is read from the running sums that the writes of fines keep in their own
 transaction (`fleet.services.tallies`): a few rows each, however many fines there are.
@@ -75,8 +76,12 @@ logger = logging.getLogger(__name__)
 TOP: Final = 5  # vehicles and drivers listed
 MONTHS: Final = 12
 RECENT_DAYS: Final = 7
+# "To indicate within 7 days": the fines whose deadline is today or in the next 7 days.
+INDICATE_SOON_DAYS: Final = 7
+# The NIC (CTB art. 257 §8) of a fine whose driver is not indicated: twice the fine.
+NIC_MULTIPLIER: Final = 2
 _CACHE_SECONDS: Final = 300
-_CACHE_FORMAT: Final = 3
+_CACHE_FORMAT: Final = 4
 _READ_ATTEMPTS: Final = 3
 # A part of the fleet's figures are kept a day (shown, then read again, once a fine
 # changed).
@@ -426,6 +431,9 @@ def _computed(
                     key__lte=month_key(starts[-1]),
                 ),
                 Q(dimension=TallyDimension.DAY, key__gte=day_key(since)),
+                # A row per deadline: a few hundred days at most (past ones empty out as
+                # fines are indicated or treated).
+                Q(dimension=TallyDimension.TO_INDICATE, count__gt=0),
             ).values_list("dimension", "key", "count", "cents")
         }
     else:
@@ -442,6 +450,13 @@ def _computed(
     for start in starts:
         month = total(rows.get((TallyDimension.MONTH, month_key(start)), (0, 0)))
         months.append(MonthFigure(start, month.count, month.amount))
+    deadlines = [
+        (key, row)
+        for (dimension, key), row in rows.items()
+        if dimension == TallyDimension.TO_INDICATE
+    ]
+    soon = day_key(today + timedelta(days=INDICATE_SOON_DAYS))
+    to_indicate = total(*(row for _key, row in deadlines))
     top_vehicles, most_fined = _top_vehicles(scoped, tallies) if untreated.count else ([], [])
     return FineFigures(
         untreated=untreated,
@@ -454,6 +469,9 @@ def _computed(
         most_fined=most_fined,
         key=key,
         untreated_notifications=None if scope.whole_fleet else _untreated_notifications(scope),
+        to_indicate_overdue=total(*(row for key, row in deadlines if key < day_key(today))),
+        to_indicate_soon=total(*(row for key, row in deadlines if day_key(today) <= key <= soon)),
+        at_risk=Total(to_indicate.count, to_indicate.amount * NIC_MULTIPLIER),
     )
 
 
@@ -478,7 +496,10 @@ def _scoped_tallies(scope: VehicleScope, *, since: date, first_month: date) -> T
     )
     found: Tallies = {**vehicles, (str(TallyDimension.UNTREATED), ""): untreated}
     for fines, dimensions in (
-        (Fine.objects.all(), {TallyDimension.DRIVER, TallyDimension.WITHOUT_DOCUMENT}),
+        (
+            Fine.objects.all(),
+            {TallyDimension.DRIVER, TallyDimension.WITHOUT_DOCUMENT, TallyDimension.TO_INDICATE},
+        ),
         (
             Fine.objects.filter(occurred_at__gte=local_midnight(first_month)),
             {TallyDimension.MONTH},

@@ -88,6 +88,12 @@ class FineFigures:
     # counted (a part of the fleet summed from its fines: `dashboard._scoped_figures`);
     # None: the figures are as of now.
     behind: datetime | None = None
+    # The untreated fines whose driver is still to be indicated: past their deadline, due
+    # within `INDICATE_SOON_DAYS` (today's included), and what their NICs would cost
+    # (twice each of them all): `dashboard._computed`.
+    to_indicate_overdue: Total = Total(0, _ZERO)
+    to_indicate_soon: Total = Total(0, _ZERO)
+    at_risk: Total = Total(0, _ZERO)
 
     @property
     def months_total(self) -> Total:

@@ -3,10 +3,12 @@ and whether it needs an indication, set by a person with a reason; each change a
 (`FineIndicationChange`: who, when, from what to what, from what they know it).
 
 A person's entry is a fact the platform's later events never undo
-(`fleet.webhooks.deadlines`). Each change is made under the fine's lock, against what
-the person saw: when someone else changed it meanwhile, nothing is written and the
-caller is told (`ChangedMeanwhile`), so that two people typing at once never silently
-overwrite each other. The caller has checked that the user may, and sees the fine.
+(`fleet.webhooks.deadlines`); it changes the dashboard's tallies in its transaction
+(`fleet.services.tallies`), as every writer of fines does. Each change is made under
+the fine's lock, against what the person saw: when someone else changed it meanwhile,
+nothing is written and the caller is told (`ChangedMeanwhile`), so that two people
+typing at once never silently overwrite each other. The caller has checked that the
+user may, and sees the fine.
 """
 
 from __future__ import annotations
@@ -27,23 +29,27 @@ from django.utils import timezone
 from fleet import plates
 from fleet.models import (
     DeadlineBasis,
+    DriverIndication,
     Fine,
     FineIndicationChange,
     Indication,
+    IndicationChannel,
     IndicationField,
+    IndicationOutcome,
     NeedBasis,
     Notification,
 )
-from fleet.services.drivers import fines_named
+from fleet.services.dashboard import INDICATE_SOON_DAYS, NIC_MULTIPLIER, fine_figures_prepare
+from fleet.services.drivers import driver_names, fines_named
 from fleet.services.paging import EXPORT_CHUNK, streamed
 from fleet.services.scopes import VehicleScope, scope_narrowed
+from fleet.services.tallies import FineState, fine_tallies_apply
 from fleet.webhooks.deadlines import indication_days, notice_says
 from fleet.webhooks.facts import folded
 
 logger = logging.getLogger(__name__)
 
 FINE_INDICATION_PERMISSION: Final = "fleet.change_fine_indication"
-NIC_MULTIPLIER: Final = 2
 
 
 class ChangedMeanwhile(Exception):
@@ -124,6 +130,7 @@ def fine_deadline_type(
     basis_field = f"{field.value}_basis"
     with transaction.atomic():
         fine = Fine.objects.select_for_update().get(pk=fine_id)
+        counted = FineState.of(fine)
         before: date | None = getattr(fine, field.value)
         before_basis = getattr(fine, basis_field) or ""
         if seen_value(before, before_basis) != seen:
@@ -141,6 +148,8 @@ def fine_deadline_type(
         setattr(fine, field.value, day)
         setattr(fine, basis_field, DeadlineBasis.TYPED)
         fine.save(update_fields=[field.value, basis_field])
+        fine_tallies_apply([(counted, FineState.of(fine))])
+    fine_figures_prepare()
     logger.info("fine %s: %s typed (user %s)", fine_id, field.value, user.pk)
     return fine
 
@@ -153,7 +162,9 @@ def fine_indication_need_set(
     after = Indication.NEEDED if needed else Indication.NOT_NEEDED
     with transaction.atomic():
         fine = Fine.objects.select_for_update().get(pk=fine_id)
-        if seen_value(fine.indication, fine.indication_basis or "") != seen:
+        counted = FineState.of(fine)
+        decided = fine.indication in (Indication.NEEDED, Indication.NOT_NEEDED)
+        if seen_value(fine.indication, fine.indication_basis or "") != seen or not decided:
             basis = fine.indication_basis or ""
             raise ChangedMeanwhile(_last_by(fine, IndicationField.INDICATION, basis))
         FineIndicationChange.objects.create(
@@ -168,8 +179,102 @@ def fine_indication_need_set(
         )
         fine.indication, fine.indication_basis = after, NeedBasis.TYPED
         fine.save(update_fields=["indication", "indication_basis"])
+        fine_tallies_apply([(counted, FineState.of(fine))])
+    fine_figures_prepare()
     logger.info("fine %s: indication %s by hand (user %s)", fine_id, after, user.pk)
     return fine
+
+
+def fine_indicate(
+    *,
+    fine_id: int,
+    driver_id: int,
+    channel: IndicationChannel,
+    on: date,
+    seen: str,
+    user: User,
+) -> DriverIndication:
+    """Record that `user` indicated `driver_id` as `fine_id`'s driver, `on` that day,
+    `channel`: the fine is indicated (out of the queue, its NIC no longer at risk),
+    audited. `seen`: the indication state the user's page showed, else `ChangedMeanwhile`
+    (two people indicating at once: one wins). The caller has checked that the user
+    sees both the fine and the driver."""
+    names = driver_names([driver_id])
+    with transaction.atomic():
+        fine = Fine.objects.select_for_update().get(pk=fine_id)
+        counted = FineState.of(fine)
+        basis = fine.indication_basis or ""
+        if seen_value(fine.indication, basis) != seen or fine.indication != Indication.NEEDED:
+            raise ChangedMeanwhile(_last_by(fine, IndicationField.INDICATION, "typed"))
+        indication = DriverIndication.objects.create(
+            fine=fine,
+            driver_id=driver_id,
+            driver_name=names.get(driver_id, ""),
+            channel=channel,
+            indicated_on=on,
+            user=user,
+            user_name=_name_of(user),
+        )
+        FineIndicationChange.objects.create(
+            fine=fine,
+            user=user,
+            user_name=_name_of(user),
+            field=IndicationField.INDICATION,
+            before=fine.indication or "",
+            before_basis=basis,
+            after=Indication.INDICATED,
+            reason=f"{IndicationChannel(channel).label}, {on.isoformat()}",
+        )
+        fine.indication, fine.indication_basis = Indication.INDICATED, NeedBasis.TYPED
+        fine.save(update_fields=["indication", "indication_basis"])
+        fine_tallies_apply([(counted, FineState.of(fine))])
+    fine_figures_prepare()
+    logger.info("fine %s: driver indicated (user %s)", fine_id, user.pk)
+    return indication
+
+
+def fine_indication_answer(
+    *, fine_id: int, accepted: bool, reason: str, seen: str, user: User
+) -> Fine:
+    """Record the authority's answer to `fine_id`'s indication: accepted, or refused for
+    `reason` (the fine is to indicate again, by the same deadline). `seen` as above."""
+    with transaction.atomic():
+        fine = Fine.objects.select_for_update().get(pk=fine_id)
+        counted = FineState.of(fine)
+        basis = fine.indication_basis or ""
+        if seen_value(fine.indication, basis) != seen or fine.indication != Indication.INDICATED:
+            raise ChangedMeanwhile(_last_by(fine, IndicationField.INDICATION, "typed"))
+        indication = fine.indications.first()
+        if indication is not None:
+            indication.outcome = (
+                IndicationOutcome.ACCEPTED if accepted else IndicationOutcome.REFUSED
+            )
+            indication.outcome_reason = reason.strip()
+            indication.outcome_by = _name_of(user)
+            indication.outcome_at = timezone.now()
+            indication.save(update_fields=["outcome", "outcome_reason", "outcome_by", "outcome_at"])
+        after = Indication.ACCEPTED if accepted else Indication.NEEDED
+        FineIndicationChange.objects.create(
+            fine=fine,
+            user=user,
+            user_name=_name_of(user),
+            field=IndicationField.INDICATION,
+            before=fine.indication or "",
+            before_basis=basis,
+            after=after,
+            reason=reason.strip(),
+        )
+        fine.indication = after
+        fine.save(update_fields=["indication"])
+        fine_tallies_apply([(counted, FineState.of(fine))])
+    fine_figures_prepare()
+    logger.info("fine %s: indication %s (user %s)", fine_id, after, user.pk)
+    return fine
+
+
+def fine_indications(fine: Fine) -> list[DriverIndication]:
+    """The indications of `fine`'s driver recorded, latest first."""
+    return list(fine.indications.all())
 
 
 def seen_value(value: date | str | None, basis: str) -> str:
@@ -200,7 +305,7 @@ def _name_of(user: User) -> str:
 
 QUEUE_PAGE: Final = 50
 # "Within" filters: the overdue ones, or those due within these many days (today's included).
-WITHIN_DAYS: Final = (7, 30)
+WITHIN_DAYS: Final = (INDICATE_SOON_DAYS, 30)
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,8 +358,9 @@ def indication_queue_fines(
         fines = fines.filter(driver_id=driver)
     if within == "overdue":
         fines = fines.filter(indication_due__lt=today)
-    elif within.isdigit() and int(within) in WITHIN_DAYS:
-        fines = fines.filter(indication_due__lte=today + timedelta(days=int(within)))
+    elif within.isdigit() and int(within) in WITHIN_DAYS:  # from today, as the dashboard's
+        last = today + timedelta(days=int(within))
+        fines = fines.filter(indication_due__gte=today, indication_due__lte=last)
     return fines.order_by("indication_due", "pk")
 
 

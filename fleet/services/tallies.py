@@ -50,6 +50,7 @@ from fleet.models import (
     Fine,
     FineTally,
     GroupTally,
+    Indication,
     TallyDimension,
     VehicleGroup,
     VehicleGroupPlate,
@@ -68,6 +69,8 @@ FINE_FIELDS: Final = (
     "occurred_at",
     "received_at",
     "link_frame",
+    "indication",
+    "indication_due",
 )
 _CREATE_ATTEMPTS: Final = 3
 # Tallies a rebuild corrects in one transaction.
@@ -85,6 +88,8 @@ class FineState:
     occurred_at: datetime | None
     received_at: datetime
     has_document: bool
+    # The day by which its driver is to be indicated; None when no indication is needed.
+    to_indicate_by: date | None = None
 
     @classmethod
     def of(cls, fine: Fine) -> FineState:
@@ -96,6 +101,7 @@ class FineState:
             occurred_at=fine.occurred_at,
             received_at=fine.received_at,
             has_document=bool(fine.link_frame),
+            to_indicate_by=fine.indication_due if fine.indication == Indication.NEEDED else None,
         )
 
 
@@ -119,6 +125,8 @@ def fine_contributions(state: FineState) -> list[tuple[str, str, int, int]]:
             found.append((TallyDimension.VEHICLE, state.registration, 1, cents))
         if state.driver_id is not None:
             found.append((TallyDimension.DRIVER, driver_key(state.driver_id), 1, cents))
+        if state.to_indicate_by is not None:
+            found.append((TallyDimension.TO_INDICATE, day_key(state.to_indicate_by), 1, cents))
     return [(str(dimension), key, count, amount) for dimension, key, count, amount in found]
 
 
@@ -220,6 +228,13 @@ def fine_tallies_counted(
             TallyDimension.DRIVER,
             untreated.filter(driver_id__isnull=False).values_list("driver_id"),
             driver_key,
+        ),
+        (
+            TallyDimension.TO_INDICATE,
+            untreated.filter(
+                indication=Indication.NEEDED, indication_due__isnull=False
+            ).values_list("indication_due"),
+            day_key,
         ),
     ]
     counted: dict[TallyKey, tuple[int, int]] = {}

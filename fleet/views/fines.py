@@ -8,7 +8,6 @@ from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page
 from django.http import Http404, HttpResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -21,40 +20,23 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import push_url
 
 from fleet import plates
-from fleet.forms import FineDriverForm, FineFilterForm, NotificationFilterForm, SavedFineViewForm
-from fleet.forms_indications import FineDeadlineForm, FineIndicationNeedForm
+from fleet.forms import FineFilterForm, NotificationFilterForm, SavedFineViewForm
 from fleet.models import (
     DeadlineBasis,
     DriverBasis,
-    Fine,
     Indication,
-    IndicationField,
     WebhookRecord,
-)
-from fleet.services.attribution import (
-    FINE_DRIVER_PERMISSION,
-    fine_driver_correct,
-    fine_driver_story,
 )
 from fleet.services.drivers import drivers_find
 from fleet.services.fine_exports import ExportedFine, facts_cells, fine_export
 from fleet.services.fines import (
-    fine_get,
     fine_list_page,
     notification_export,
     notification_get,
     notification_search,
 )
 from fleet.services.indications import (
-    FINE_INDICATION_PERMISSION,
-    ChangedMeanwhile,
-    fine_deadline_type,
-    fine_deadlines,
-    fine_indication_changes,
-    fine_indication_need_set,
-    fine_notifications,
     notification_fine,
-    seen_value,
 )
 from fleet.services.saved_views import (
     saved_fine_view_delete,
@@ -138,159 +120,6 @@ def notification_list(request: AuthenticatedRequest) -> HttpResponse:
     return _render(
         request, "fleet/notifications.html", "fleet:notifications_export", filters, form, page
     )
-
-
-@require_GET
-@login_required
-def fine_detail(request: AuthenticatedRequest, fine_id: int) -> HttpResponse:
-    """One fine: what an alert links to; one outside the user's vehicles is not found."""
-    record = fine_get(scope=scope_of(request.user), fine_id=fine_id)
-    if record is None:
-        raise Http404
-    return _fine_page(request, record)
-
-
-@require_POST
-@login_required
-def fine_driver_set(request: AuthenticatedRequest, fine_id: int) -> HttpResponse:
-    """Who was driving, set by hand (audited): with the permission, on a fine the user
-    sees (else not found, whether or not they may)."""
-    record = _fine_to_change(request, fine_id, FINE_DRIVER_PERMISSION)
-    form = FineDriverForm(request.POST, scope=scope_of(request.user))
-    if not form.is_valid():
-        return _fine_page(request, record, form, status=400)
-    fine_driver_correct(
-        fine_id=record.pk,
-        driver_id=form.cleaned_data["driver_id"],
-        reason=form.cleaned_data["reason"],
-        user=request.user,
-    )
-    messages.success(request, _("Driver set. The change is recorded with your reason."))
-    return redirect(record.get_absolute_url())
-
-
-@require_POST
-@login_required
-def fine_deadline_set(request: AuthenticatedRequest, fine_id: int) -> HttpResponse:
-    """A deadline typed from the paper notice (audited): with the permission, on a fine
-    the user sees (else not found, whether or not they may)."""
-    record = _fine_to_change(request, fine_id, FINE_INDICATION_PERMISSION)
-    form = FineDeadlineForm(request.POST)
-    if not form.is_valid():
-        return _fine_page(request, record, deadline_form=form, status=400)
-    field = form.cleaned_data["field"]
-    try:
-        fine_deadline_type(
-            fine_id=record.pk,
-            field=field,
-            day=form.cleaned_data["day"],
-            seen=form.cleaned_data["seen"],
-            reason=form.cleaned_data["reason"],
-            user=request.user,
-        )
-    except ChangedMeanwhile as changed:
-        return _changed_meanwhile(request, record, changed)
-    saved = {
-        IndicationField.INDICATION_DUE: _("Indication deadline saved, as typed from the notice."),
-        IndicationField.PAYMENT_DUE: _("Payment due date saved, as typed from the notice."),
-    }
-    messages.success(request, saved[field])
-    return redirect(record.get_absolute_url())
-
-
-@require_POST
-@login_required
-def fine_indication_need(request: AuthenticatedRequest, fine_id: int) -> HttpResponse:
-    """Whether the fine needs an indication, set by hand with a reason (audited)."""
-    record = _fine_to_change(request, fine_id, FINE_INDICATION_PERMISSION)
-    form = FineIndicationNeedForm(request.POST)
-    if not form.is_valid():
-        return _fine_page(request, record, need_form=form, status=400)
-    needed = form.cleaned_data["needed"]
-    try:
-        fine_indication_need_set(
-            fine_id=record.pk,
-            needed=needed,
-            seen=form.cleaned_data["seen"],
-            reason=form.cleaned_data["reason"],
-            user=request.user,
-        )
-    except ChangedMeanwhile as changed:
-        return _changed_meanwhile(request, record, changed)
-    if needed:
-        messages.success(request, _("The fine needs its driver indicated again."))
-    else:
-        messages.success(request, _("Marked as needing no indication, with your reason."))
-    return redirect(record.get_absolute_url())
-
-
-def _fine_to_change(request: AuthenticatedRequest, fine_id: int, permission: str) -> Fine:
-    """The fine a change is asked for: not found unless the user sees it (whether or not
-    they may change it), then refused without `permission`."""
-    record = fine_get(scope=scope_of(request.user), fine_id=fine_id)
-    if record is None:
-        raise Http404
-    if not request.user.has_perm(permission):
-        raise PermissionDenied
-    return record
-
-
-def _changed_meanwhile(
-    request: AuthenticatedRequest, record: Fine, changed: ChangedMeanwhile
-) -> HttpResponse:
-    """The page again, with what is now saved: someone changed it since the user's page."""
-    if changed.by:
-        text = _(
-            "%(name)s changed it meanwhile: this is what is saved now. Nothing of yours was saved."
-        )
-        messages.error(request, text % {"name": changed.by})
-    else:
-        messages.error(
-            request,
-            _("It changed meanwhile: this is what is saved now. Nothing of yours was saved."),
-        )
-    fresh = fine_get(scope=scope_of(request.user), fine_id=record.pk) or record
-    return _fine_page(request, fresh, status=409)
-
-
-def _fine_page(
-    request: AuthenticatedRequest,
-    record: Fine,
-    form: FineDriverForm | None = None,
-    *,
-    deadline_form: FineDeadlineForm | None = None,
-    need_form: FineIndicationNeedForm | None = None,
-    status: int = 200,
-) -> HttpResponse:
-    scope = scope_of(request.user)
-    seen = {
-        "indication_due": seen_value(record.indication_due, record.indication_due_basis or ""),
-        "payment_due": seen_value(record.payment_due, record.payment_due_basis or ""),
-        "indication": seen_value(record.indication, record.indication_basis or ""),
-    }
-    may_set_driver = request.user.has_perm(FINE_DRIVER_PERMISSION)
-    context = {
-        "record": record,
-        "driver": fine_driver_story(record),
-        "driver_form": (form or FineDriverForm(scope=scope)) if may_set_driver else None,
-        "deadlines": fine_deadlines(record),
-        "may_indicate": request.user.has_perm(FINE_INDICATION_PERMISSION),
-        "deadline_form": deadline_form,
-        "need_form": need_form,
-        "seen": seen,
-        # Each deadline's form: the field, its label, the value the page shows.
-        "deadline_fields": [
-            (
-                IndicationField.INDICATION_DUE.value,
-                _("Indicate the driver by"),
-                seen["indication_due"],
-            ),
-            (IndicationField.PAYMENT_DUE.value, _("Payment due"), seen["payment_due"]),
-        ],
-        "indication_changes": fine_indication_changes(record),
-        "notifications": fine_notifications(scope=scope, fine=record),
-    }
-    return render(request, "fleet/fine.html", context, status=status)
 
 
 @require_GET

@@ -147,6 +147,7 @@ def manager_pages(manager: Any, emulator: Emulator) -> list[str]:
         f"/crlv/requests/{crlv['requestId']}/",
         "/fines/",
         fine.get_absolute_url(),
+        "/fines/indications/",
         "/notifications/",
         Notification.objects.first().get_absolute_url(),
         f"/fines/?month={fine.occurred_at:%Y-%m}",

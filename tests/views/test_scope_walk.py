@@ -278,6 +278,16 @@ def _paths(side: Side, other: Side) -> dict[str, list[tuple[str, str, dict[str, 
                 {"field": "indication_due", "day": "2099-01-01", "reason": "x"},
             )
         ],
+        "fleet:fine_indicate": [
+            (
+                "404-POST",
+                f"/fines/{other.fine}/indicate",
+                {"driver": str(other.driver), "channel": "post", "on": "2026-01-01"},
+            )
+        ],
+        "fleet:fine_indication_answer": [
+            ("404-POST", f"/fines/{other.fine}/indication-answer", {"accepted": "1"})
+        ],
         "fleet:fine_indication_need": [
             ("404-POST", f"/fines/{other.fine}/indication-need", {"needed": "0", "reason": "x"})
         ],

@@ -39,7 +39,15 @@ from fleet.services.scopes import VehicleScope
 _CHOICES_FIELDSETS: Any = (
     (
         _("Events to alert"),
-        {"fields": ("new_fine", "fine_document", "fine_treated", "new_notification")},
+        {
+            "fields": (
+                "new_fine",
+                "fine_document",
+                "fine_treated",
+                "new_notification",
+                "indication_reminders",
+            )
+        },
     ),
     (_("E-mail alerts"), {"fields": ("delivery", "digest_hour", "time_zone", "language")}),
     (_("Vehicles"), {"fields": ("all_vehicles", "plates")}),

@@ -95,6 +95,9 @@ class AlertChoicesForm(forms.ModelForm[AlertChoices]):
             "fine_document": _("A fine's official document becomes available"),
             "fine_treated": _("A fine is marked treated"),
             "new_notification": _("A new notification arrives"),
+            "indication_reminders": _(
+                "A fine's deadline to indicate its driver is near, or passed with no indication"
+            ),
             "delivery": _("E-mail alerts"),
             "language": _("Language of the e-mails"),
         }

@@ -34,6 +34,8 @@ class AlertEvent(models.TextChoices):
     FINE_DOCUMENT = "fine_document", _("A fine's official document became available")
     FINE_TREATED = "fine_treated", _("A fine was marked treated")
     NEW_NOTIFICATION = "new_notification", _("A new notification")
+    INDICATION_DUE = "indication_due", _("A fine's deadline to indicate its driver is near")
+    INDICATION_MISSED = "indication_missed", _("A fine's deadline to indicate its driver passed")
 
 
 class AlertDelivery(models.TextChoices):
@@ -69,6 +71,8 @@ class AlertChoices(models.Model):
     fine_document = models.BooleanField(_("official documents available"), default=True)
     fine_treated = models.BooleanField(_("fines marked treated"), default=False)
     new_notification = models.BooleanField(_("new notifications"), default=True)
+    # Both indication events: the reminders before the deadline, and the missed one.
+    indication_reminders = models.BooleanField(_("indication deadlines"), default=True)
     delivery = models.CharField(
         _("e-mail delivery"),
         max_length=10,
@@ -99,7 +103,9 @@ class AlertChoices(models.Model):
         abstract = True
 
     def events(self) -> set[AlertEvent]:
-        return {event for event in AlertEvent if getattr(self, event.value)}
+        reminders = {AlertEvent.INDICATION_DUE, AlertEvent.INDICATION_MISSED}
+        chosen = {e for e in AlertEvent if e not in reminders and getattr(self, e.value)}
+        return chosen | (reminders if self.indication_reminders else set())
 
     def registrations(self) -> frozenset[str]:
         """The chosen vehicles as records name them (`WebhookRecord.registration`)."""

@@ -189,6 +189,17 @@ def ports(name: str, *, default: list[int]) -> list[int]:
     return [int(port) for port in given] or default
 
 
+def days_list(name: str, *, default: list[int]) -> list[int]:
+    """Comma-separated whole numbers of days (0 to 366), without repeats, largest first;
+    `default` when unset or empty."""
+    given = comma_list(name)
+    if not all(day.isascii() and day.isdigit() and int(day) <= 366 for day in given):
+        raise ImproperlyConfigured(
+            f"{name} must list whole numbers of days (0 to 366) separated by commas."
+        )
+    return sorted({int(day) for day in given}, reverse=True) or default
+
+
 def api_path(name: str, *, default: str) -> str:
     """A route of the Fleet API of its own (`fleet.api.paths.api_path`); `default` when
     unset or blank."""

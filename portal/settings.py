@@ -186,6 +186,9 @@ ALERTS_SEND_LEASE_SECONDS = env.seconds("ALERTS_SEND_LEASE_SECONDS", default=300
 ALERTS_MAX_ATTEMPTS = env.whole_number("ALERTS_MAX_ATTEMPTS", default=8, minimum=1)
 ALERTS_RETRY_SECONDS = env.seconds("ALERTS_RETRY_SECONDS", default=60.0, minimum=1.0)
 # Days an e-mail's unsubscribe link works (long enough for any mailbox).
+# Days before a fine's deadline to indicate its driver when its reminder is sent (one
+# reminder for each, the nearest first-due only when several fall on one run).
+ALERTS_INDICATION_DAYS = env.days_list("ALERTS_INDICATION_DAYS", default=[7, 2])
 ALERTS_UNSUBSCRIBE_DAYS = env.whole_number("ALERTS_UNSUBSCRIBE_DAYS", default=90, minimum=1)
 # Days without a sign-in after which a person whose access comes from an identity
 # provider gets a last e-mail and no more alerts (until they sign in again).

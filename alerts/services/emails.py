@@ -36,7 +36,7 @@ from django.utils.translation import ngettext
 
 from alerts.models import Alert, AlertEvent
 from fleet.api.values import parse_amount, parse_moment
-from fleet.models import DeadlineBasis, DriverBasis, Indication
+from fleet.models import STILL_TO_INDICATE, DeadlineBasis, DriverBasis, Indication
 from fleet.webhooks.facts import FineFacts
 from portal.lib import formatting
 
@@ -258,8 +258,10 @@ def _item(alert: Alert) -> Item:
         AlertEvent.FINE_DOCUMENT: _("Official document available"),
         AlertEvent.FINE_TREATED: _("Fine treated"),
         AlertEvent.NEW_NOTIFICATION: _("New notification"),
+        AlertEvent.INDICATION_DUE: _("Indicate the driver"),
+        AlertEvent.INDICATION_MISSED: _("Indication deadline missed"),
     }
-    fields: list[tuple[str, str]] = []
+    fields: list[tuple[str, str]] = _reminder_fields(alert.event, data.get("days_left"))
     if data.get("record") == "fine":
         title = data.get("description") or data.get("reference") or data.get("external_id") or ""
         if data.get("reference"):
@@ -296,6 +298,26 @@ def _item(alert: Alert) -> Item:
     )
 
 
+def _reminder_fields(event: str, days_left: Any) -> list[tuple[str, str]]:
+    """What a reminder of an indication deadline says first: the days left, or that it
+    passed and the second fine (NIC, twice this one) is to be expected."""
+    if not isinstance(days_left, int):
+        return []
+    if event == AlertEvent.INDICATION_MISSED:
+        told = _(
+            "The deadline passed with no indication recorded: expect a second fine (NIC) "
+            "of twice this one. If the notice gives a later deadline, type it on the "
+            "fine's page."
+        )
+        return [(_("Deadline"), told)]
+    if event != AlertEvent.INDICATION_DUE:
+        return []
+    if days_left == 0:
+        return [(_("Deadline"), _("today"))]
+    left = ngettext("%(days)d day left", "%(days)d days left", days_left) % {"days": days_left}
+    return [(_("Deadline"), left)]
+
+
 def _infraction_fields(told: Any) -> list[tuple[str, str]]:
     """The infraction's facts `event_data` wrote (`_infraction_told`), those sent only."""
     if not isinstance(told, dict):
@@ -326,7 +348,7 @@ def _indication_fields(told: Any) -> list[tuple[str, str]]:
     fields: list[tuple[str, str]] = []
     if told.get("state") == Indication.NOT_NEEDED:
         fields.append((_("Driver indication"), _("No indication needed")))
-    elif told.get("state") == Indication.NEEDED and (due := _iso_day(told.get("due"))):
+    elif told.get("state") in STILL_TO_INDICATE and (due := _iso_day(told.get("due"))):
         basis = known.get(told.get("due_basis") or "", "")
         fields.append((_("Indicate the driver by"), f"{_day_shown(due)} ({basis})"))
     if due := _iso_day(told.get("payment_due")):

@@ -76,11 +76,20 @@ def alerts_create_for_changes(*, changes: list[RecordChange], **_signal: Any) ->
                 wanted = [AlertEvent.NEW_FINE]
             for event in wanted:
                 data = event_data(event, change.record, driver=drivers.get(change.record.pk))
-                rows += _alerts(user, choices, subscriptions, event, change.record, data, now)
+                rows += alerts_for(user, choices, subscriptions, event, change.record, data, now)
     Alert.objects.bulk_create(rows, ignore_conflicts=True)
     if rows:
         transaction.on_commit(alerts_send_soon)
+    if any(isinstance(change.record, Fine) and change.created for change, _ in events):
+        # Fines arrived: the daily run of their deadlines' reminders is waiting, or now is.
+        transaction.on_commit(_indication_reminders_schedule)
     return len(rows)
+
+
+def _indication_reminders_schedule() -> None:
+    from alerts.services.reminders import indication_reminders_schedule  # it imports this
+
+    indication_reminders_schedule()
 
 
 def alerts_send_soon() -> None:
@@ -170,7 +179,7 @@ def _events_of(change: RecordChange) -> list[AlertEvent]:
     return found
 
 
-def _alerts(
+def alerts_for(
     user: User,
     choices: AlertChoices,
     subscriptions: list[Any],
@@ -178,12 +187,17 @@ def _alerts(
     record: Fine | Notification,
     data: dict[str, Any],
     now: Any,
+    *,
+    key: str = "",
 ) -> list[Alert]:
+    """The rows of one event for one user: one per active webhook subscription, and one
+    e-mail (now, or in their digest) unless they chose none; `key` names the event (its
+    kind and record by default) so that it is written once."""
     is_fine = isinstance(record, Fine)
     common: dict[str, Any] = {
         "user": user,
         "event": event,
-        "event_key": f"{event.value}:{record.pk}",
+        "event_key": key or f"{event.value}:{record.pk}",
         "fine": record if is_fine else None,
         "notification": None if is_fine else record,
         "data": data,

@@ -40,6 +40,7 @@ from django.utils.translation import gettext as _
 from alerts.models import Alert, AlertDelivery, AlertPause, AlertStatus, PauseNotice, PauseReason
 from alerts.services.emails import pause_notice_email
 from alerts.services.preferences import alert_preferences_get
+from alerts.services.reminders import indication_reminders_schedule
 from portal.lib import worker
 
 logger = logging.getLogger(__name__)
@@ -139,6 +140,7 @@ def alerts_resume_on_sign_in(sender: Any, *, user: User, **kwargs: Any) -> None:
     """`portal.lib.identity.access_granted` receiver; it also makes sure the daily run waits."""
     alerts_resume(user=user, by=_in_portal_language(lambda: _("signed in")))
     transaction.on_commit(alert_inactivity_schedule)
+    transaction.on_commit(indication_reminders_schedule)
 
 
 # --- Inactivity ----------------------------------------------------------------------------

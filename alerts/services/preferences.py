@@ -26,6 +26,7 @@ CHOICE_FIELDS = (
     "fine_document",
     "fine_treated",
     "new_notification",
+    "indication_reminders",
     "delivery",
     "digest_hour",
     "time_zone",

@@ -58,6 +58,7 @@ from alerts.services.emails import absolute_url, alert_email
 from alerts.services.pauses import alerts_paused
 from alerts.services.preferences import alert_preferences_get
 from alerts.signing import signed_headers
+from fleet.models import STILL_TO_INDICATE
 from fleet.services.scopes import VehicleScope, scope_of
 from portal.lib import metrics, worker
 from portal.lib.encryption import UndecryptableSecret
@@ -77,7 +78,10 @@ WEBHOOK_TYPES: Final = {
     AlertEvent.FINE_DOCUMENT: "fine.document_available",
     AlertEvent.FINE_TREATED: "fine.treated",
     AlertEvent.NEW_NOTIFICATION: "notification.created",
+    AlertEvent.INDICATION_DUE: "fine.indication_due",
+    AlertEvent.INDICATION_MISSED: "fine.indication_missed",
 }
+NO_LONGER_TO_INDICATE: Final = "the fine's driver was indicated (or needs no indication) meanwhile"
 
 _unconfigured = Throttle()
 
@@ -159,8 +163,10 @@ def _in_scope(claimed: list[Alert], scopes: dict[int, VehicleScope]) -> list[Ale
     """The claimed alerts (one user's) whose record is still in the user's scope; the
     others are cancelled. A whole-fleet user's are all kept, their records unread.
 
-    An inactive user's are kept: the channel cancels them, saying so.
+    An inactive user's are kept: the channel cancels them, saying so. A reminder of a
+    deadline whose fine is no longer to indicate is cancelled too.
     """
+    claimed = _reminders_still_due(claimed)
     if not claimed or not claimed[0].user.is_active:
         return claimed
     user = claimed[0].user
@@ -177,6 +183,24 @@ def _in_scope(claimed: list[Alert], scopes: dict[int, VehicleScope]) -> list[Ale
         held = {alert.pk for alert in kept}
         mark_cancelled([alert for alert in claimed if alert.pk not in held], reason=OUT_OF_SCOPE)
     return kept
+
+
+def _reminders_still_due(claimed: list[Alert]) -> list[Alert]:
+    """The claimed alerts but the reminders of a deadline whose fine's driver was indicated
+    (or that needs none) since the reminder was written: those are cancelled."""
+    reminders = [alert.pk for alert in claimed if alert.event == AlertEvent.INDICATION_DUE]
+    if not reminders:
+        return claimed
+    done = set(
+        Alert.objects.filter(pk__in=reminders)
+        .exclude(fine__indication__in=STILL_TO_INDICATE)
+        .values_list("pk", flat=True)
+    )
+    if done:
+        mark_cancelled(
+            [alert for alert in claimed if alert.pk in done], reason=NO_LONGER_TO_INDICATE
+        )
+    return [alert for alert in claimed if alert.pk not in done]
 
 
 def _registrations(alerts: list[Alert]) -> dict[int, str]:

@@ -42,6 +42,7 @@ from fleet.models.groups import (
     VehicleGroupPlate,
 )
 from fleet.models.indications import (
+    STILL_TO_INDICATE,
     DeadlineBasis,
     DriverIndication,
     FineIndicationChange,
@@ -70,6 +71,7 @@ from fleet.models.webhooks import (
 __all__ = [
     "BODY_PURGED_STATUSES",
     "REPLAYABLE_STATUSES",
+    "STILL_TO_INDICATE",
     "WHOLE_FLEET_PERMISSION",
     "AccessKeyMint",
     "CnhItemStatus",

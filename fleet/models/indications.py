@@ -32,7 +32,16 @@ class Indication(models.TextChoices):
     NOT_NEEDED = "not_needed", _("no indication needed")
     INDICATED = "indicated", _("indicated, awaiting the authority")
     ACCEPTED = "accepted", _("indication accepted")
-    # A refused indication puts the fine back to NEEDED, its record kept (`DriverIndication`).
+    # Its deadline passed with no indication (the worker's daily run, by the clock): the
+    # NIC, twice the fine, is to be expected. It may still be indicated (late), or its
+    # deadline typed from the notice when the estimate was early (back to NEEDED).
+    MISSED = "missed", _("deadline missed: expect the NIC")
+    # A refused indication puts the fine back to NEEDED (MISSED when its deadline has
+    # passed), its record kept (`DriverIndication`).
+
+
+# The states of a fine whose driver is still to be indicated: the queue's, the tallies'.
+STILL_TO_INDICATE = (Indication.NEEDED, Indication.MISSED)
 
 
 class NeedBasis(models.TextChoices):

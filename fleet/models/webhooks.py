@@ -396,8 +396,8 @@ class Fine(WebhookRecord):
             # The fines still to indicate, by deadline (the queue, its pages and figures).
             models.Index(
                 fields=["indication_due", "id"],
-                condition=models.Q(indication="needed", treated=False),
-                name="fleet_fine_to_indicate",
+                condition=models.Q(indication__in=["needed", "missed"], treated=False),
+                name="fleet_fine_still_to_indicate",
             ),
         ]
 

@@ -51,6 +51,7 @@ from fleet.models import (
 )
 from fleet.services.drivers import driver_names, driver_names_version
 from fleet.services.figures import (
+    NIC_MULTIPLIER,
     DriverFigure,
     FinedVehicle,
     FineFigures,
@@ -78,8 +79,6 @@ MONTHS: Final = 12
 RECENT_DAYS: Final = 7
 # "To indicate within 7 days": the fines whose deadline is today or in the next 7 days.
 INDICATE_SOON_DAYS: Final = 7
-# The NIC (CTB art. 257 §8) of a fine whose driver is not indicated: twice the fine.
-NIC_MULTIPLIER: Final = 2
 _CACHE_SECONDS: Final = 300
 _CACHE_FORMAT: Final = 4
 _READ_ATTEMPTS: Final = 3

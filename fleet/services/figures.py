@@ -70,6 +70,10 @@ class Chart:
     bars: list[Bar]
 
 
+# The NIC (CTB art. 257 §8) of a fine whose driver is not indicated: twice the fine.
+NIC_MULTIPLIER: Final = 2
+
+
 @dataclass(frozen=True, slots=True)
 class FineFigures:
     untreated: Total
@@ -94,6 +98,11 @@ class FineFigures:
     to_indicate_overdue: Total = Total(0, _ZERO)
     to_indicate_soon: Total = Total(0, _ZERO)
     at_risk: Total = Total(0, _ZERO)
+
+    @property
+    def nic_expected(self) -> Decimal:
+        """The NICs to expect of the fines past their deadline (missed): twice each."""
+        return self.to_indicate_overdue.amount * NIC_MULTIPLIER
 
     @property
     def months_total(self) -> Total:

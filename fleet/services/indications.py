@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from fleet import plates
 from fleet.models import (
+    STILL_TO_INDICATE,
     DeadlineBasis,
     DriverIndication,
     Fine,
@@ -39,8 +40,9 @@ from fleet.models import (
     NeedBasis,
     Notification,
 )
-from fleet.services.dashboard import INDICATE_SOON_DAYS, NIC_MULTIPLIER, fine_figures_prepare
+from fleet.services.dashboard import INDICATE_SOON_DAYS, fine_figures_prepare
 from fleet.services.drivers import driver_names, fines_named
+from fleet.services.figures import NIC_MULTIPLIER
 from fleet.services.paging import EXPORT_CHUNK, streamed
 from fleet.services.scopes import VehicleScope, scope_narrowed
 from fleet.services.tallies import FineState, fine_tallies_apply
@@ -78,7 +80,12 @@ class Deadlines:
 
     @property
     def to_indicate(self) -> bool:
-        return self.indication == Indication.NEEDED
+        """Whether its driver is still to be indicated: in time, or late (missed)."""
+        return self.indication in STILL_TO_INDICATE
+
+    @property
+    def missed(self) -> bool:
+        return self.indication == Indication.MISSED
 
     @property
     def overdue(self) -> bool:
@@ -93,7 +100,7 @@ def fine_deadlines(fine: Fine, *, today: date | None = None) -> Deadlines:
     """`fine`'s deadlines as its page, the list and the exports tell them."""
     today = today or timezone.localdate()
     days_left = None
-    if fine.indication == Indication.NEEDED and fine.indication_due is not None:
+    if fine.indication in STILL_TO_INDICATE and fine.indication_due is not None:
         days_left = (fine.indication_due - today).days
     return Deadlines(
         indication=fine.indication,
@@ -105,8 +112,15 @@ def fine_deadlines(fine: Fine, *, today: date | None = None) -> Deadlines:
         notice=notice_says(fine.payload).notice,
         days_left=days_left,
         estimate_days=indication_days(),
-        nic=nic_amount(fine.amount) if fine.indication == Indication.NEEDED else None,
+        nic=nic_amount(fine.amount) if fine.indication in STILL_TO_INDICATE else None,
     )
+
+
+def still_to_indicate(due: date | None, *, today: date | None = None) -> Indication:
+    """The state of a fine still to indicate by `due`, by the clock: missed once the day
+    has passed (the worker's daily run says so of those it finds, `indications_mark_missed`)."""
+    today = today or timezone.localdate()
+    return Indication.MISSED if due is not None and due < today else Indication.NEEDED
 
 
 def nic_amount(amount: Decimal | None) -> Decimal | None:
@@ -147,7 +161,12 @@ def fine_deadline_type(
         )
         setattr(fine, field.value, day)
         setattr(fine, basis_field, DeadlineBasis.TYPED)
-        fine.save(update_fields=[field.value, basis_field])
+        changed = [field.value, basis_field]
+        if field == IndicationField.INDICATION_DUE and fine.indication in STILL_TO_INDICATE:
+            # A later deadline from the notice reopens a missed fine; a past one misses it.
+            fine.indication = still_to_indicate(day)
+            changed.append("indication")
+        fine.save(update_fields=changed)
         fine_tallies_apply([(counted, FineState.of(fine))])
     fine_figures_prepare()
     logger.info("fine %s: %s typed (user %s)", fine_id, field.value, user.pk)
@@ -159,11 +178,11 @@ def fine_indication_need_set(
 ) -> Fine:
     """Mark `fine_id` as needing an indication or not, as `user` decided for `reason`;
     `seen` is the state the user's page showed, else `ChangedMeanwhile`."""
-    after = Indication.NEEDED if needed else Indication.NOT_NEEDED
     with transaction.atomic():
         fine = Fine.objects.select_for_update().get(pk=fine_id)
+        after = still_to_indicate(fine.indication_due) if needed else Indication.NOT_NEEDED
         counted = FineState.of(fine)
-        decided = fine.indication in (Indication.NEEDED, Indication.NOT_NEEDED)
+        decided = fine.indication in (*STILL_TO_INDICATE, Indication.NOT_NEEDED)
         if seen_value(fine.indication, fine.indication_basis or "") != seen or not decided:
             basis = fine.indication_basis or ""
             raise ChangedMeanwhile(_last_by(fine, IndicationField.INDICATION, basis))
@@ -204,7 +223,7 @@ def fine_indicate(
         fine = Fine.objects.select_for_update().get(pk=fine_id)
         counted = FineState.of(fine)
         basis = fine.indication_basis or ""
-        if seen_value(fine.indication, basis) != seen or fine.indication != Indication.NEEDED:
+        if seen_value(fine.indication, basis) != seen or fine.indication not in STILL_TO_INDICATE:
             raise ChangedMeanwhile(_last_by(fine, IndicationField.INDICATION, "typed"))
         indication = DriverIndication.objects.create(
             fine=fine,
@@ -253,7 +272,7 @@ def fine_indication_answer(
             indication.outcome_by = _name_of(user)
             indication.outcome_at = timezone.now()
             indication.save(update_fields=["outcome", "outcome_reason", "outcome_by", "outcome_at"])
-        after = Indication.ACCEPTED if accepted else Indication.NEEDED
+        after = Indication.ACCEPTED if accepted else still_to_indicate(fine.indication_due)
         FineIndicationChange.objects.create(
             fine=fine,
             user=user,
@@ -349,7 +368,7 @@ def indication_queue_fines(
     days (`within` "7", "30")."""
     today = today or timezone.localdate()
     fines = Fine.objects.filter(
-        indication=Indication.NEEDED, treated=False, indication_due__isnull=False
+        indication__in=STILL_TO_INDICATE, treated=False, indication_due__isnull=False
     )
     fines = scope_narrowed(scope, group).records(fines)
     if plate:
@@ -438,7 +457,7 @@ def notification_fine(*, scope: VehicleScope, notification: Notification) -> Not
         scope.records(
             Fine.objects.filter(
                 registration=notification.registration,
-                indication=Indication.NEEDED,
+                indication__in=STILL_TO_INDICATE,
                 treated=False,
                 indication_due__isnull=False,
             )

@@ -47,10 +47,10 @@ from django.db.models.functions import Substr
 from django.utils import timezone
 
 from fleet.models import (
+    STILL_TO_INDICATE,
     Fine,
     FineTally,
     GroupTally,
-    Indication,
     TallyDimension,
     VehicleGroup,
     VehicleGroupPlate,
@@ -88,7 +88,8 @@ class FineState:
     occurred_at: datetime | None
     received_at: datetime
     has_document: bool
-    # The day by which its driver is to be indicated; None when no indication is needed.
+    # The day by which its driver is (or was: missed) to be indicated; None when no
+    # indication is needed or one was made.
     to_indicate_by: date | None = None
 
     @classmethod
@@ -101,7 +102,7 @@ class FineState:
             occurred_at=fine.occurred_at,
             received_at=fine.received_at,
             has_document=bool(fine.link_frame),
-            to_indicate_by=fine.indication_due if fine.indication == Indication.NEEDED else None,
+            to_indicate_by=(fine.indication_due if fine.indication in STILL_TO_INDICATE else None),
         )
 
 
@@ -232,7 +233,7 @@ def fine_tallies_counted(
         (
             TallyDimension.TO_INDICATE,
             untreated.filter(
-                indication=Indication.NEEDED, indication_due__isnull=False
+                indication__in=STILL_TO_INDICATE, indication_due__isnull=False
             ).values_list("indication_due"),
             day_key,
         ),

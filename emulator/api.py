@@ -15,10 +15,11 @@ import traceback
 import uuid
 from typing import TYPE_CHECKING
 
-from emulator import auth, cnh, minimal
+from emulator import auth, cnh, indications, minimal
 from emulator.errors import (
     BAD_REQUEST,
     GATEWAY_TIMEOUT,
+    INDICATION_REFUSED,
     INTERNAL_ERROR,
     METHOD_NOT_ALLOWED,
     NOT_FOUND,
@@ -166,6 +167,27 @@ def cnh_lookup_batch(emulator: Emulator, call: Call) -> Response:
     return _v2_success(call, {"items": items})
 
 
+def driver_indication(emulator: Emulator, call: Call) -> Response:
+    """POST /v2/driver-indications (4.6 names it only: shapes assumed, indications.py).
+
+    Minimal mode answers 404 `not-found`, as for any path the spec shows no shape of.
+    """
+    if call.minimal is not None:
+        raise ApiError(NOT_FOUND)
+    body = _json_body(call)
+    try:
+        answer = indications.received(
+            body,
+            plate_known=lambda plate: emulator.fleet.find(plate) is not None,
+            today=emulator.clock.now().date(),
+        )
+    except indications.Invalid as error:
+        raise ApiError(BAD_REQUEST, str(error)) from None
+    except indications.Refused as error:
+        raise ApiError(INDICATION_REFUSED, str(error)) from None
+    return json_response(201, {**answer, "traceId": call.trace_id})
+
+
 def _item_error(cpf: str, code: str, message: str) -> dict[str, object]:
     return {"cpf": cpf, "status": "error", "error": {"code": code, "message": message}}
 
@@ -178,6 +200,7 @@ ROUTES = Router(
         Route("GET", "/v2/crlv/vehicles/{carPlate}", crlv_vehicle_view),
         Route("POST", "/v2/cnh/lookup", cnh_lookup),
         Route("POST", "/v2/cnh/lookup/batch", cnh_lookup_batch),
+        Route("POST", "/v2/driver-indications", driver_indication),
     ]
 )
 

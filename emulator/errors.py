@@ -115,6 +115,16 @@ GATEWAY_TIMEOUT = Failure(
     "O serviço consultado não respondeu a tempo; tente novamente.",
 )
 
+# Assumed (the spec shows no shape for POST /v2/driver-indications): a refusal.
+INDICATION_REFUSED = Failure(
+    422,
+    "fbk_422",
+    "Indicação recusada",
+    "indication-refused",
+    "Indicação de condutor recusada",
+    "A indicação do condutor foi recusada.",
+)
+
 _BY_STATUS = {
     failure.status: failure
     for failure in (

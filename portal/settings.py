@@ -116,6 +116,10 @@ FLEET_VEHICLES_FAILURE_BACKOFF = env.seconds("FLEET_VEHICLES_FAILURE_BACKOFF", d
 # Days from a fine's notice (else its receipt) to the estimated deadline to indicate its
 # driver, where the platform sends none (fleet/webhooks/deadlines.py; CTB art. 257 §7).
 FLEET_INDICATION_DAYS = env.whole_number("FLEET_INDICATION_DAYS", default=30, minimum=1)
+# Whether indications can go through the platform's POST /v2/driver-indications
+# (fleet/services/platform_indications.py). Off by default: the spec shows no shape of
+# that route, so the portal's are assumed (fleet/api/indications.py).
+FLEET_DRIVER_INDICATIONS_API = env.flag("FLEET_DRIVER_INDICATIONS_API", default=False)
 
 # Driver licence (CNH) lookups (fleet/services/cnh.py). The spec does not show
 # their paths: the defaults are the emulator's; a deployment must set the

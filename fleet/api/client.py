@@ -4,6 +4,8 @@ It knows the API contract and HTTP only: the three headers and the signature
 (spec 5), timeouts, the retry policy (`retries`), path-segment encoding (`paths`),
 parsing answers into `resources` records and failures into `errors`. It
 imports nothing from Django; it is configured by its constructor.
+It stays one module: each route is a short method over the one way out
+(`_call`), which a reader follows in one file.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Self
 
 import orjson
@@ -21,6 +23,14 @@ import requests
 from fleet.api.cooldown import Cooldown, LocalCooldown
 from fleet.api.credentials import credential_problems
 from fleet.api.errors import FleetError, InvalidResponse, RateLimited, error_for_response
+from fleet.api.indications import (
+    DRIVER_INDICATIONS,
+    INDICATION_ANSWER_MAX_BYTES,
+    IndicationRequest,
+    IndicationSent,
+    indication_error,
+    indication_sent_from_json,
+)
 from fleet.api.licences import (
     CnhBatchResult,
     CnhLookupResult,
@@ -74,6 +84,7 @@ class _Request:
     data: bytes | None
     read_timeout: float
     login: bool
+    max_bytes: int | None = None  # below the client's `answer_max_bytes`, for this call
 
 
 def _refuse_unusable(access_token: str, secret_key: str, max_attempts: int) -> None:
@@ -265,6 +276,33 @@ class FleetClient:
             timeout_pauses_route=False,
         )
 
+    def send_driver_indication(
+        self, indication: IndicationRequest, *, retry_budget: float | None = None
+    ) -> IndicationSent:
+        """Indicate a fine's driver through the platform (spec 4.6 names the route only:
+        its shapes are assumed, `fleet.api.indications`).
+
+        `IndicationRefused` carries the platform's reason; `IndicationRouteMissing` says
+        the platform has no such route; 429 and 504 are retried within the budget, then
+        raised with their `retry_after`. A POST sent that got no answer is never sent
+        again: it may have been received.
+        """
+        indication.check()
+        try:
+            return self._call(
+                "POST",
+                DRIVER_INDICATIONS,
+                indication_sent_from_json,
+                body=indication.as_json(),
+                retry_budget=retry_budget,
+                answer_max_bytes=INDICATION_ANSWER_MAX_BYTES,
+            )
+        except FleetError as error:
+            refined = indication_error(error)
+            if refined is error:
+                raise
+            raise refined from None
+
     # --- The one way out ----------------------------------------------------
 
     def _call[T](
@@ -280,6 +318,7 @@ class FleetClient:
         timeout: float | None = None,
         login: bool = False,
         timeout_pauses_route: bool = True,
+        answer_max_bytes: int | None = None,
     ) -> T:
         """Call `route` and return `read(json)`, retrying as the policy allows.
 
@@ -287,10 +326,13 @@ class FleetClient:
         when it returns None, the answer is parsed and `read` as usual. `timeout`
         overrides the read timeout for this call only (the CNH lookup needs 70 s
         where everything else needs 10). `timeout_pauses_route=False` keeps a
-        504 from pausing the route for every caller.
+        504 from pausing the route for every caller. `answer_max_bytes` reads less of
+        this call's answer than the client's bound.
         """
         # Encode first: a bad parameter must not cost a request.
         request = self._request(route, params, body, timeout=timeout, login=login)
+        if answer_max_bytes is not None:
+            request = replace(request, max_bytes=answer_max_bytes)
         call = self._budget(method, route, retry_budget, timeout_pauses_route=timeout_pauses_route)
         with spending(call):
             return self._until_done(call, lambda: self._attempt(call, request, read, read_bytes))
@@ -428,7 +470,7 @@ class FleetClient:
             )
             body = read_body(
                 response,
-                max_bytes=self.answer_max_bytes,
+                max_bytes=min(self.answer_max_bytes, request.max_bytes or self.answer_max_bytes),
                 seconds=self.answer_seconds,
                 clock=self._clock,
             )

@@ -10,6 +10,8 @@ FleetError
 │   ├── PermissionDenied            v1 fbk_002, v2 …:error:forbidden
 │   ├── LoginRejected               POST /key/generator refused the user (a known code)
 │   ├── NotFound                    404
+│   │   └── IndicationRouteMissing  404 on POST /v2/driver-indications (fleet.api.indications)
+│   ├── IndicationRefused           422 …:error:indication-refused (fleet.api.indications)
 │   └── RetryLater                  the server asked to come back later
 │       ├── RateLimited             429
 │       └── GatewayTimeout          504

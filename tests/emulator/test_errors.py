@@ -87,11 +87,11 @@ def test_unknown_v1_route_is_fbk_404(api: Api) -> None:
 
 
 def test_unknown_v2_route_is_not_found_problem(api: Api) -> None:
-    response = api.get("/v2/driver-indications")
+    response = api.get("/v2/trips")
 
     assert response.status_code == 404
     assert response.json()["type"] == V2_ERROR + "not-found"
-    assert response.json()["instance"] == "/v2/driver-indications"
+    assert response.json()["instance"] == "/v2/trips"
 
 
 def test_wrong_method_is_405_with_allow(api: Api) -> None:

@@ -1,15 +1,18 @@
-"""On a phone's screen the pages fit its width: a list's rows are cards, its filters fold
-behind one control, a wide table scrolls inside its own box, and nothing makes the whole
-page scroll sideways; on a laptop the lists' filters are open and their rows fit."""
+"""On a phone's screen the pages fit its width: a list's rows are cards, each label beside
+its value, its filters fold behind one control, a wide table scrolls inside its own box, and
+nothing makes the whole page scroll sideways; on a laptop the lists' filters are open and
+their rows fit, and so do the vehicle page's fines with every fact a fine carries."""
 
 from __future__ import annotations
 
 import re
 import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
 import requests
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from fleet.models import (
@@ -290,3 +293,149 @@ def test_an_opened_handling_history_fits_its_column_and_on_a_laptop_the_filters_
             box = page.get_by_test_id(table).locator("xpath=..")
             assert box.evaluate("b => b.scrollWidth - b.clientWidth") == 0
     context.close()
+
+
+def _fines_with_every_fact(live_server: Any, plate: str) -> None:
+    """Fines of `plate` as the platform's full mode sends them (code, tier, points, place,
+    authority, deadlines sent or left to estimate), one of them treated and untreated
+    again several times, and notifications of the same vehicle."""
+    webhook = f"{live_server.url}/webhooks/fleet/dev-webhook-token/"
+    notice = timezone.localdate() - timedelta(days=3)
+    events: list[dict[str, Any]] = []
+    for number in range(6):
+        frame: dict[str, Any] = {
+            "id": 900 + number,
+            "treated": False,
+            "description": "Transitar em velocidade superior à máxima permitida em mais de 50%",
+            "autoInfracao": f"E0100{number:05d}",
+            "infractionCode": "745-50",
+            "severity": "gravíssima",
+            "points": 7,
+            "city": "São José dos Campos",
+            "state": "SP",
+            "authority": "Prefeitura de São José dos Campos",
+            "indicationRequired": True,
+            "noticeDate": notice.isoformat(),
+            "carPlate": plate,
+            "amount": "880.41",
+            "occurredAt": "2026-06-08T12:49:00-03:00",
+        }
+        if number % 2:  # the others' deadlines are estimated: a badge says so
+            frame["indicationDeadline"] = (notice + timedelta(days=30)).isoformat()
+            frame["paymentDueDate"] = (notice + timedelta(days=40)).isoformat()
+        events.append(
+            {
+                "frame": frame,
+                "linkFrame": f"https://autoridade.example/{number}.pdf",
+                "link": f"https://boletos.example/{number}",
+            }
+        )
+    # The first fine's handling history: treated, untreated again, treated.
+    for hour, treated in enumerate((True, False, True)):
+        changed = {"treated": treated, "updatedAt": f"2026-06-1{hour}T09:30:00-03:00"}
+        events.append({**events[0], "frame": events[0]["frame"] | changed})
+    events += [
+        {
+            "notification": {
+                "id": 950 + n,
+                "title": "Recall do airbag",
+                "message": f"O veículo {plate} deve ir à concessionária.",
+                "carPlate": plate,
+                "treated": False,
+            }
+        }
+        for n in range(3)
+    ]
+    for event in events:
+        assert requests.post(webhook, json=event, timeout=10).status_code == 202
+    deliveries_process_received()
+
+
+# Each card's cells whose value reaches under their label (`data-label`, shown by the
+# cell's ::before, absolutely placed at the cell's left): the label's right edge from its
+# computed left and width, the value's left edge from the rectangles of the cell's content
+# (what is one pixel or less is hidden for screen readers only).
+_LABELS_OVER_VALUES = """table => [...table.querySelectorAll("tbody tr")].flatMap((row, index) =>
+  [...row.querySelectorAll("td[data-label]")].flatMap(cell => {
+    const label = getComputedStyle(cell, "::before");
+    if (label.content === "none" || label.display === "none") return [];
+    const left = cell.getBoundingClientRect().left + cell.clientLeft;
+    const labelRight = left + parseFloat(label.left) + parseFloat(label.width);
+    const range = document.createRange();
+    range.selectNodeContents(cell);
+    const lefts = [...range.getClientRects()]
+      .filter(rect => rect.width > 1 && rect.height > 1)
+      .map(rect => rect.left);
+    if (lefts.length === 0) return [];
+    const under = labelRight - Math.min(...lefts);
+    const where = `row ${index + 1} of ${table.tBodies[0].rows.length}, ${cell.dataset.label}`;
+    return under > 0.5 ? [`${where}: ${under.toFixed(0)} px`] : [];
+  }))"""
+
+
+@pytest.mark.parametrize("locale", ["pt-BR", "en-GB"])
+def test_the_vehicle_pages_fines_fit_a_laptop_without_scrolling_sideways(
+    browser, live_server, manager, emulator, fleet_settings, locale
+):
+    plate = emulator.vehicles()[0]["car_plate"]
+    _fines_with_every_fact(live_server, plate)
+    context = browser.new_context(base_url=live_server.url, locale=locale, viewport=LAPTOP)
+    page = _signed_in(context)
+    page.goto(f"/vehicles/{plate}/")
+    table = page.get_by_test_id("vehicle-fine-list").get_by_test_id("fine-table")
+    expect(table.get_by_test_id("fine")).to_have_count(6)
+    expect(table.get_by_test_id("fine-facts").first).to_be_visible()
+    over = table.evaluate("t => t.parentElement.scrollWidth - t.parentElement.clientWidth")
+    outside = table.evaluate(_OUTSIDE)
+    context.close()
+    assert over <= 0, f"the vehicle page's fines scroll sideways by {over} px"
+    assert outside == []
+
+
+@pytest.mark.parametrize("locale", ["pt-BR", "en-GB"])
+def test_on_a_phone_every_cards_labels_stand_beside_their_values(
+    browser, live_server, manager, emulator, fleet_settings, locale
+):
+    plate = emulator.vehicles()[0]["car_plate"]
+    _fines_with_every_fact(live_server, plate)
+    context = browser.new_context(base_url=live_server.url, locale=locale, viewport=PHONE)
+    page = _signed_in(context)
+    over: dict[str, list[str]] = {}
+    for path, tables in [
+        (f"/vehicles/{plate}/", ("fine-table", "notification-table")),
+        ("/vehicles/", ("vehicle-table",)),
+        ("/fines/", ("fine-table",)),
+        ("/notifications/", ("notification-table",)),
+        ("/fines/indications/", ("queue-table",)),
+    ]:
+        page.goto(path)
+        for table in tables:
+            shown = page.get_by_test_id(table)
+            expect(shown.locator("tbody tr").first).to_be_visible()
+            over[f"{path} {table}"] = shown.evaluate(_LABELS_OVER_VALUES)
+    context.close()
+    assert {table: cells for table, cells in over.items() if cells} == {}
+
+
+@pytest.mark.parametrize("width", [1024, LAPTOP["width"]])
+def test_a_long_handling_history_stays_in_its_column_in_english(
+    browser, live_server, manager, emulator, fleet_settings, width
+):
+    plate = emulator.vehicles()[0]["car_plate"]
+    _fines_with_every_fact(live_server, plate)
+    context = browser.new_context(
+        base_url=live_server.url, locale="en-GB", viewport={"width": width, "height": 800}
+    )
+    page = _signed_in(context)
+    page.goto("/fines/")
+    history = page.get_by_test_id("treated-history")
+    expect(history).to_have_count(1)
+    history.locator("summary").click()
+    expect(history.locator("ol li")).to_have_count(4)
+    past = history.evaluate(
+        "h => { const cell = h.closest('td').getBoundingClientRect();"
+        " return [...h.querySelectorAll('*')]"
+        ".map(e => e.getBoundingClientRect().right - cell.right).filter(over => over > 0.5); }"
+    )
+    context.close()
+    assert past == [], f"the history reaches {max(past):.0f} px past its column"

@@ -212,12 +212,14 @@ def fine_indicate(
     on: date,
     seen: str,
     user: User,
+    answer: str = "",
 ) -> DriverIndication:
     """Record that `user` indicated `driver_id` as `fine_id`'s driver, `on` that day,
     `channel`: the fine is indicated (out of the queue, its NIC no longer at risk),
     audited. `seen`: the indication state the user's page showed, else `ChangedMeanwhile`
-    (two people indicating at once: one wins). The caller has checked that the user
-    sees both the fine and the driver."""
+    (two people indicating at once: one wins). `answer`: the platform's, when it was
+    sent through it (its id and status), kept in the audit. The caller has checked that
+    the user sees both the fine and the driver."""
     names = driver_names([driver_id])
     with transaction.atomic():
         fine = Fine.objects.select_for_update().get(pk=fine_id)
@@ -242,7 +244,8 @@ def fine_indicate(
             before=fine.indication or "",
             before_basis=basis,
             after=Indication.INDICATED,
-            reason=f"{IndicationChannel(channel).label}, {on.isoformat()}",
+            reason=f"{IndicationChannel(channel).label}, {on.isoformat()}"
+            + (f"; {answer}" if answer else ""),
         )
         fine.indication, fine.indication_basis = Indication.INDICATED, NeedBasis.TYPED
         fine.save(update_fields=["indication", "indication_basis"])

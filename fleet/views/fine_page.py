@@ -50,6 +50,7 @@ from fleet.services.indications import (
 from fleet.services.indications import (
     fine_indicate as fine_indicate_record,
 )
+from fleet.services.platform_indications import IndicationNotSent, indication_send
 from fleet.services.scopes import VehicleScope, scope_of
 from fleet.views import AuthenticatedRequest
 
@@ -146,14 +147,28 @@ def fine_indicate(request: AuthenticatedRequest, fine_id: int) -> HttpResponse:
     form = FineIndicateForm(request.POST, scope=scope_of(request.user))
     if not form.is_valid():
         return _fine_page(request, record, indicate_form=form, status=400)
+    channel = IndicationChannel(form.cleaned_data["channel"])
+    answer = ""
+    if channel == IndicationChannel.PLATFORM:
+        # Sent first: a failure leaves the fine to indicate, the platform's reason shown.
+        try:
+            sent = indication_send(
+                fine=record, driver_id=form.cleaned_data["driver"], on=form.cleaned_data["on"]
+            )
+        except IndicationNotSent as error:
+            form.add_error(None, error.message)
+            status = 400 if error.kind in ("off", "incomplete", "refused") else 502
+            return _fine_page(request, record, indicate_form=form, status=status)
+        answer = f"{sent.indication_id} ({sent.status})"
     try:
         fine_indicate_record(
             fine_id=record.pk,
             driver_id=form.cleaned_data["driver"],
-            channel=IndicationChannel(form.cleaned_data["channel"]),
+            channel=channel,
             on=form.cleaned_data["on"],
             seen=form.cleaned_data["seen"],
             user=request.user,
+            answer=answer,
         )
     except ChangedMeanwhile as changed:
         return _changed_meanwhile(request, record, changed)

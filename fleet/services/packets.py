@@ -358,7 +358,7 @@ def _day(value: date | None) -> str:
 
 
 def _signatures(style: dict[str, ParagraphStyle]) -> list[Flowable]:
-    line = "_" * 45
+    line = "_" * 38
     rows: list[list[Any]] = [
         [Paragraph(line, style["body"]), Paragraph(line, style["body"])],
         [

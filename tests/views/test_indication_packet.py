@@ -21,6 +21,7 @@ from fleet.models import (
     CnhLookupItem,
     CpfDisclosure,
     Driver,
+    DriverIndication,
     Fine,
     VehicleGroup,
     VehicleGroupMember,
@@ -241,3 +242,31 @@ def test_the_fine_page_links_to_its_packet_while_it_needs_an_indication(client, 
 
     assert f'href="/fines/{fine.pk}/packet.pdf"' in page
     assert "packet.pdf" not in other
+
+
+def test_the_driver_is_the_one_indicated_unless_the_authority_refused_it(client, manager_client):
+    Driver.objects.create(driver_id=7001, name="Ana Souza")
+    Driver.objects.create(driver_id=7002, name="Bruno Lima")
+    fine = send(client, 1)
+    DriverIndication.objects.create(
+        fine=fine, driver_id=7002, channel="post", indicated_on=NOW.date(), user_name="marcos"
+    )
+
+    [indicated] = pages(manager_client.get(f"/fines/{fine.pk}/packet.pdf"))
+    DriverIndication.objects.update(outcome="refused", outcome_reason="assinatura")
+    [refused] = pages(manager_client.get(f"/fines/{fine.pk}/packet.pdf"))
+
+    assert "Bruno Lima" in indicated
+    assert "indicado em 01/12/2026" in indicated
+    assert "Ana Souza" not in indicated
+    assert "Ana Souza" in refused
+    assert "Bruno Lima" not in refused
+
+
+def test_a_fine_without_a_driver_leaves_the_driver_to_fill_in(client, manager_client):
+    fine = send(client, 1)
+    Fine.objects.filter(pk=fine.pk).update(driver_id=None, driver_basis="uncertain")
+
+    [text] = pages(manager_client.get(f"/fines/{fine.pk}/packet.pdf"))
+
+    assert "O portal não sabe quem dirigia" in text

@@ -18,6 +18,7 @@ from fleet.views import (
     fines,
     health,
     indications,
+    packets,
     vehicles,
     webhook_receiver,
 )
@@ -59,7 +60,13 @@ urlpatterns = [
     path("fines/export.csv", fines.fine_list_export, name="fines_export"),
     path("fines/drivers/", fines.fine_driver_choices, name="fine_drivers"),
     path("fines/<int:fine_id>/", fine_page.fine_detail, name="fine"),
+    path("fines/<int:fine_id>/packet.pdf", packets.fine_packet_download, name="fine_packet"),
     path("fines/indications/", indications.indication_queue_page, name="indications"),
+    path(
+        "fines/indications/packet.pdf",
+        packets.queue_packet_download,
+        name="indications_packet",
+    ),
     path(
         "fines/indications/export.csv",
         indications.indication_queue_csv,

@@ -176,6 +176,7 @@ class CnhLookupItem(models.Model):
 class CpfDisclosurePlace(models.TextChoices):
     PAGE = "page", _("the lookup's page")
     ADMIN = "admin", _("the administration")
+    PACKET = "packet", _("an indication packet (PDF)")
 
 
 class CpfDisclosure(models.Model):

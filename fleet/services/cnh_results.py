@@ -14,7 +14,7 @@ from uuid import UUID
 
 from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
@@ -32,15 +32,20 @@ class CnhLookupNotFound(Exception):
     """No such lookup, or not one this user may see (the two look the same)."""
 
 
-def cnh_lookup_get(*, user: User, public_id: UUID) -> CnhLookup:
-    """The lookup, if `user` owns it or is staff who administer its owner (every owner for
-    the whole fleet: `scope_people`); `CnhLookupNotFound` otherwise."""
-    lookups = CnhLookup.objects.select_related("owner")
+def cnh_lookups_seen(*, user: User) -> QuerySet[CnhLookup]:
+    """The lookups `user` may open: their own, and for staff those of the owners they
+    administer (every owner for the whole fleet: `scope_people`)."""
+    lookups = CnhLookup.objects.all()
     if user.is_staff:
         people = scope_people(scope_of(user), User.objects.all())
-        lookups = lookups.filter(Q(owner=user) | Q(owner__in=people))
-    else:
-        lookups = lookups.filter(owner=user)
+        return lookups.filter(Q(owner=user) | Q(owner__in=people))
+    return lookups.filter(owner=user)
+
+
+def cnh_lookup_get(*, user: User, public_id: UUID) -> CnhLookup:
+    """The lookup, if `user` may open it (`cnh_lookups_seen`); `CnhLookupNotFound`
+    otherwise."""
+    lookups = cnh_lookups_seen(user=user).select_related("owner")
     try:
         return lookups.get(public_id=public_id)
     except CnhLookup.DoesNotExist:

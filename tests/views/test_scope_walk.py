@@ -267,6 +267,16 @@ def _paths(side: Side, other: Side) -> dict[str, list[tuple[str, str, dict[str, 
             ("404", f"/crlv/requests/{other.request_id}/download", {}),
         ],
         "fleet:fine": [("404", f"/fines/{other.fine}/", {})],
+        "fleet:fine_packet": [("404", f"/fines/{other.fine}/packet.pdf", {})],
+        # A selection naming one of the other group's fines is not found, whatever else.
+        "fleet:indications_packet": [
+            ("404-POST", "/fines/indications/packet.pdf", {"fine": [str(other.fine)]}),
+            (
+                "404-POST",
+                "/fines/indications/packet.pdf",
+                {"fine": [str(side.fine), str(other.fine)]},
+            ),
+        ],
         # Not found before the permission is asked for: 404 whether or not they may.
         "fleet:fine_driver": [
             ("404-POST", f"/fines/{other.fine}/driver", {"choice": "1", "reason": "lent"})

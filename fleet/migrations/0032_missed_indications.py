@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("fleet", "0030_driver_indications"),
+        ("fleet", "0031_cpf_disclosure_packet"),
     ]
 
     operations = [

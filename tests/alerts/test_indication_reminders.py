@@ -96,8 +96,7 @@ def test_reminders_seven_and_two_days_before_then_once_when_missed(
     # Fine 1's 7-day reminder (02/12) and its 2-day one (07/12, not reached); fine 2's
     # 2-day one and its missed one: by e-mail and by webhook; bia none, fines 3-5 none.
     assert sorted(
-        (a.event, a.event_key.rpartition(":")[2], a.channel)
-        for a in Alert.objects.filter(user=ana)
+        (a.event, a.event_key.rpartition(":")[2], a.channel) for a in Alert.objects.filter(user=ana)
     ) == sorted(
         (event, str(Fine.objects.get(external_id=number).pk), channel)
         for event, number in [

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from django import forms
 from django.utils import timezone
@@ -215,3 +215,66 @@ class FineAnswerForm(forms.Form):
         if cleaned.get("accepted") is False and not cleaned.get("reason"):
             self.add_error("reason", _("Say why the authority refused it."))
         return cleaned
+
+
+# The channels of an indication recorded for several fines at once: the platform's is one
+# fine at a time, from its page (each is sent, and may be refused, on its own).
+BULK_CHANNELS: Final = [
+    (value, label) for value, label in IndicationChannel.choices if value != "platform"
+]
+
+
+class BulkIndicateForm(forms.Form):
+    """Several fines' drivers as indicated to the authority the same way on the same day:
+    each fine's driver in a field of its own (`driver-<fine id>`, with `seen-<fine id>`,
+    what the page showed of it), among the drivers the user sees."""
+
+    channel = forms.ChoiceField(label=_("How"), choices=BULK_CHANNELS)
+    on = forms.DateField(
+        label=_("On"),
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+        error_messages={"invalid": _("Type a day, such as 31/12/2026.")},
+    )
+
+    def __init__(self, *args: Any, scope: VehicleScope, fine_ids: list[int], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.scope = scope
+        for fine_id in fine_ids:
+            self.fields[f"driver-{fine_id}"] = forms.CharField(
+                label=_("Driver"), max_length=100, required=False
+            )
+            self.fields[f"seen-{fine_id}"] = forms.CharField(
+                widget=forms.HiddenInput, required=False, max_length=60
+            )
+        self.fine_ids = fine_ids
+
+    def clean_on(self) -> date:
+        day: date = self.cleaned_data["on"]
+        if day > timezone.localdate():
+            raise forms.ValidationError(_("That day has not come yet: say when it was done."))
+        return day
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        for fine_id in self.fine_ids:
+            name = f"driver-{fine_id}"
+            try:
+                driver_id = driver_chosen(cleaned.get(name, ""), self.scope)
+            except forms.ValidationError as error:
+                self.add_error(name, error)
+                continue
+            if driver_id is None:
+                self.add_error(name, _("Choose who was driving."))
+            elif not driver_seen(self.scope, driver_id):
+                message = _("No driver of your vehicles has the id %(id)s.")
+                self.add_error(name, message % {"id": driver_id})
+            else:
+                cleaned[name] = driver_id
+        return cleaned
+
+    def driver_of(self, fine_id: int) -> int:
+        driver_id: int = self.cleaned_data[f"driver-{fine_id}"]
+        return driver_id
+
+    def seen_of(self, fine_id: int) -> str:
+        return str(self.cleaned_data.get(f"seen-{fine_id}", ""))

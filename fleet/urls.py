@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.urls import path
 
 from fleet.views import (
+    bulk_indications,
     cnh,
     crlv,
     dashboard,
@@ -62,6 +63,11 @@ urlpatterns = [
     path("fines/<int:fine_id>/", fine_page.fine_detail, name="fine"),
     path("fines/<int:fine_id>/packet.pdf", packets.fine_packet_download, name="fine_packet"),
     path("fines/indications/", indications.indication_queue_page, name="indications"),
+    path(
+        "fines/indications/indicate",
+        bulk_indications.queue_indicate,
+        name="indications_indicate",
+    ),
     path(
         "fines/indications/packet.pdf",
         packets.queue_packet_download,

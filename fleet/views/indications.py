@@ -14,6 +14,7 @@ from fleet import plates
 from fleet.forms_indications import IndicationQueueForm
 from fleet.models import DeadlineBasis, DriverBasis, Fine
 from fleet.services.indications import (
+    FINE_INDICATION_PERMISSION,
     QueueCursor,
     fine_deadlines,
     indication_queue,
@@ -46,6 +47,7 @@ def indication_queue_page(request: AuthenticatedRequest) -> HttpResponse:
         "page": page,
         "query_string": query.urlencode(),
         "first_page": after is None,
+        "may_indicate": request.user.has_perm(FINE_INDICATION_PERMISSION),
     }
     return render(request, "fleet/indications.html", context)
 

@@ -277,6 +277,14 @@ def _paths(side: Side, other: Side) -> dict[str, list[tuple[str, str, dict[str, 
                 {"fine": [str(side.fine), str(other.fine)]},
             ),
         ],
+        "fleet:indications_indicate": [
+            ("404-POST", "/fines/indications/indicate", {"fine": [str(other.fine)]}),
+            (
+                "404-POST",
+                "/fines/indications/indicate",
+                {"fine": [str(side.fine), str(other.fine)], "confirm": "1"},
+            ),
+        ],
         # Not found before the permission is asked for: 404 whether or not they may.
         "fleet:fine_driver": [
             ("404-POST", f"/fines/{other.fine}/driver", {"choice": "1", "reason": "lent"})

@@ -80,7 +80,7 @@ class FineDriverCorrectionAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[Fine
 
 @admin.register(FineIndicationChange)
 class FineIndicationChangeAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[FineIndicationChange]):
-    list_display = ["at", "user_name", "fine", "field", "before_value", "after_value"]
+    list_display = ["at", "by", "fine", "field", "before_value", "after_value"]
     list_filter = ["field"]
     list_select_related = ["fine"]
     readonly_fields = [
@@ -95,6 +95,11 @@ class FineIndicationChangeAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[Fine
         "reason",
     ]
     raw_id_fields = ["fine"]
+
+    @admin.display(description=_("by"), ordering="user_name")
+    def by(self, obj: FineIndicationChange) -> str:
+        """The person, or the portal (a deadline that passed: the worker's daily run)."""
+        return obj.user_name or str(_("the portal: the deadline passed"))
 
     @admin.display(description=_("before"))
     def before_value(self, obj: FineIndicationChange) -> str:

@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from fleet import plates
 from fleet.models import IndicationChannel, IndicationField
 from fleet.services.drivers import driver_id_typed, drivers_find
+from fleet.services.receipts import CheckedReceipt, ReceiptRefused, receipt_check
 from fleet.services.scopes import VehicleScope, driver_seen, scope_groups
 
 
@@ -161,7 +162,8 @@ def driver_chosen(typed: str, scope: VehicleScope) -> int | None:
 
 class FineIndicateForm(forms.Form):
     """A fine's driver as indicated to the authority: who (a name or an id, among the
-    drivers the user sees), how, on which day; what the page showed (`seen`)."""
+    drivers the user sees), how, on which day; what the page showed (`seen`); the proof
+    it was sent, if any (`receipt`: checked by its content, `fleet.services.receipts`)."""
 
     driver = forms.CharField(
         label=_("Driver"),
@@ -175,10 +177,28 @@ class FineIndicateForm(forms.Form):
         error_messages={"invalid": _("Type a day, such as 31/12/2026.")},
     )
     seen = forms.CharField(widget=forms.HiddenInput, required=False, max_length=60)
+    receipt = forms.FileField(
+        label=_("Receipt (optional)"),
+        required=False,
+        widget=forms.ClearableFileInput(attrs={"accept": "application/pdf,image/png,image/jpeg"}),
+        help_text=_(
+            "The proof it was sent: a PDF, PNG or JPEG (the post office's receipt, "
+            "the authority site's confirmation)."
+        ),
+    )
 
     def __init__(self, *args: Any, scope: VehicleScope, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.scope = scope
+
+    def clean_receipt(self) -> CheckedReceipt | None:
+        upload = self.cleaned_data.get("receipt")
+        if not upload:
+            return None
+        try:
+            return receipt_check(upload)
+        except ReceiptRefused as refused:
+            raise forms.ValidationError(refused.message) from refused
 
     def clean_driver(self) -> int:
         driver_id = driver_chosen(self.cleaned_data["driver"], self.scope)

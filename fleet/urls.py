@@ -20,6 +20,7 @@ from fleet.views import (
     health,
     indications,
     packets,
+    receipts,
     vehicles,
     webhook_receiver,
 )
@@ -81,6 +82,11 @@ urlpatterns = [
     path("fines/<int:fine_id>/driver", fine_page.fine_driver_set, name="fine_driver"),
     path("fines/<int:fine_id>/deadline", fine_page.fine_deadline_set, name="fine_deadline"),
     path("fines/<int:fine_id>/indicate", fine_page.fine_indicate, name="fine_indicate"),
+    path(
+        "fines/<int:fine_id>/indications/<int:indication_id>/receipt",
+        receipts.fine_indication_receipt,
+        name="fine_indication_receipt",
+    ),
     path(
         "fines/<int:fine_id>/indication-answer",
         fine_page.fine_indication_answered,

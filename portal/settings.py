@@ -116,6 +116,13 @@ FLEET_VEHICLES_FAILURE_BACKOFF = env.seconds("FLEET_VEHICLES_FAILURE_BACKOFF", d
 # Days from a fine's notice (else its receipt) to the estimated deadline to indicate its
 # driver, where the platform sends none (fleet/webhooks/deadlines.py; CTB art. 257 §7).
 FLEET_INDICATION_DAYS = env.whole_number("FLEET_INDICATION_DAYS", default=30, minimum=1)
+# The largest receipt an indication may carry (fleet/services/receipts.py), in bytes. An
+# upload past Django's FILE_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB) is spooled to a temporary
+# file, never held whole in memory, and refused by its size before it is read; nginx
+# lets the indication's form through up to a little more (deploy/nginx).
+FLEET_INDICATION_RECEIPT_MAX_BYTES = env.whole_number(
+    "FLEET_INDICATION_RECEIPT_MAX_BYTES", default=5 * 1024 * 1024, minimum=1, unit="bytes"
+)
 # Whether indications can go through the platform's POST /v2/driver-indications
 # (fleet/services/platform_indications.py). Off by default: the spec shows no shape of
 # that route, so the portal's are assumed (fleet/api/indications.py).

@@ -1,4 +1,5 @@
-"""Who had each vehicle, who set a fine's driver and who changed its deadlines, in the
+"""Who had each vehicle, who set a fine's driver, who changed its deadlines and who
+indicated its driver (with the receipt's name, type and size, never its bytes), in the
 admin: read-only, as records (the history is written by the refreshes of the vehicle list
 alone, the corrections and deadlines by the fine page). A vehicle's periods are found by
 its plate, in either format."""
@@ -8,12 +9,16 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.defaultfilters import filesizeformat
+from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from fleet import plates
 from fleet.admin import _ReadOnly
 from fleet.admin.scoping import WholeFleetOnly
 from fleet.models import (
+    DriverIndication,
     DriverObservation,
     DriverSpan,
     FineDriverCorrection,
@@ -109,3 +114,49 @@ class FineIndicationChangeAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[Fine
     @admin.display(description=_("after"))
     def after_value(self, obj: FineIndicationChange) -> str:
         return obj.after_shown or "—"
+
+
+@admin.register(DriverIndication)
+class DriverIndicationAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[DriverIndication]):
+    list_display = ["at", "user_name", "fine", "driver_id", "channel", "indicated_on", "outcome"]
+    list_filter = ["channel", "outcome"]
+    list_select_related = ["fine"]
+    readonly_fields = [
+        "fine",
+        "driver_id",
+        "driver_name",
+        "channel",
+        "indicated_on",
+        "user",
+        "user_name",
+        "at",
+        "outcome",
+        "outcome_reason",
+        "outcome_by",
+        "outcome_at",
+        "receipt_shown",
+    ]
+    raw_id_fields = ["fine"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[DriverIndication]:
+        # The receipt's name, type and size; its content is only read by its download.
+        return super().get_queryset(request).select_related("receipt").defer("receipt__content")
+
+    @admin.display(description=_("receipt"))
+    def receipt_shown(self, obj: DriverIndication) -> str:
+        """The receipt's name, type and size, linked to its download (the fine page's,
+        scoped as the fine is)."""
+        receipt = getattr(obj, "receipt", None)
+        if receipt is None:
+            return "—"
+        url = reverse(
+            "fleet:fine_indication_receipt",
+            kwargs={"fine_id": obj.fine_id, "indication_id": obj.pk},
+        )
+        return format_html(
+            '<a href="{}" download>{}</a> ({}, {})',
+            url,
+            receipt.name,
+            receipt.kind,
+            filesizeformat(receipt.size),
+        )

@@ -50,7 +50,9 @@ from fleet.models.indications import (
     IndicationChannel,
     IndicationField,
     IndicationOutcome,
+    IndicationReceipt,
     NeedBasis,
+    ReceiptType,
 )
 from fleet.models.saved_views import SavedFineView
 from fleet.models.tallies import FineTally, GroupTally, TallyDimension
@@ -104,10 +106,12 @@ __all__ = [
     "IndicationChannel",
     "IndicationField",
     "IndicationOutcome",
+    "IndicationReceipt",
     "MintOutcome",
     "MintPurpose",
     "NeedBasis",
     "Notification",
+    "ReceiptType",
     "SavedFineView",
     "ScopeVersion",
     "TallyDimension",

@@ -157,3 +157,45 @@ class DriverIndication(models.Model):
 
     def __str__(self) -> str:
         return f"{self.fine_id}: {self.driver_id} ({self.channel}, {self.indicated_on})"
+
+
+class ReceiptType(models.TextChoices):
+    """What a receipt's content is, as its first bytes and its parser say (never its name
+    nor the type the browser declared)."""
+
+    PDF = "application/pdf", "PDF"
+    PNG = "image/png", "PNG"
+    JPEG = "image/jpeg", "JPEG"
+
+
+class IndicationReceipt(models.Model):
+    """The proof an indication was sent (a post office receipt, the authority site's
+    confirmation), kept in the database with its indication: the portal runs on several
+    hosts with no shared disk and no media storage configured, and a receipt is small
+    (`FLEET_INDICATION_RECEIPT_MAX_BYTES`), so the row holds the file itself. Served only
+    through the fine's page, to those who see the fine."""
+
+    indication = models.OneToOneField(
+        DriverIndication, on_delete=models.CASCADE, related_name="receipt"
+    )
+    name = models.CharField(_("file name"), max_length=120)
+    content_type = models.CharField(_("type"), max_length=40, choices=ReceiptType.choices)
+    size = models.PositiveIntegerField(_("size in bytes"))
+    sha256 = models.CharField(_("SHA-256"), max_length=64)
+    content = models.BinaryField(_("content"))
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    uploaded_at = models.DateTimeField(_("uploaded at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("indication receipt")
+        verbose_name_plural = _("indication receipts")
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind}, {self.size} B)"
+
+    @property
+    def kind(self) -> str:
+        """The file's type in a word: PDF, PNG or JPEG."""
+        return str(ReceiptType(self.content_type).label)

@@ -44,6 +44,7 @@ from fleet.services.dashboard import INDICATE_SOON_DAYS, fine_figures_prepare
 from fleet.services.drivers import driver_names, fines_named
 from fleet.services.figures import NIC_MULTIPLIER
 from fleet.services.paging import EXPORT_CHUNK, streamed
+from fleet.services.receipts import CheckedReceipt, receipt_keep
 from fleet.services.scopes import VehicleScope, scope_narrowed
 from fleet.services.tallies import FineState, fine_tallies_apply
 from fleet.webhooks.deadlines import indication_days, notice_says
@@ -213,13 +214,15 @@ def fine_indicate(
     seen: str,
     user: User,
     answer: str = "",
+    receipt: CheckedReceipt | None = None,
 ) -> DriverIndication:
     """Record that `user` indicated `driver_id` as `fine_id`'s driver, `on` that day,
     `channel`: the fine is indicated (out of the queue, its NIC no longer at risk),
     audited. `seen`: the indication state the user's page showed, else `ChangedMeanwhile`
     (two people indicating at once: one wins). `answer`: the platform's, when it was
-    sent through it (its id and status), kept in the audit. The caller has checked that
-    the user sees both the fine and the driver."""
+    sent through it (its id and status), kept in the audit. `receipt`: the proof it was
+    sent (`fleet.services.receipts`), kept with it, in the same transaction. The caller
+    has checked that the user sees both the fine and the driver."""
     names = driver_names([driver_id])
     with transaction.atomic():
         fine = Fine.objects.select_for_update().get(pk=fine_id)
@@ -236,6 +239,8 @@ def fine_indicate(
             user=user,
             user_name=_name_of(user),
         )
+        if receipt is not None:
+            receipt_keep(indication=indication, receipt=receipt, user=user)
         FineIndicationChange.objects.create(
             fine=fine,
             user=user,
@@ -295,8 +300,9 @@ def fine_indication_answer(
 
 
 def fine_indications(fine: Fine) -> list[DriverIndication]:
-    """The indications of `fine`'s driver recorded, latest first."""
-    return list(fine.indications.all())
+    """The indications of `fine`'s driver recorded, latest first, each with its receipt's
+    name, type and size (not its content)."""
+    return list(fine.indications.select_related("receipt").defer("receipt__content"))
 
 
 def seen_value(value: date | str | None, basis: str) -> str:

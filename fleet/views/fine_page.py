@@ -142,9 +142,10 @@ def fine_indication_need(request: AuthenticatedRequest, fine_id: int) -> HttpRes
 @require_POST
 @login_required
 def fine_indicate(request: AuthenticatedRequest, fine_id: int) -> HttpResponse:
-    """The fine's driver as indicated to the authority (audited): who, how, when."""
+    """The fine's driver as indicated to the authority (audited): who, how, when, and the
+    proof it was sent if any (a receipt refused: nothing recorded, 400)."""
     record = _fine_to_change(request, fine_id, FINE_INDICATION_PERMISSION)
-    form = FineIndicateForm(request.POST, scope=scope_of(request.user))
+    form = FineIndicateForm(request.POST, request.FILES, scope=scope_of(request.user))
     if not form.is_valid():
         return _fine_page(request, record, indicate_form=form, status=400)
     channel = IndicationChannel(form.cleaned_data["channel"])
@@ -169,6 +170,7 @@ def fine_indicate(request: AuthenticatedRequest, fine_id: int) -> HttpResponse:
             seen=form.cleaned_data["seen"],
             user=request.user,
             answer=answer,
+            receipt=form.cleaned_data["receipt"],
         )
     except ChangedMeanwhile as changed:
         return _changed_meanwhile(request, record, changed)

@@ -59,12 +59,14 @@ from fleet.models import (
     DirectoryGroup,
     Driver,
     DriverBasis,
+    DriverIndication,
     DriverObservation,
     DriverSpan,
     Fine,
     FineDriverCorrection,
     FineIndicationChange,
     FleetAccount,
+    IndicationReceipt,
     Notification,
     UnknownWebhookKey,
     VehicleGroup,
@@ -535,6 +537,29 @@ def world(client, django_user_model) -> World:
         seen = seen_value(fine.indication, fine.indication_basis or "")
         fine_indication_need_set(fine_id=fine.pk, needed=False, seen=seen, reason="walk", user=root)
     a.own(*FineIndicationChange.objects.filter(fine=a.fine))
+    # An indication of each side's fine, B's with its receipt (named by B's word).
+    for own in (a, b):
+        assert own.fine is not None
+        indication = DriverIndication.objects.create(
+            fine=own.fine,
+            driver_id=own.driver,
+            channel="post",
+            indicated_on=own.fine.received_at.date(),
+            user=root,
+            user_name="root",
+        )
+        if own is a:
+            a.own(indication)
+        else:
+            IndicationReceipt.objects.create(
+                indication=indication,
+                name=f"{b.secret}.pdf",
+                content_type="application/pdf",
+                size=9,
+                sha256="0" * 64,
+                content=b"%PDF-1.7\n",
+                uploaded_by=root,
+            )
     return World(a=a, b=b, root=root)
 
 

@@ -55,6 +55,7 @@ def sample_kwargs(manager_client, emulator) -> dict[str, object]:
         "fine_id": Fine.objects.create(key="id:1", treated=False).pk,
         "notification_id": Notification.objects.create(key="id:2", treated=False).pk,
         "driver_id": 101,
+        "indication_id": 1,
         "view_id": SavedFineView.objects.create(
             user=CnhLookup.objects.get().owner, name="Mine", query="treated=0"
         ).pk,

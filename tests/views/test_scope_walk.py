@@ -303,6 +303,10 @@ def _paths(side: Side, other: Side) -> dict[str, list[tuple[str, str, dict[str, 
                 {"driver": str(other.driver), "channel": "post", "on": "2026-01-01"},
             )
         ],
+        # Another group's receipt: test_indication_receipts walks one that exists.
+        "fleet:fine_indication_receipt": [
+            ("404", f"/fines/{other.fine}/indications/1/receipt", {}),
+        ],
         "fleet:fine_indication_answer": [
             ("404-POST", f"/fines/{other.fine}/indication-answer", {"accepted": "1"})
         ],

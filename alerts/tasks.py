@@ -18,11 +18,8 @@ from django.utils import timezone
 from alerts.services.outbox import SEND_TASK
 from alerts.services.pauses import PAUSE_TASK, alert_inactivity_next_run
 from alerts.services.pauses import alerts_pause_inactive as pause_inactive_people
-from alerts.services.reminders import (
-    INDICATIONS_TASK,
-    indication_reminders_create,
-    indication_reminders_next_run,
-)
+from alerts.services.reminder_runs import INDICATIONS_TASK, indication_reminders_next_run
+from alerts.services.reminders import indication_reminders_create
 from alerts.services.sending import alerts_next_due, alerts_send_due
 from fleet.services.indication_sweep import indications_mark_missed
 from portal.lib import worker

@@ -30,6 +30,7 @@ from alerts.models import (
     AlertEvent,
 )
 from alerts.services.preferences import alert_recipients, digest_due
+from alerts.services.reminder_runs import indication_reminders_schedule
 from fleet import plates
 from fleet.models import Fine, Notification
 from fleet.services.attribution import fine_drivers_told
@@ -82,14 +83,8 @@ def alerts_create_for_changes(*, changes: list[RecordChange], **_signal: Any) ->
         transaction.on_commit(alerts_send_soon)
     if any(isinstance(change.record, Fine) and change.created for change, _ in events):
         # Fines arrived: the daily run of their deadlines' reminders is waiting, or now is.
-        transaction.on_commit(_indication_reminders_schedule)
+        transaction.on_commit(indication_reminders_schedule)
     return len(rows)
-
-
-def _indication_reminders_schedule() -> None:
-    from alerts.services.reminders import indication_reminders_schedule  # it imports this
-
-    indication_reminders_schedule()
 
 
 def alerts_send_soon() -> None:

@@ -40,7 +40,7 @@ from django.utils.translation import gettext as _
 from alerts.models import Alert, AlertDelivery, AlertPause, AlertStatus, PauseNotice, PauseReason
 from alerts.services.emails import pause_notice_email
 from alerts.services.preferences import alert_preferences_get
-from alerts.services.reminders import indication_reminders_schedule
+from alerts.services.reminder_runs import indication_reminders_schedule
 from portal.lib import worker
 
 logger = logging.getLogger(__name__)

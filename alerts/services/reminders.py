@@ -16,7 +16,7 @@ and a reminder written before its indication is cancelled when it is sent
 from __future__ import annotations
 
 import logging
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Final
 
 from django.conf import settings
@@ -30,16 +30,12 @@ from fleet.models import Fine, Indication
 from fleet.services.attribution import fine_drivers_told
 from fleet.services.indication_sweep import fines_due_between
 from fleet.services.scopes import scope_of
-from portal.lib import worker
 
 logger = logging.getLogger(__name__)
 
-INDICATIONS_TASK: Final = "alerts.tasks.alerts_indications_daily"
 # Missed deadlines of these last days are told (a run that did not happen for a while
 # tells the latest only, not every deadline since the fleet began).
 MISSED_LOOKED_BACK: Final = 7
-# The run is in the morning, the portal's time: the day's reminders reach people at work.
-_RUN_HOUR: Final = 7
 
 
 def indication_reminder_days() -> list[int]:
@@ -96,16 +92,3 @@ def _told(fine: Fine, today: date, days: list[int]) -> tuple[AlertEvent, str, in
         return AlertEvent.INDICATION_MISSED, f"indication_missed:{fine.pk}", left
     within = min(day for day in days if day >= left)
     return AlertEvent.INDICATION_DUE, f"indication_due:{within}:{fine.pk}", left
-
-
-def indication_reminders_next_run() -> datetime:
-    """When the daily run is next: the portal's next 7:00 at least an hour away."""
-    return worker.daily_at(_RUN_HOUR)
-
-
-def indication_reminders_schedule() -> None:
-    """Start the daily run, unless one waits: each run asks for the next day's."""
-    try:
-        worker.enqueue_unless_waiting(INDICATIONS_TASK, run_after=indication_reminders_next_run())
-    except Exception:
-        logger.exception("could not ask the worker for the daily run of indication deadlines")

@@ -13,7 +13,7 @@ import time_machine
 from django_tasks_db.models import DBTaskResult
 
 from alerts.models import Alert, AlertEvent, AlertStatus
-from alerts.services.reminders import INDICATIONS_TASK
+from alerts.services.reminder_runs import INDICATIONS_TASK
 from alerts.services.subscriptions import webhook_subscription_create
 from fleet.models import Fine, Indication, IndicationChannel
 from fleet.services.indications import fine_indicate, seen_value

@@ -36,20 +36,32 @@ logger = logging.getLogger(__name__)
 CHUNK: Final = 1000
 
 
-def indications_mark_missed(*, today: date | None = None) -> int:
+def indications_mark_missed(*, today: date | None = None, chunk_size: int = CHUNK) -> int:
     """Mark missed the untreated fines still `NEEDED` whose indication deadline is before
-    `today` (the portal's local day); how many."""
+    `today` (the portal's local day), `chunk_size` a transaction; how many."""
     today = today or timezone.localdate()
     marked = 0
+    # The index's own condition (`indication IN ...`, which SQLite needs word for word to
+    # use a partial index), then the state sought; each chunk after the last one's.
     due = Fine.objects.filter(
-        indication=Indication.NEEDED, treated=False, indication_due__lt=today
-    ).order_by("indication_due", "pk")
+        indication__in=STILL_TO_INDICATE,
+        treated=False,
+        indication_due__lt=today,
+    ).filter(indication=Indication.NEEDED)
+    after: tuple[date, int] | None = None
     while True:
         with transaction.atomic():
-            ids = list(due.values_list("pk", flat=True)[:CHUNK])
-            fines = list(due.select_for_update().filter(pk__in=ids))
-            if not fines:
+            chunk = (due if after is None else due.filter(_after(*after))).order_by(
+                "indication_due", "pk"
+            )
+            keys = list(chunk.values_list("indication_due", "pk")[:chunk_size])
+            if not keys:
                 break
+            last_due, last_pk = keys[-1]
+            assert last_due is not None  # before today
+            after = (last_due, last_pk)
+            ids = [pk for _due, pk in keys]
+            fines = list(due.select_for_update().filter(pk__in=ids))
             changes = []
             for fine in fines:
                 counted = FineState.of(fine)
@@ -77,6 +89,11 @@ def indications_mark_missed(*, today: date | None = None) -> int:
     return marked
 
 
+def _after(due: date, pk: int) -> Q:
+    """The fines after (`due`, `pk`) in the order of the index: a keyset."""
+    return Q(indication_due__gt=due) | Q(indication_due=due, pk__gt=pk)
+
+
 def fines_due_between(first: date, last: date) -> Iterator[list[Fine]]:
     """The untreated fines still to indicate whose deadline is from `first` to `last`
     (both included; missed ones too), by deadline, `CHUNK` at a time, each chunk read in
@@ -91,8 +108,7 @@ def fines_due_between(first: date, last: date) -> Iterator[list[Fine]]:
     while True:
         page = fines
         if after is not None:
-            due, pk = after
-            page = fines.filter(Q(indication_due__gt=due) | Q(indication_due=due, pk__gt=pk))
+            page = fines.filter(_after(*after))
         found = list(page[:CHUNK])
         if not found:
             return

@@ -99,3 +99,16 @@ def test_a_treated_fine_or_one_indicated_is_never_missed(client, manager_client,
     clock.shift(timedelta(days=5))
 
     assert indications_mark_missed() == 0
+
+
+def test_the_run_goes_a_chunk_at_a_time_past_the_fines_it_marked(client, clock):
+    for number in range(1, 8):
+        send(client, number, indicationDeadline=f"2026-12-0{2 + number % 3}")
+    send(client, 8, indicationDeadline="2026-12-20")
+    clock.shift(timedelta(days=5))  # 06/12: seven have passed
+
+    assert indications_mark_missed(chunk_size=2) == 7
+
+    missed = Fine.objects.filter(indication=Indication.MISSED).count()
+    assert (missed, FineIndicationChange.objects.count()) == (7, 7)
+    assert fine_tallies_differences() == {}

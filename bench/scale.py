@@ -75,6 +75,13 @@ def main(argv: list[str] | None = None) -> int:
         help="only the pages whose name begins with one of these (e.g. 'indications'); "
         "nothing else but, for 'indications', the worker's daily reminders job",
     )
+    parser.add_argument(
+        "--reminders-limit",
+        type=int,
+        default=600,
+        metavar="SECONDS",
+        help="each part of the reminders job is stopped after this long (reported so)",
+    )
     add_database_argument(parser)
     options = parser.parse_args(argv)
     if options.notifications is None:
@@ -110,7 +117,7 @@ def run(options: argparse.Namespace, folder: Path) -> int:
             if not options.only:
                 full = scale_pages.receiver_rate(portal, first=2 * 10**10)
         if not options.only or any("indications".startswith(n) for n in options.only):
-            _reminders_job(results, environment)
+            _reminders_job(results, environment, options.reminders_limit)
         if options.only:
             return scale_pages.report(results, sizes=_sizes(options), database=database)
         empty = _empty_receiver_rate(environment, folder, database)
@@ -122,11 +129,11 @@ def run(options: argparse.Namespace, folder: Path) -> int:
     return scale_pages.report(results, sizes=_sizes(options), database=database)
 
 
-def _reminders_job(results: scale_pages.Results, environment: dict[str, str]) -> None:
+def _reminders_job(results: scale_pages.Results, environment: dict[str, str], limit: int) -> None:
     """The worker's daily run of indication deadlines on the data set (`bench.scale_reminders`,
     rolled back): each part's wall time and SQL statements, reported, not judged."""
     completed = subprocess.run(
-        [sys.executable, "-m", "bench.scale_reminders"],
+        [sys.executable, "-m", "bench.scale_reminders", "--limit", str(limit)],
         cwd=ROOT,
         env=environment,
         stdout=subprocess.PIPE,
@@ -137,12 +144,17 @@ def _reminders_job(results: scale_pages.Results, environment: dict[str, str]) ->
         raise ServerFailed(f"the reminders job failed (exit {completed.returncode})")
     found = json.loads(completed.stdout.splitlines()[-1])
     marked, reminders = found["mark_missed"], found["reminders"]
-    looked, alerts = reminders["result"]["fines"], reminders["result"]["alerts"]
+    stopped = f"STOPPED after {limit} s, " if marked["stopped"] else ""
     print(
-        f"  reminders job ({found['people']} people): {marked['result']:,} fines marked missed "
-        f"in {marked['seconds']:,.1f} s, {marked['queries']:,} queries; "
-        f"{looked:,} fines looked at, {alerts:,} alerts in {reminders['seconds']:,.1f} s, "
-        f"{reminders['queries']:,} queries",
+        f"  reminders job ({found['people']} people): {stopped}{marked['result'] or 0:,} fines "
+        f"marked missed in {marked['seconds']:,.1f} s, {marked['queries']:,} queries",
+        flush=True,
+    )
+    told = reminders["result"] or {"fines": 0, "alerts": 0}
+    stopped = f"STOPPED after {limit} s, " if reminders["stopped"] else ""
+    print(
+        f"  reminders: {stopped}{told['fines']:,} fines looked at, {told['alerts']:,} alerts "
+        f"in {reminders['seconds']:,.1f} s, {reminders['queries']:,} queries",
         flush=True,
     )
     parts = (("indications_mark_missed", marked), ("indication_reminders_create", reminders))

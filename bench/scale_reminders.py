@@ -9,12 +9,16 @@ its group; a list of plates of their own; one who turned them off), then the run
 parts as the task calls them: `indications_mark_missed` (the fines whose deadline was
 yesterday), then `indication_reminders_create`. Each part's wall time and SQL
 statements (counted by an execute wrapper: every statement, however many) are printed,
-last, as one line of JSON.
+last, as one line of JSON. A part still running after `--limit` seconds is stopped (at
+the end of the statement under way): its statements so far are reported, and
+`"stopped": true`.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -54,6 +58,14 @@ class Rollback(Exception):
     """Raised to roll the run back once measured."""
 
 
+class Stopped(Exception):
+    """Raised in a part still running after the limit."""
+
+
+def _stop(_signal: int, _frame: object) -> None:
+    raise Stopped
+
+
 class Counted:
     """Every SQL statement this connection runs, counted (an `execute_wrapper`)."""
 
@@ -68,6 +80,10 @@ class Counted:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.scale_reminders")
+    parser.add_argument("--limit", type=int, default=600, help="seconds a part may take")
+    limit = parser.parse_args().limit
+    signal.signal(signal.SIGALRM, _stop)
     found: dict[str, Any] = {}
     try:
         with transaction.atomic():
@@ -78,12 +94,20 @@ def main() -> int:
             ):
                 counted = Counted()
                 began = time.perf_counter()
-                with connection.execute_wrapper(counted):
-                    result = part()
+                result: Any = None
+                signal.alarm(limit)
+                try:
+                    with connection.execute_wrapper(counted), transaction.atomic():
+                        result = part()
+                except Stopped:
+                    pass
+                finally:
+                    signal.alarm(0)
                 found[name] = {
                     "seconds": time.perf_counter() - began,
                     "queries": counted.statements,
                     "result": result,
+                    "stopped": result is None,
                 }
                 print(f"  {name}: {found[name]}", file=sys.stderr, flush=True)
             raise Rollback

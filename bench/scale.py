@@ -2,6 +2,7 @@
 
     python -m bench.scale [--vehicles 1000000] [--fines 10000000] [--notifications N]
                           [--database-url URL] [--keep DIR] [--rounds 20] [--fill-only]
+                          [--only NAME ...]
 
 It builds the data set (`bench.scale_fill`: the emulator's fleet, named drivers,
 regions, years of fines and notifications, the tallies; the time of each part printed)
@@ -19,6 +20,13 @@ dashboard also on the first view after a fine arrived, the admin's lists and sea
 the exports' rows per second and the server's memory meanwhile; the vehicle list's
 cold page against the `list-cars` call and its JSON decode alone, and the server's
 memory after it; the webhook receiver's rate against its rate on an empty database.
+
+The fines still to indicate (`indications: ...`): the queue `/fines/indications/`, each
+of its filters, a later page and the CSV's first bytes, the dashboard's figures of them,
+also right after such a fine arrived; then the worker's daily run of their deadlines
+(`bench.scale_reminders`: its time and SQL statements, rolled back). `--only NAME ...`
+times only the pages whose name begins with one of these (`--only indications`: those,
+and the daily run), nothing else.
 
 It prints a table (p50 and p95 of each page and their ratios to the bare view's) and
 exits 1 when a goal is missed (`bench.scale_pages.GOALS`), 2 when a server failed.
@@ -59,6 +67,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fill-only", action="store_true", help="build the data set into --keep, time nothing"
     )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        default=(),
+        metavar="NAME",
+        help="only the pages whose name begins with one of these (e.g. 'indications'); "
+        "nothing else but, for 'indications', the worker's daily reminders job",
+    )
+    parser.add_argument(
+        "--reminders-limit",
+        type=int,
+        default=600,
+        metavar="SECONDS",
+        help="each part of the reminders job is stopped after this long (reported so)",
+    )
     add_database_argument(parser)
     options = parser.parse_args(argv)
     if options.notifications is None:
@@ -89,8 +112,14 @@ def run(options: argparse.Namespace, folder: Path) -> int:
                 sessions=_sessions(portal, data),
                 rounds=options.rounds,
                 folder=folder,
+                only=tuple(options.only),
             )
-            full = scale_pages.receiver_rate(portal, first=2 * 10**10)
+            if not options.only:
+                full = scale_pages.receiver_rate(portal, first=2 * 10**10)
+        if not options.only or any("indications".startswith(n) for n in options.only):
+            _reminders_job(results, environment, options.reminders_limit)
+        if options.only:
+            return scale_pages.report(results, sizes=_sizes(options), database=database)
         empty = _empty_receiver_rate(environment, folder, database)
     results.figures.append(
         ("webhook receiver, deliveries/s ÷ on an empty database", full / empty,
@@ -98,6 +127,40 @@ def run(options: argparse.Namespace, folder: Path) -> int:
     )  # fmt: skip
     print(f"  webhook receiver: {full:,.0f} deliveries/s here, {empty:,.0f} on an empty database")
     return scale_pages.report(results, sizes=_sizes(options), database=database)
+
+
+def _reminders_job(results: scale_pages.Results, environment: dict[str, str], limit: int) -> None:
+    """The worker's daily run of indication deadlines on the data set (`bench.scale_reminders`,
+    rolled back): each part's wall time and SQL statements, reported, not judged."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.scale_reminders", "--limit", str(limit)],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise ServerFailed(f"the reminders job failed (exit {completed.returncode})")
+    found = json.loads(completed.stdout.splitlines()[-1])
+    marked, reminders = found["mark_missed"], found["reminders"]
+    stopped = f"STOPPED after {limit} s, " if marked["stopped"] else ""
+    print(
+        f"  reminders job ({found['people']} people): {stopped}{marked['result'] or 0:,} fines "
+        f"marked missed in {marked['seconds']:,.1f} s, {marked['queries']:,} queries",
+        flush=True,
+    )
+    told = reminders["result"] or {"fines": 0, "alerts": 0}
+    stopped = f"STOPPED after {limit} s, " if reminders["stopped"] else ""
+    print(
+        f"  reminders: {stopped}{told['fines']:,} fines looked at, {told['alerts']:,} alerts "
+        f"in {reminders['seconds']:,.1f} s, {reminders['queries']:,} queries",
+        flush=True,
+    )
+    parts = (("indications_mark_missed", marked), ("indication_reminders_create", reminders))
+    for name, part in parts:
+        results.figures.append((f"reminders job: {name}, s", part["seconds"], 0, "s"))
+        results.figures.append((f"reminders job: {name}, queries", part["queries"], 0, "queries"))
 
 
 def _empty_receiver_rate(environment: dict[str, str], folder: Path, database: str) -> float:

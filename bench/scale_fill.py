@@ -8,9 +8,10 @@ it writes what years of a large fleet leave, as processing would have left it:
 - three regions (vehicle groups) that share the fleet, and two managers: one who sees
   the whole fleet, one who sees the first region;
 - `--fines` fines over three years, of every vehicle, 60 % treated, 70 % with their
-  document, each with its notice number, infraction (`Wording`), amount, moment and
-  driver; `--notifications` notifications; a delivery (processed, its body emptied as
-  the retention leaves it) for one fine in ten;
+  document, each with its notice number, infraction (`Wording`), amount, moment,
+  driver and indication (`_indication`: a fifth still to indicate, deadlines from
+  yesterday to 45 days ahead, 4 % missed); `--notifications` notifications; a
+  delivery (processed, its body emptied as the retention leaves it) for one fine in ten;
 - then the dashboard's tallies from scratch (`fine_tallies_rebuild`).
 
 Rows go in with `bulk_create`, `CHUNK` to a transaction, into tables whose indexes are
@@ -32,7 +33,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -52,8 +53,11 @@ from fleet.management.commands.demo_drivers import demo_names  # noqa: E402
 from fleet.models import (  # noqa: E402
     BODY_PURGED_STATUSES,
     WHOLE_FLEET_PERMISSION,
+    DeadlineBasis,
     Driver,
     Fine,
+    Indication,
+    NeedBasis,
     Notification,
     VehicleGroup,
     VehicleGroupMember,
@@ -68,6 +72,9 @@ from fleet.services.tallies import fine_tallies_rebuild  # noqa: E402
 CHUNK = 20_000
 YEARS = 3
 REGIONS = ("Sudeste", "Sul", "Nordeste")
+# The fines' indications (`_indication`): the share still to indicate, and missed.
+NEEDED_SHARE = 0.20
+MISSED_SHARE = 0.04
 TITLES = ("Licenciamento a vencer", "Indicação de condutor", "Recall do fabricante")
 
 
@@ -224,11 +231,13 @@ def _fines(
     columns = (
         "id", "key", "external_id", "treated", "treated_history", "payload", "registration",
         "received_at", "updated_at", "link_frame", "link", "amount", "occurred_at",
-        "driver_id", "driver_basis", "reference", "infraction_id",
+        "driver_id", "driver_basis", "reference", "infraction_id", "indication",
+        "indication_basis", "indication_due", "indication_due_basis",
     )  # fmt: skip
     # The history of who had each vehicle covers the last 90 days; in them, one fine in
     # 200 was committed while its vehicle changed hands (`fleet.services.attribution`).
     covered = now - timedelta(days=90)
+    today = timezone.localdate(now)
 
     def fine(number: int) -> tuple[Any, ...]:
         vehicle = rng.randrange(len(registrations))
@@ -259,7 +268,7 @@ def _fines(
             number, f"id:{number}", str(number), rng.random() < 0.6, [], payload,
             registrations[vehicle], received, received, document,
             f"https://boletos.example/{reference}", amount, occurred, driver, basis,
-            reference, wording,
+            reference, wording, *_indication(rng, today),
         )  # fmt: skip
 
     delivery_columns = (
@@ -273,6 +282,27 @@ def _fines(
             _insert(WebhookDelivery, delivery_columns, [_delivery(row, now) for row in chunk[::10]])
     _sequence_past(Fine, count)
     return [f"E{number:09d}" for number in rng.sample(range(1, count + 1), k=min(count, 20))]
+
+
+def _indication(rng: random.Random, today: date) -> tuple[Any, ...]:
+    """Where a fine's indication stands (`indication`, its basis, its deadline, the
+    deadline's basis), as the worker's daily runs leave it on `today`: `NEEDED` for a
+    fifth, deadlines from yesterday to 45 days ahead (yesterday's: what today's run
+    marks missed); `MISSED` for 4 %, deadlines 1 to 60 days past; the rest not needed,
+    indicated or accepted. Treated or not as the fine is (the queue is the untreated)."""
+    draw = rng.random()
+    if draw < NEEDED_SHARE:
+        due = today + timedelta(days=rng.randrange(-1, 46))
+        return Indication.NEEDED.value, NeedBasis.SENT.value, due, DeadlineBasis.SENT.value
+    if draw < NEEDED_SHARE + MISSED_SHARE:
+        due = today - timedelta(days=rng.randrange(1, 61))
+        return Indication.MISSED.value, NeedBasis.SENT.value, due, DeadlineBasis.ESTIMATED.value
+    settled = (Indication.NOT_NEEDED, Indication.INDICATED, Indication.ACCEPTED)
+    indication = settled[int((draw - NEEDED_SHARE - MISSED_SHARE) * 1000) % 3].value
+    if indication == Indication.NOT_NEEDED:
+        return indication, NeedBasis.SENT.value, None, None
+    due = today - timedelta(days=int(draw * 400))
+    return indication, NeedBasis.SENT.value, due, DeadlineBasis.SENT.value
 
 
 def _delivery(fine: tuple[Any, ...], now: datetime) -> tuple[Any, ...]:
@@ -340,6 +370,12 @@ def _kept_as(field: Any) -> Callable[[Any], Any]:
         if connection.vendor != "sqlite":
             return lambda value: value
         return lambda value: value and str(value.astimezone(UTC).replace(tzinfo=None))
+    if field.get_internal_type() == "DateField":
+        return (
+            (lambda value: value and value.isoformat())
+            if connection.vendor == "sqlite"
+            else (lambda value: value)
+        )
     if field.get_internal_type() == "JSONField":
         return lambda value: field.get_db_prep_save(value, connection)
     return lambda value: value

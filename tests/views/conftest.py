@@ -23,3 +23,18 @@ def manager_client(client: Any, manager: Any) -> Any:
     """Django's test client, logged in as the fleet manager."""
     client.force_login(manager)
     return client
+
+
+@pytest.fixture
+def indicating_client(client: Any, django_user_model: Any) -> Any:
+    """Django's test client, logged in as "marcos": a manager of the whole fleet who may
+    change fines' deadlines and indications."""
+    from django.contrib.auth.models import Permission
+
+    from tests.scopes import grant_whole_fleet
+
+    user = django_user_model.objects.create_user("marcos", password="pw-123456")
+    grant_whole_fleet(user)
+    user.user_permissions.add(Permission.objects.get(codename="change_fine_indication"))
+    client.force_login(user)
+    return client

@@ -7,7 +7,6 @@ fine the user does not see makes it not found, and without the permission it is 
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Permission
 
 from fleet.models import Driver, DriverIndication, Fine, FineIndicationChange, Indication
 from fleet.services.tallies import fine_tallies_differences, fine_tallies_rebuild
@@ -17,15 +16,6 @@ from tests.views.test_fine_deadlines import ENGLISH, clock, send
 __all__ = ["clock"]  # the fixture
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def manager_client(client, django_user_model):
-    user = django_user_model.objects.create_user("marcos", password="pw-123456")
-    grant_whole_fleet(user)
-    user.user_permissions.add(Permission.objects.get(codename="change_fine_indication"))
-    client.force_login(user)
-    return client
 
 
 def three_fines(client) -> list[Fine]:
@@ -42,12 +32,12 @@ def ticked(*fines: Fine) -> dict[str, list[str]]:
     return {"fine": [str(fine.pk) for fine in fines]}
 
 
-def test_the_queues_ticked_fines_are_reviewed_then_each_recorded(client, manager_client, clock):
+def test_the_queues_ticked_fines_are_reviewed_then_each_recorded(client, indicating_client, clock):
     first, second, third = three_fines(client)
-    queue = manager_client.get("/fines/indications/", headers=ENGLISH).text
+    queue = indicating_client.get("/fines/indications/", headers=ENGLISH).text
     assert 'data-testid="queue-indicate"' in queue
 
-    review = manager_client.post(
+    review = indicating_client.post(
         "/fines/indications/indicate", ticked(first, second, third), headers=ENGLISH
     )
 
@@ -70,7 +60,7 @@ def test_the_queues_ticked_fines_are_reviewed_then_each_recorded(client, manager
         f"seen-{second.pk}": "needed:assumed",
         f"seen-{third.pk}": "needed:assumed",
     }
-    done = manager_client.post("/fines/indications/indicate", form, headers=ENGLISH)
+    done = indicating_client.post("/fines/indications/indicate", form, headers=ENGLISH)
 
     assert done.status_code == 302
     assert sorted(DriverIndication.objects.values_list("driver_id", flat=True)) == [
@@ -80,13 +70,13 @@ def test_the_queues_ticked_fines_are_reviewed_then_each_recorded(client, manager
     ]
     assert set(Fine.objects.values_list("indication", flat=True)) == {Indication.INDICATED}
     assert FineIndicationChange.objects.filter(after="indicated").count() == 3
-    after = manager_client.get("/fines/indications/", headers=ENGLISH).text
+    after = indicating_client.get("/fines/indications/", headers=ENGLISH).text
     assert "3 indications recorded" in after
     assert 'data-testid="queue-empty"' in after
     assert fine_tallies_differences() == {}
 
 
-def test_a_driver_missing_refuses_the_page_and_records_nothing(client, manager_client, clock):
+def test_a_driver_missing_refuses_the_page_and_records_nothing(client, indicating_client, clock):
     first, second, _third = three_fines(client)
     form = ticked(first, second) | {
         "confirm": "1",
@@ -96,14 +86,16 @@ def test_a_driver_missing_refuses_the_page_and_records_nothing(client, manager_c
         f"driver-{second.pk}": "",
     }
 
-    response = manager_client.post("/fines/indications/indicate", form, headers=ENGLISH)
+    response = indicating_client.post("/fines/indications/indicate", form, headers=ENGLISH)
 
     assert response.status_code == 400
     assert "Choose who was driving." in response.text
     assert not DriverIndication.objects.exists()
 
 
-def test_a_fine_changed_meanwhile_is_named_and_the_others_recorded(client, manager_client, clock):
+def test_a_fine_changed_meanwhile_is_named_and_the_others_recorded(
+    client, indicating_client, clock
+):
     first, second, _third = three_fines(client)
     form = ticked(first, second) | {
         "confirm": "1",
@@ -117,11 +109,11 @@ def test_a_fine_changed_meanwhile_is_named_and_the_others_recorded(client, manag
     Fine.objects.filter(pk=second.pk).update(indication="not_needed", indication_basis="typed")
     fine_tallies_rebuild()
 
-    response = manager_client.post("/fines/indications/indicate", form, headers=ENGLISH)
+    response = indicating_client.post("/fines/indications/indicate", form, headers=ENGLISH)
 
     assert response.status_code == 302
     assert list(DriverIndication.objects.values_list("fine_id", flat=True)) == [first.pk]
-    page = manager_client.get("/fines/indications/", headers=ENGLISH).text
+    page = indicating_client.get("/fines/indications/", headers=ENGLISH).text
     assert "1 indication recorded" in page
     assert (
         f"Changed meanwhile, not recorded (see each fine&#x27;s page): {second.reference}" in page

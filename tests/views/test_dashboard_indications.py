@@ -10,12 +10,10 @@ from datetime import UTC, datetime
 
 import pytest
 import time_machine
-from django.contrib.auth.models import Permission
 
 from fleet.models import Fine
 from fleet.services.tallies import fine_tallies_differences, group_tallies_differences
 from fleet.webhooks.processing import deliveries_process_received
-from tests.scopes import grant_whole_fleet
 
 pytestmark = pytest.mark.django_db
 
@@ -28,15 +26,6 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)  # 01/12 in São Paulo
 def clock():
     with time_machine.travel(NOW, tick=False) as traveller:
         yield traveller
-
-
-@pytest.fixture
-def manager_client(client, django_user_model):
-    user = django_user_model.objects.create_user("marcos", password="pw-123456")
-    grant_whole_fleet(user)
-    user.user_permissions.add(Permission.objects.get(codename="change_fine_indication"))
-    client.force_login(user)
-    return client
 
 
 def send(client, number: int, amount: str, **fields) -> None:
@@ -59,7 +48,9 @@ def figure(page: str, testid: str) -> str:
     return page[start : page.index("<", start)]
 
 
-def test_the_dashboard_counts_the_fines_to_indicate_and_links_to_the_queue(client, manager_client):
+def test_the_dashboard_counts_the_fines_to_indicate_and_links_to_the_queue(
+    client, indicating_client
+):
     send(client, 1, "100.00", indicationDeadline="2026-11-28")  # overdue
     send(client, 2, "200.00", indicationDeadline="2026-12-01")  # today: within 7 days
     send(client, 3, "300.00", indicationDeadline="2026-12-08")  # the 7th day
@@ -67,56 +58,56 @@ def test_the_dashboard_counts_the_fines_to_indicate_and_links_to_the_queue(clien
     send(client, 5, "500.00", indicationDeadline="2026-12-02", indicationRequired=False)
     send(client, 6, "600.00", indicationDeadline="2026-12-02", treated=True)
 
-    page = manager_client.get("/", headers=ENGLISH).text
+    page = indicating_client.get("/", headers=ENGLISH).text
 
     assert figure(page, "to-indicate-overdue") == "1"
     assert figure(page, "to-indicate-soon") == "2"
     assert figure(page, "at-risk") == "R$&nbsp;2,000.00"  # twice 100 + 200 + 300 + 400
     assert 'href="/fines/indications/?within=overdue"' in page
     assert 'href="/fines/indications/?within=7"' in page
-    soon = manager_client.get("/fines/indications/?within=7").text
+    soon = indicating_client.get("/fines/indications/?within=7").text
     assert soon.count('data-testid="queue-row"') == 2
     assert fine_tallies_differences() == {}
 
 
-def test_a_managers_entry_and_a_treated_fine_change_the_figures_at_once(client, manager_client):
+def test_a_managers_entry_and_a_treated_fine_change_the_figures_at_once(client, indicating_client):
     send(client, 1, "100.00", indicationDeadline="2026-12-03", updatedAt="2026-12-01T10:00:00Z")
     send(client, 2, "200.00", indicationDeadline="2026-12-04")
-    assert figure(manager_client.get("/").text, "to-indicate-soon") == "2"
+    assert figure(indicating_client.get("/").text, "to-indicate-soon") == "2"
 
     second = Fine.objects.get(external_id="2")
-    response = manager_client.post(
+    response = indicating_client.post(
         f"/fines/{second.pk}/indication-need",
         {"needed": "0", "seen": "needed:assumed", "reason": "Infração do proprietário"},
     )
     assert response.status_code == 302
-    page = manager_client.get("/", headers=ENGLISH).text
+    page = indicating_client.get("/", headers=ENGLISH).text
     assert figure(page, "to-indicate-soon") == "1"
     assert figure(page, "at-risk") == "R$&nbsp;200.00"
 
     # Typed from the notice: the deadline had passed.
     first = Fine.objects.get(external_id="1")
-    manager_client.post(
+    indicating_client.post(
         f"/fines/{first.pk}/deadline",
         {"field": "indication_due", "day": "2026-12-20", "seen": "2026-12-03:sent", "reason": "x"},
     )
-    page = manager_client.get("/", headers=ENGLISH).text
+    page = indicating_client.get("/", headers=ENGLISH).text
     assert (figure(page, "to-indicate-soon"), figure(page, "to-indicate-overdue")) == ("0", "0")
 
     send(client, 1, "100.00", treated=True, updatedAt="2026-12-01T11:00:00Z")
-    page = manager_client.get("/", headers=ENGLISH).text
+    page = indicating_client.get("/", headers=ENGLISH).text
     assert figure(page, "at-risk") == "R$&nbsp;0.00"
     assert fine_tallies_differences() == {}
     assert group_tallies_differences() == {}
 
 
-def test_the_figures_move_with_the_clock(client, manager_client, clock, django_user_model):
+def test_the_figures_move_with_the_clock(client, indicating_client, clock, django_user_model):
     send(client, 1, "100.00", indicationDeadline="2026-12-05")
-    assert figure(manager_client.get("/").text, "to-indicate-soon") == "1"
+    assert figure(indicating_client.get("/").text, "to-indicate-soon") == "1"
 
     clock.move_to(datetime(2026, 12, 6, 12, 0, tzinfo=UTC))
     # Five days later: the session of the first visit has ended; a new sign-in.
-    manager_client.force_login(django_user_model.objects.get(username="marcos"))
+    indicating_client.force_login(django_user_model.objects.get(username="marcos"))
 
-    page = manager_client.get("/").text
+    page = indicating_client.get("/").text
     assert (figure(page, "to-indicate-soon"), figure(page, "to-indicate-overdue")) == ("0", "1")

@@ -62,15 +62,6 @@ def clock():
         yield traveller
 
 
-@pytest.fixture
-def manager_client(client, django_user_model):
-    user = django_user_model.objects.create_user("marcos", password="pw-123456")
-    grant_whole_fleet(user)
-    user.user_permissions.add(Permission.objects.get(codename="change_fine_indication"))
-    client.force_login(user)
-    return client
-
-
 # Where each comes from
 
 
@@ -135,14 +126,14 @@ def test_a_later_event_updates_an_estimate_but_keeps_what_was_sent(client, clock
 
 
 def test_a_manager_types_the_deadline_from_the_notice_and_it_is_audited(
-    client, manager_client, clock
+    client, indicating_client, clock
 ):
     fine = send(client)
-    page = manager_client.get(fine.get_absolute_url(), headers=PORTUGUESE).text
+    page = indicating_client.get(fine.get_absolute_url(), headers=PORTUGUESE).text
     assert 'data-testid="estimated"' in page
     assert "estimativa: confira a notificação" in page
 
-    response = manager_client.post(
+    response = indicating_client.post(
         f"/fines/{fine.pk}/deadline",
         {
             "field": "indication_due",
@@ -187,11 +178,11 @@ def test_a_manager_types_the_deadline_from_the_notice_and_it_is_audited(
     ],
 )
 def test_a_deadline_in_the_past_or_unreadable_is_refused_and_nothing_changes(
-    client, manager_client, clock, day, error
+    client, indicating_client, clock, day, error
 ):
     fine = send(client)
 
-    response = manager_client.post(
+    response = indicating_client.post(
         f"/fines/{fine.pk}/deadline",
         {"field": "indication_due", "day": day, "seen": "2026-12-31:estimated", "reason": "x"},
         headers=PORTUGUESE,
@@ -204,12 +195,12 @@ def test_a_deadline_in_the_past_or_unreadable_is_refused_and_nothing_changes(
     assert not FineIndicationChange.objects.exists()
 
 
-def test_two_managers_at_once_one_wins_and_the_other_is_told(client, manager_client, clock):
+def test_two_managers_at_once_one_wins_and_the_other_is_told(client, indicating_client, clock):
     fine = send(client)
     form = {"field": "indication_due", "seen": "2026-12-31:estimated", "reason": "notice"}
 
-    first = manager_client.post(f"/fines/{fine.pk}/deadline", form | {"day": "2026-12-18"})
-    second = manager_client.post(
+    first = indicating_client.post(f"/fines/{fine.pk}/deadline", form | {"day": "2026-12-18"})
+    second = indicating_client.post(
         f"/fines/{fine.pk}/deadline", form | {"day": "2026-12-20"}, headers=ENGLISH
     )
 
@@ -222,16 +213,16 @@ def test_two_managers_at_once_one_wins_and_the_other_is_told(client, manager_cli
     assert FineIndicationChange.objects.count() == 1
 
 
-def test_no_indication_needed_with_a_reason_then_needed_again(client, manager_client, clock):
+def test_no_indication_needed_with_a_reason_then_needed_again(client, indicating_client, clock):
     fine = send(client)
 
-    manager_client.post(
+    indicating_client.post(
         f"/fines/{fine.pk}/indication-need",
         {"needed": "0", "seen": "needed:assumed", "reason": "Infração do proprietário"},
     )
     fine.refresh_from_db()
     assert (fine.indication, fine.indication_basis) == (Indication.NOT_NEEDED, NeedBasis.TYPED)
-    page = manager_client.get(fine.get_absolute_url(), headers=ENGLISH).text
+    page = indicating_client.get(fine.get_absolute_url(), headers=ENGLISH).text
     assert 'data-state="not_needed"' in page
     assert 'data-testid="indication-due"' not in page
 
@@ -239,7 +230,7 @@ def test_no_indication_needed_with_a_reason_then_needed_again(client, manager_cl
     fine = send(client, indicationRequired=True, updatedAt="2026-12-02T10:00:00Z")
     assert fine.indication == Indication.NOT_NEEDED
 
-    manager_client.post(
+    indicating_client.post(
         f"/fines/{fine.pk}/indication-need",
         {"needed": "1", "seen": "not_needed:typed", "reason": "Engano"},
     )
@@ -277,21 +268,21 @@ def test_a_fine_of_another_group_is_not_found_whatever_the_permission(sides: lis
 # How each is known, on the page and in the CSV
 
 
-def test_the_page_and_the_csv_say_how_each_deadline_is_known(client, manager_client, clock):
+def test_the_page_and_the_csv_say_how_each_deadline_is_known(client, indicating_client, clock):
     send(client, 1)  # estimated
     send(client, 2, indicationDeadline="2026-12-10", paymentDueDate="2027-01-05")  # sent
 
-    page = manager_client.get(f"/fines/{Fine.objects.get(external_id='1').pk}/", headers=ENGLISH)
+    page = indicating_client.get(f"/fines/{Fine.objects.get(external_id='1').pk}/", headers=ENGLISH)
     assert "estimated: check the notice" in page.text
     assert "plus 30 days" in page.text
     assert "If not indicated in time: a second fine (NIC) of about R$" in page.text
     assert "586.94" in page.text  # twice 293.47
-    sent = manager_client.get(f"/fines/{Fine.objects.get(external_id='2').pk}/", headers=ENGLISH)
+    sent = indicating_client.get(f"/fines/{Fine.objects.get(external_id='2').pk}/", headers=ENGLISH)
     assert 'data-testid="sent"' in sent.text
     assert "9 days left" in sent.text
 
     text = b"".join(
-        manager_client.get("/fines/export.csv", headers=PORTUGUESE).streaming_content
+        indicating_client.get("/fines/export.csv", headers=PORTUGUESE).streaming_content
     ).decode()
     header, *rows = csv.reader(io.StringIO(text.removeprefix("\ufeff")), delimiter=";")
     columns = header[-5:]

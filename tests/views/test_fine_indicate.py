@@ -22,7 +22,6 @@ from fleet.models import (
 )
 from fleet.services.tallies import fine_tallies_differences, fine_tallies_rebuild
 from fleet.webhooks.processing import deliveries_process_received
-from tests.scopes import grant_whole_fleet
 from tests.views.test_scope_walk import Side, sides
 
 __all__ = ["sides"]  # the fixture
@@ -38,15 +37,6 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 def clock():
     with time_machine.travel(NOW, tick=False) as traveller:
         yield traveller
-
-
-@pytest.fixture
-def manager_client(client, django_user_model):
-    user = django_user_model.objects.create_user("marcos", password="pw-123456")
-    grant_whole_fleet(user)
-    user.user_permissions.add(Permission.objects.get(codename="change_fine_indication"))
-    client.force_login(user)
-    return client
 
 
 def a_fine(client) -> Fine:
@@ -77,14 +67,16 @@ def indicate(client, fine: Fine, **fields):
     return client.post(f"/fines/{fine.pk}/indicate", form | fields, headers=ENGLISH)
 
 
-def test_indicating_records_who_how_and_when_and_the_fine_leaves_the_queue(client, manager_client):
+def test_indicating_records_who_how_and_when_and_the_fine_leaves_the_queue(
+    client, indicating_client
+):
     fine = a_fine(client)
-    page = manager_client.get(fine.get_absolute_url(), headers=ENGLISH).text
+    page = indicating_client.get(fine.get_absolute_url(), headers=ENGLISH).text
     assert 'value="Ana Souza (7001)"' in page  # the attributed driver, filled in
     assert "a guess. Check who was driving before indicating." in page
-    assert manager_client.get("/fines/indications/").text.count('data-testid="queue-row"') == 1
+    assert indicating_client.get("/fines/indications/").text.count('data-testid="queue-row"') == 1
 
-    response = indicate(manager_client, fine)
+    response = indicate(indicating_client, fine)
 
     assert response.status_code == 302
     fine.refresh_from_db()
@@ -98,21 +90,21 @@ def test_indicating_records_who_how_and_when_and_the_fine_leaves_the_queue(clien
     assert indication.user_name == "marcos"
     change = FineIndicationChange.objects.get()
     assert (change.before, change.after) == ("needed", "indicated")
-    assert 'data-testid="queue-row"' not in manager_client.get("/fines/indications/").text
-    page = manager_client.get(fine.get_absolute_url(), headers=ENGLISH).text
+    assert 'data-testid="queue-row"' not in indicating_client.get("/fines/indications/").text
+    page = indicating_client.get(fine.get_absolute_url(), headers=ENGLISH).text
     assert "Indicated, awaiting the authority" in page
     assert "Ana Souza indicated by post" in page
     assert "on 01/12/2026, recorded by marcos" in page
-    dashboard = manager_client.get("/", headers=ENGLISH).text
+    dashboard = indicating_client.get("/", headers=ENGLISH).text
     assert 'data-testid="at-risk">R$&nbsp;0.00<' in dashboard
     assert fine_tallies_differences() == {}
 
 
-def test_refused_goes_back_to_the_queue_with_its_reason_accepted_stays(client, manager_client):
+def test_refused_goes_back_to_the_queue_with_its_reason_accepted_stays(client, indicating_client):
     fine = a_fine(client)
-    indicate(manager_client, fine)
+    indicate(indicating_client, fine)
 
-    missing = manager_client.post(
+    missing = indicating_client.post(
         f"/fines/{fine.pk}/indication-answer",
         {"accepted": "0", "seen": "indicated:typed", "reason": ""},
         headers=ENGLISH,
@@ -120,19 +112,19 @@ def test_refused_goes_back_to_the_queue_with_its_reason_accepted_stays(client, m
     assert missing.status_code == 400
     assert "Say why the authority refused it." in missing.text
 
-    manager_client.post(
+    indicating_client.post(
         f"/fines/{fine.pk}/indication-answer",
         {"accepted": "0", "seen": "indicated:typed", "reason": "Assinatura do condutor ausente"},
     )
     fine.refresh_from_db()
     assert fine.indication == Indication.NEEDED
     assert DriverIndication.objects.get().outcome == "refused"
-    assert manager_client.get("/fines/indications/").text.count('data-testid="queue-row"') == 1
-    page = manager_client.get(fine.get_absolute_url(), headers=ENGLISH).text
+    assert indicating_client.get("/fines/indications/").text.count('data-testid="queue-row"') == 1
+    page = indicating_client.get(fine.get_absolute_url(), headers=ENGLISH).text
     assert "Assinatura do condutor ausente" in page
 
-    indicate(manager_client, fine, seen="needed:typed")
-    manager_client.post(
+    indicate(indicating_client, fine, seen="needed:typed")
+    indicating_client.post(
         f"/fines/{fine.pk}/indication-answer", {"accepted": "1", "seen": "indicated:typed"}
     )
     fine.refresh_from_db()
@@ -142,11 +134,11 @@ def test_refused_goes_back_to_the_queue_with_its_reason_accepted_stays(client, m
     assert fine_tallies_differences() == {}
 
 
-def test_twice_at_once_one_wins_and_the_other_is_told(client, manager_client):
+def test_twice_at_once_one_wins_and_the_other_is_told(client, indicating_client):
     fine = a_fine(client)
 
-    first = indicate(manager_client, fine)
-    second = indicate(manager_client, fine)
+    first = indicate(indicating_client, fine)
+    second = indicate(indicating_client, fine)
 
     assert (first.status_code, second.status_code) == (302, 409)
     assert "Nothing of yours was saved" in second.text
@@ -162,10 +154,10 @@ def test_twice_at_once_one_wins_and_the_other_is_told(client, manager_client):
         ({"driver": "Zé Ninguém"}, "name begins like “Zé Ninguém”"),
     ],
 )
-def test_bad_input_is_refused_and_nothing_changes(client, manager_client, fields, error):
+def test_bad_input_is_refused_and_nothing_changes(client, indicating_client, fields, error):
     fine = a_fine(client)
 
-    response = indicate(manager_client, fine, **fields)
+    response = indicate(indicating_client, fine, **fields)
 
     assert response.status_code == 400
     assert error in response.text

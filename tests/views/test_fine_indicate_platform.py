@@ -9,27 +9,16 @@ import json
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Permission
 
 from fleet.models import Driver, DriverIndication, Fine, FineIndicationChange, Indication
 from fleet.webhooks.processing import deliveries_process_received
 from tests.conftest import Emulator
-from tests.scopes import grant_whole_fleet
 
 pytestmark = [pytest.mark.django_db, pytest.mark.emulator_mode("normal")]
 
 WEBHOOK = "/webhooks/fleet/dev-webhook-token/"
 ENGLISH = {"Accept-Language": "en"}
 ROUTE = "/v2/driver-indications"
-
-
-@pytest.fixture
-def manager_client(client, django_user_model):
-    user = django_user_model.objects.create_user("marcos", password="pw-123456")
-    grant_whole_fleet(user)
-    user.user_permissions.add(Permission.objects.get(codename="change_fine_indication"))
-    client.force_login(user)
-    return client
 
 
 def a_fine(client, plate: str, reference: str = "E010000042") -> Fine:
@@ -52,12 +41,12 @@ def sent(emulator: Emulator) -> list[dict[str, Any]]:
 
 
 def test_through_the_platform_it_is_sent_then_recorded_with_the_answer(
-    client, manager_client, emulator, fleet_settings
+    client, indicating_client, emulator, fleet_settings
 ):
     fleet_settings.FLEET_DRIVER_INDICATIONS_API = True
     fine = a_fine(client, emulator.vehicles()[0]["car_plate"])
 
-    response = indicate(manager_client, fine)
+    response = indicate(indicating_client, fine)
 
     assert response.status_code == 302
     (request,) = sent(emulator)
@@ -68,12 +57,12 @@ def test_through_the_platform_it_is_sent_then_recorded_with_the_answer(
 
 
 def test_a_refusal_leaves_the_fine_to_indicate_with_the_reason_shown(
-    client, manager_client, emulator, fleet_settings
+    client, indicating_client, emulator, fleet_settings
 ):
     fleet_settings.FLEET_DRIVER_INDICATIONS_API = True
     fine = a_fine(client, emulator.vehicles()[0]["car_plate"], reference="PRAZO-VENCIDO")
 
-    response = indicate(manager_client, fine)
+    response = indicate(indicating_client, fine)
 
     assert response.status_code == 400
     assert len(sent(emulator)) == 1
@@ -83,13 +72,13 @@ def test_a_refusal_leaves_the_fine_to_indicate_with_the_reason_shown(
 
 
 def test_a_platform_that_times_out_leaves_the_fine_to_indicate(
-    client, manager_client, emulator, fleet_settings
+    client, indicating_client, emulator, fleet_settings
 ):
     fleet_settings.FLEET_DRIVER_INDICATIONS_API = True
     fine = a_fine(client, emulator.vehicles()[0]["car_plate"])
     emulator.fault(ROUTE, status=504, retry_after=3600)
 
-    response = indicate(manager_client, fine)
+    response = indicate(indicating_client, fine)
 
     assert response.status_code == 502
     assert 'class="field-error"' in response.text
@@ -98,12 +87,12 @@ def test_a_platform_that_times_out_leaves_the_fine_to_indicate(
 
 
 def test_with_the_setting_off_nothing_is_sent_and_the_page_says_so(
-    client, manager_client, emulator, fleet_settings
+    client, indicating_client, emulator, fleet_settings
 ):
     fleet_settings.FLEET_DRIVER_INDICATIONS_API = False
     fine = a_fine(client, emulator.vehicles()[0]["car_plate"])
 
-    response = indicate(manager_client, fine)
+    response = indicate(indicating_client, fine)
 
     assert response.status_code == 400
     assert sent(emulator) == []

@@ -50,12 +50,6 @@ def manager(django_user_model):
     return grant_whole_fleet(django_user_model.objects.create_user("marcos", password="pw-1"))
 
 
-@pytest.fixture
-def manager_client(client, manager):
-    client.force_login(manager)
-    return client
-
-
 def send(client, number: int, plate: str = "ABC1D23", **fields) -> Fine:
     frame = {
         "id": number,

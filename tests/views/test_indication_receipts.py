@@ -27,10 +27,10 @@ from fleet.models import (
 )
 from fleet.services.indications import fine_indicate, seen_value
 from fleet.services.receipts import CheckedReceipt, receipt_name
-from tests.views.test_fine_indicate import ENGLISH, a_fine, indicate, manager_client
+from tests.views.test_fine_indicate import ENGLISH, a_fine, indicate
 from tests.views.test_scope_walk import Side, sides
 
-__all__ = ["manager_client", "sides"]  # the fixtures
+__all__ = ["sides"]  # the fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -61,11 +61,11 @@ def upload(name: str, content: bytes, declared: str = "application/pdf") -> Simp
     return SimpleUploadedFile(name, content, content_type=declared)
 
 
-def test_a_pdf_receipt_is_kept_and_downloaded_back_identical(client, manager_client):
+def test_a_pdf_receipt_is_kept_and_downloaded_back_identical(client, indicating_client):
     fine = a_fine(client)
     pdf = a_pdf()
 
-    response = indicate(manager_client, fine, receipt=upload("Comprovante Correios.pdf", pdf))
+    response = indicate(indicating_client, fine, receipt=upload("Comprovante Correios.pdf", pdf))
 
     assert response.status_code == 302
     receipt = IndicationReceipt.objects.get()
@@ -75,12 +75,12 @@ def test_a_pdf_receipt_is_kept_and_downloaded_back_identical(client, manager_cli
     assert receipt.name == "Comprovante_Correios.pdf"
     assert receipt.uploaded_by is not None
     assert receipt.uploaded_by.username == "marcos"
-    page = manager_client.get(fine.get_absolute_url(), headers=ENGLISH).text
+    page = indicating_client.get(fine.get_absolute_url(), headers=ENGLISH).text
     link = f"/fines/{fine.pk}/indications/{receipt.indication_id}/receipt"
     assert f'href="{link}"' in page
     assert "Receipt (PDF, " in page
 
-    download = manager_client.get(link)
+    download = indicating_client.get(link)
 
     assert download.status_code == 200
     assert download.content == pdf
@@ -93,29 +93,31 @@ def test_a_pdf_receipt_is_kept_and_downloaded_back_identical(client, manager_cli
     assert download["Content-Security-Policy"].startswith("sandbox")
 
 
-def test_a_png_is_kept_as_what_it_is_whatever_its_name_and_declared_type(client, manager_client):
+def test_a_png_is_kept_as_what_it_is_whatever_its_name_and_declared_type(client, indicating_client):
     fine = a_fine(client)
     png = a_png()
 
-    response = indicate(manager_client, fine, receipt=upload("foto.jpg", png, "image/jpeg"))
+    response = indicate(indicating_client, fine, receipt=upload("foto.jpg", png, "image/jpeg"))
 
     assert response.status_code == 302
     receipt = IndicationReceipt.objects.get()
     assert (receipt.content_type, receipt.name) == ("image/png", "foto.png")
-    download = manager_client.get(f"/fines/{fine.pk}/indications/{receipt.indication_id}/receipt")
+    download = indicating_client.get(
+        f"/fines/{fine.pk}/indications/{receipt.indication_id}/receipt"
+    )
     assert (download.content, download["Content-Type"]) == (png, "image/png")
-    page = manager_client.get(fine.get_absolute_url(), headers=ENGLISH).text
+    page = indicating_client.get(fine.get_absolute_url(), headers=ENGLISH).text
     assert "Receipt (PNG, " in page
 
 
-def test_an_indication_without_a_receipt_is_recorded_and_links_none(client, manager_client):
+def test_an_indication_without_a_receipt_is_recorded_and_links_none(client, indicating_client):
     fine = a_fine(client)
 
-    assert indicate(manager_client, fine).status_code == 302
+    assert indicate(indicating_client, fine).status_code == 302
 
     assert DriverIndication.objects.exists()
     assert not IndicationReceipt.objects.exists()
-    assert 'data-testid="receipt-link"' not in manager_client.get(fine.get_absolute_url()).text
+    assert 'data-testid="receipt-link"' not in indicating_client.get(fine.get_absolute_url()).text
 
 
 NOT_A_RECEIPT = "The receipt must be a PDF, PNG or JPEG file"
@@ -133,11 +135,11 @@ NOT_A_RECEIPT = "The receipt must be a PDF, PNG or JPEG file"
     ids=["html", "fake-pdf", "fake-png", "fake-jpeg", "empty"],
 )
 def test_a_file_that_is_not_a_pdf_png_or_jpeg_is_refused_and_nothing_recorded(
-    client, manager_client, content, error
+    client, indicating_client, content, error
 ):
     fine = a_fine(client)
 
-    response = indicate(manager_client, fine, receipt=upload("receipt.pdf", content))
+    response = indicate(indicating_client, fine, receipt=upload("receipt.pdf", content))
 
     assert response.status_code == 400
     assert error in response.text
@@ -148,11 +150,11 @@ def test_a_file_that_is_not_a_pdf_png_or_jpeg_is_refused_and_nothing_recorded(
     assert not IndicationReceipt.objects.exists()
 
 
-def test_a_receipt_past_the_limit_is_refused_by_its_size(client, manager_client, settings):
+def test_a_receipt_past_the_limit_is_refused_by_its_size(client, indicating_client, settings):
     settings.FLEET_INDICATION_RECEIPT_MAX_BYTES = 100
     fine = a_fine(client)
 
-    response = indicate(manager_client, fine, receipt=upload("big.pdf", a_pdf()))
+    response = indicate(indicating_client, fine, receipt=upload("big.pdf", a_pdf()))
 
     assert response.status_code == 400
     assert "The receipt is larger than 100" in response.text
@@ -167,9 +169,9 @@ def test_a_receipt_name_keeps_no_path_nor_odd_characters():
     assert receipt_name("", ReceiptType.PNG) == "receipt.png"
 
 
-def test_anonymous_is_sent_to_sign_in(client, manager_client):
+def test_anonymous_is_sent_to_sign_in(client, indicating_client):
     fine = a_fine(client)
-    indicate(manager_client, fine, receipt=upload("r.pdf", a_pdf()))
+    indicate(indicating_client, fine, receipt=upload("r.pdf", a_pdf()))
     receipt = IndicationReceipt.objects.get()
 
     anonymous = Client()  # `client` is the manager's, signed in
@@ -209,11 +211,11 @@ def test_a_receipt_is_not_found_outside_the_fines_the_user_sees(sides: list[Side
 
 
 def test_the_admin_shows_the_receipts_name_type_and_size_not_its_content(
-    client, manager_client, admin_client
+    client, indicating_client, admin_client
 ):
     fine = a_fine(client)
     pdf = a_pdf()
-    indicate(manager_client, fine, receipt=upload("Recibo.pdf", pdf))
+    indicate(indicating_client, fine, receipt=upload("Recibo.pdf", pdf))
     indication = DriverIndication.objects.get()
 
     page = admin_client.get(

@@ -14,15 +14,15 @@ from fleet.models import Fine, FineIndicationChange, Indication
 from fleet.services.indication_sweep import indications_mark_missed
 from fleet.services.tallies import fine_tallies_differences
 from tests.views.test_dashboard_indications import figure
-from tests.views.test_fine_deadlines import ENGLISH, clock, manager_client, send
+from tests.views.test_fine_deadlines import ENGLISH, clock, send
 
-__all__ = ["clock", "manager_client"]  # fixtures
+__all__ = ["clock"]  # the fixture
 
 pytestmark = pytest.mark.django_db
 
 
 def test_the_deadline_passes_and_the_fine_is_missed_with_its_nic_shown_and_counted(
-    client, manager_client, clock
+    client, indicating_client, clock
 ):
     late = send(client, 1, amount="100.00", indicationDeadline="2026-12-02")
     later = send(client, 2, amount="200.00", indicationDeadline="2026-12-20")
@@ -37,17 +37,17 @@ def test_the_deadline_passes_and_the_fine_is_missed_with_its_nic_shown_and_count
     assert (late.indication, later.indication) == (Indication.MISSED, Indication.NEEDED)
     change = FineIndicationChange.objects.get(fine=late)
     assert (change.before, change.after, change.user) == ("needed", "missed", None)
-    page = manager_client.get(late.get_absolute_url(), headers=ENGLISH).text
+    page = indicating_client.get(late.get_absolute_url(), headers=ENGLISH).text
     assert "Deadline missed: expect the NIC" in page
     assert "expect a second fine (NIC) of about R$" in page
     assert "the portal: the deadline passed" in page
     assert "missed 1 day ago: expect the NIC" in page
     assert 'data-testid="late"' in page  # it may still be indicated, late
-    listed = manager_client.get("/fines/", headers=ENGLISH).text
+    listed = indicating_client.get("/fines/", headers=ENGLISH).text
     assert "Indication deadline missed (02/12/2026): expect the NIC" in listed
-    queue = manager_client.get("/fines/indications/", headers=ENGLISH).text
+    queue = indicating_client.get("/fines/indications/", headers=ENGLISH).text
     assert queue.index('data-key="1"') < queue.index('data-key="2"')  # missed first
-    dashboard = manager_client.get("/", headers=ENGLISH).text
+    dashboard = indicating_client.get("/", headers=ENGLISH).text
     assert figure(dashboard, "to-indicate-overdue") == "1"
     assert figure(dashboard, "nic-expected") == "NICs to expect: R$&nbsp;200.00"
     assert figure(dashboard, "at-risk") == "R$&nbsp;600.00"  # twice 100 + 200
@@ -55,16 +55,16 @@ def test_the_deadline_passes_and_the_fine_is_missed_with_its_nic_shown_and_count
 
 
 def test_a_later_deadline_typed_from_the_notice_reopens_a_missed_fine(
-    client, manager_client, clock
+    client, indicating_client, clock
 ):
     fine = send(client, 1, amount="100.00")  # estimated: received 01/12 + 30 days
     clock.shift(timedelta(days=31))
     assert indications_mark_missed() == 1
-    manager_client.force_login(User.objects.get(username="marcos"))  # a month later
+    indicating_client.force_login(User.objects.get(username="marcos"))  # a month later
     fine.refresh_from_db()
     assert fine.indication == Indication.MISSED
 
-    response = manager_client.post(
+    response = indicating_client.post(
         f"/fines/{fine.pk}/deadline",
         {
             "field": "indication_due",
@@ -80,12 +80,14 @@ def test_a_later_deadline_typed_from_the_notice_reopens_a_missed_fine(
     assert fine_tallies_differences() == {}
 
 
-def test_a_missed_fine_may_still_be_indicated_and_leaves_the_queue(client, manager_client, clock):
+def test_a_missed_fine_may_still_be_indicated_and_leaves_the_queue(
+    client, indicating_client, clock
+):
     fine = send(client, 1, amount="100.00", indicationDeadline="2026-12-02")
     clock.shift(timedelta(days=2))
     indications_mark_missed()
 
-    response = manager_client.post(
+    response = indicating_client.post(
         f"/fines/{fine.pk}/indicate",
         {"driver": "", "channel": "post", "on": "2026-12-02", "seen": "missed:assumed"},
     )
@@ -93,7 +95,7 @@ def test_a_missed_fine_may_still_be_indicated_and_leaves_the_queue(client, manag
     assert Fine.objects.get(pk=fine.pk).indication == Indication.MISSED
 
 
-def test_a_treated_fine_or_one_indicated_is_never_missed(client, manager_client, clock):
+def test_a_treated_fine_or_one_indicated_is_never_missed(client, indicating_client, clock):
     send(client, 1, indicationDeadline="2026-12-02", treated=True)
     send(client, 2, indicationDeadline="2026-12-02", indicationRequired=False)
     clock.shift(timedelta(days=5))

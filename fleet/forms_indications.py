@@ -160,7 +160,42 @@ def driver_chosen(typed: str, scope: VehicleScope) -> int | None:
     )
 
 
-class FineIndicateForm(forms.Form):
+def driver_indicated(typed: str, scope: VehicleScope) -> int:
+    """The driver an indication names (`driver_chosen`), who must be one of the drivers
+    `scope` sees; else a `ValidationError` saying why."""
+    driver_id = driver_chosen(typed, scope)
+    if driver_id is None:
+        raise forms.ValidationError(_("Choose who was driving."))
+    if not driver_seen(scope, driver_id):
+        raise forms.ValidationError(
+            _("No driver of your vehicles has the id %(id)s."), params={"id": driver_id}
+        )
+    return driver_id
+
+
+class _HowAndWhen(forms.Form):
+    """How an indication was made and on which day (today or before), among the drivers
+    `scope` sees: what indicating one fine and several at once share."""
+
+    channel = forms.ChoiceField(label=_("How"), choices=IndicationChannel.choices)
+    on = forms.DateField(
+        label=_("On"),
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+        error_messages={"invalid": _("Type a day, such as 31/12/2026.")},
+    )
+
+    def __init__(self, *args: Any, scope: VehicleScope, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.scope = scope
+
+    def clean_on(self) -> date:
+        day: date = self.cleaned_data["on"]
+        if day > timezone.localdate():
+            raise forms.ValidationError(_("That day has not come yet: say when it was done."))
+        return day
+
+
+class FineIndicateForm(_HowAndWhen):
     """A fine's driver as indicated to the authority: who (a name or an id, among the
     drivers the user sees), how, on which day; what the page showed (`seen`); the proof
     it was sent, if any (`receipt`: checked by its content, `fleet.services.receipts`)."""
@@ -169,12 +204,6 @@ class FineIndicateForm(forms.Form):
         label=_("Driver"),
         max_length=100,
         widget=forms.TextInput(attrs={"placeholder": _("Name or driver id")}),
-    )
-    channel = forms.ChoiceField(label=_("How"), choices=IndicationChannel.choices)
-    on = forms.DateField(
-        label=_("On"),
-        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
-        error_messages={"invalid": _("Type a day, such as 31/12/2026.")},
     )
     seen = forms.CharField(widget=forms.HiddenInput, required=False, max_length=60)
     receipt = forms.FileField(
@@ -187,9 +216,7 @@ class FineIndicateForm(forms.Form):
         ),
     )
 
-    def __init__(self, *args: Any, scope: VehicleScope, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.scope = scope
+    field_order = ["driver", "channel", "on", "seen", "receipt"]
 
     def clean_receipt(self) -> CheckedReceipt | None:
         upload = self.cleaned_data.get("receipt")
@@ -201,20 +228,7 @@ class FineIndicateForm(forms.Form):
             raise forms.ValidationError(refused.message) from refused
 
     def clean_driver(self) -> int:
-        driver_id = driver_chosen(self.cleaned_data["driver"], self.scope)
-        if driver_id is None:
-            raise forms.ValidationError(_("Choose who was driving."))
-        if not driver_seen(self.scope, driver_id):
-            raise forms.ValidationError(
-                _("No driver of your vehicles has the id %(id)s."), params={"id": driver_id}
-            )
-        return driver_id
-
-    def clean_on(self) -> date:
-        day: date = self.cleaned_data["on"]
-        if day > timezone.localdate():
-            raise forms.ValidationError(_("That day has not come yet: say when it was done."))
-        return day
+        return driver_indicated(self.cleaned_data["driver"], self.scope)
 
 
 class FineAnswerForm(forms.Form):
@@ -240,25 +254,21 @@ class FineAnswerForm(forms.Form):
 # The channels of an indication recorded for several fines at once: the platform's is one
 # fine at a time, from its page (each is sent, and may be refused, on its own).
 BULK_CHANNELS: Final = [
-    (value, label) for value, label in IndicationChannel.choices if value != "platform"
+    (value, label)
+    for value, label in IndicationChannel.choices
+    if value != IndicationChannel.PLATFORM
 ]
 
 
-class BulkIndicateForm(forms.Form):
+class BulkIndicateForm(_HowAndWhen):
     """Several fines' drivers as indicated to the authority the same way on the same day:
     each fine's driver in a field of its own (`driver-<fine id>`, with `seen-<fine id>`,
     what the page showed of it), among the drivers the user sees."""
 
     channel = forms.ChoiceField(label=_("How"), choices=BULK_CHANNELS)
-    on = forms.DateField(
-        label=_("On"),
-        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
-        error_messages={"invalid": _("Type a day, such as 31/12/2026.")},
-    )
 
     def __init__(self, *args: Any, scope: VehicleScope, fine_ids: list[int], **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.scope = scope
+        super().__init__(*args, scope=scope, **kwargs)
         for fine_id in fine_ids:
             self.fields[f"driver-{fine_id}"] = forms.CharField(
                 label=_("Driver"), max_length=100, required=False
@@ -268,28 +278,14 @@ class BulkIndicateForm(forms.Form):
             )
         self.fine_ids = fine_ids
 
-    def clean_on(self) -> date:
-        day: date = self.cleaned_data["on"]
-        if day > timezone.localdate():
-            raise forms.ValidationError(_("That day has not come yet: say when it was done."))
-        return day
-
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         for fine_id in self.fine_ids:
             name = f"driver-{fine_id}"
             try:
-                driver_id = driver_chosen(cleaned.get(name, ""), self.scope)
+                cleaned[name] = driver_indicated(cleaned.get(name, ""), self.scope)
             except forms.ValidationError as error:
                 self.add_error(name, error)
-                continue
-            if driver_id is None:
-                self.add_error(name, _("Choose who was driving."))
-            elif not driver_seen(self.scope, driver_id):
-                message = _("No driver of your vehicles has the id %(id)s.")
-                self.add_error(name, message % {"id": driver_id})
-            else:
-                cleaned[name] = driver_id
         return cleaned
 
     def driver_of(self, fine_id: int) -> int:

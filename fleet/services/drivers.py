@@ -152,6 +152,13 @@ def drivers_find(
     return list(choices.values())[:limit]
 
 
+def driver_label(driver_id: int, scope: VehicleScope = WHOLE_FLEET) -> str:
+    """What the picker's field holds for `driver_id` (`DriverChoice.label`), its name only
+    where `scope` sees the driver: a form filled in with a fine's attributed driver."""
+    found = drivers_find(text=str(driver_id), scope=scope, limit=1)
+    return found[0].label if found else str(driver_id)
+
+
 def _beginning(word: str) -> QuerySet[DriverWord]:
     """The index's words that begin with `word`: a range, which every database reads from
     the index (a LIKE would not, whatever the collation)."""

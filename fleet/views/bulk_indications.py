@@ -20,7 +20,7 @@ from django.views.decorators.http import require_POST
 
 from fleet.forms_indications import BulkIndicateForm
 from fleet.models import Fine, IndicationChannel
-from fleet.services.drivers import drivers_find, fines_named
+from fleet.services.drivers import driver_label, fines_named
 from fleet.services.indications import (
     FINE_INDICATION_PERMISSION,
     ChangedMeanwhile,
@@ -97,11 +97,11 @@ def _initial(fines: list[Fine], scope: VehicleScope) -> dict[str, object]:
     """Each fine's driver as attributed (a person checks it), what the page shows of it,
     and today."""
     initial: dict[str, object] = {"on": timezone.localdate(), "channel": IndicationChannel.POST}
-    labels: dict[int, str] = {}
+    labels = {
+        driver_id: driver_label(driver_id, scope)
+        for driver_id in {fine.driver_id for fine in fines if fine.driver_id is not None}
+    }
     for fine in fines:
-        if fine.driver_id is not None and fine.driver_id not in labels:
-            found = drivers_find(text=str(fine.driver_id), scope=scope, limit=1)
-            labels[fine.driver_id] = found[0].label if found else str(fine.driver_id)
         initial[f"driver-{fine.pk}"] = labels.get(fine.driver_id, "") if fine.driver_id else ""
         initial[f"seen-{fine.pk}"] = seen_value(fine.indication, fine.indication_basis or "")
     return initial

@@ -31,7 +31,7 @@ from fleet.services.attribution import (
     fine_driver_correct,
     fine_driver_story,
 )
-from fleet.services.drivers import drivers_find
+from fleet.services.drivers import driver_label
 from fleet.services.fines import (
     fine_get,
 )
@@ -206,10 +206,7 @@ def fine_indication_answered(request: AuthenticatedRequest, fine_id: int) -> Htt
 
 def _indicate_form(record: Fine, scope: VehicleScope) -> FineIndicateForm:
     """The indication's form, its driver the fine's as attributed (a person checks it)."""
-    driver = ""
-    if record.driver_id is not None:
-        found = drivers_find(text=str(record.driver_id), scope=scope, limit=1)
-        driver = found[0].label if found else str(record.driver_id)
+    driver = driver_label(record.driver_id, scope) if record.driver_id is not None else ""
     initial = {"driver": driver, "on": timezone.localdate(), "channel": IndicationChannel.POST}
     return FineIndicateForm(initial=initial, scope=scope)
 

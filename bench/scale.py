@@ -40,6 +40,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import requests
@@ -132,17 +133,9 @@ def run(options: argparse.Namespace, folder: Path) -> int:
 def _reminders_job(results: scale_pages.Results, environment: dict[str, str], limit: int) -> None:
     """The worker's daily run of indication deadlines on the data set (`bench.scale_reminders`,
     rolled back): each part's wall time and SQL statements, reported, not judged."""
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench.scale_reminders", "--limit", str(limit)],
-        cwd=ROOT,
-        env=environment,
-        stdout=subprocess.PIPE,
-        text=True,
-        check=False,
+    found = _module_json(
+        ["bench.scale_reminders", "--limit", str(limit)], environment, what="the reminders job"
     )
-    if completed.returncode != 0:
-        raise ServerFailed(f"the reminders job failed (exit {completed.returncode})")
-    found = json.loads(completed.stdout.splitlines()[-1])
     marked, reminders = found["mark_missed"], found["reminders"]
     stopped = f"STOPPED after {limit} s, " if marked["stopped"] else ""
     print(
@@ -225,10 +218,8 @@ def _data_set(
     print(f"Building the data set: {_sizes(options)}.", flush=True)
     began = time.perf_counter()
     portal_migrate(environment)
-    completed = subprocess.run(
+    data = _module_json(
         [
-            sys.executable,
-            "-m",
             "bench.scale_fill",
             "--vehicles",
             str(options.vehicles),
@@ -239,6 +230,18 @@ def _data_set(
             "--notifications",
             str(options.notifications),
         ],
+        environment,
+        what="filling the database",
+    )
+    print(f"Built in {time.perf_counter() - began:,.0f} s.", flush=True)
+    stamp.write_text(json.dumps({"sizes": wanted, "data": data}))
+    return dict(data)
+
+
+def _module_json(arguments: list[str], environment: dict[str, str], *, what: str) -> Any:
+    """Run `python -m` with `arguments` in `environment`; the JSON of its last line."""
+    completed = subprocess.run(
+        [sys.executable, "-m", *arguments],
         cwd=ROOT,
         env=environment,
         stdout=subprocess.PIPE,
@@ -246,11 +249,8 @@ def _data_set(
         check=False,
     )
     if completed.returncode != 0:
-        raise ServerFailed(f"filling the database failed (exit {completed.returncode})")
-    data = json.loads(completed.stdout.splitlines()[-1])
-    print(f"Built in {time.perf_counter() - began:,.0f} s.", flush=True)
-    stamp.write_text(json.dumps({"sizes": wanted, "data": data}))
-    return dict(data)
+        raise ServerFailed(f"{what} failed (exit {completed.returncode})")
+    return json.loads(completed.stdout.splitlines()[-1])
 
 
 def _sessions(portal: Server, data: dict[str, object]) -> dict[str, requests.Session]:

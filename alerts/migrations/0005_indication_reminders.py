@@ -1,4 +1,4 @@
-"""Reminders of the deadlines to indicate a fine's driver (issue 64): a choice of each person's
+"""Reminders of the deadlines to indicate a fine's driver: a choice of each person's
 alerts (on by default), and the two events as choices of `Alert.event` (no change to its
 table: `AlterChoices`)."""
 

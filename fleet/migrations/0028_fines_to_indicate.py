@@ -1,4 +1,4 @@
-"""A fine as work with a deadline (issue 64): whether its driver is to be indicated, by
+"""A fine as work with a deadline: whether its driver is to be indicated, by
 when, and by when its slip is due, each with how it is known; the changes people make.
 
 The columns are nullable, so that adding them to ten million fines rewrites none

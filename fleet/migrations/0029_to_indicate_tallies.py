@@ -1,4 +1,4 @@
-"""The dashboard's tallies of the fines still to indicate, by deadline (issue 64): counted
+"""The dashboard's tallies of the fines still to indicate, by deadline: counted
 once from the fines 0028 gave a deadline, then kept by every writer of fines. The whole
 fleet's in one grouped read of the fines to indicate (their partial index); each vehicle
 group's by the worker, which counts a group again whose tallies are not of its revision

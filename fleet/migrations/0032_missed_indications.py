@@ -1,4 +1,4 @@
-"""A fine whose deadline to indicate its driver passed without one is "missed" (issue 64):
+"""A fine whose deadline to indicate its driver passed without one is "missed":
 a new choice of `Fine.indication` (no change to the table), and the queue's partial index
 widened to the missed fines (the queue shows them first, the tallies count them). The
 new index is built before the old one goes, each without holding writers on PostgreSQL

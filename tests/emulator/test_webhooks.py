@@ -420,7 +420,7 @@ def test_without_the_new_options_the_batch_is_the_same_bytes_as_before():
 
     batch = generate(300, seed=1, now=NOW, plates=plates, extra_keys=True, duplicates=0.1)
 
-    # The notice's facts were added later (issue 64), from the notice number alone: without
+    # The notice's facts (full mode) are drawn from the notice number alone: without
     # them, the same bytes as before; with them, the same draws of the batch's numbers.
     sent = b"".join(without_notice_facts(delivery.body) for delivery in batch.deliveries)
     assert hashlib.sha256(sent).hexdigest() == (

@@ -21,7 +21,6 @@ from alerts.services.pauses import alerts_pause_inactive as pause_inactive_peopl
 from alerts.services.reminder_runs import INDICATIONS_TASK, indication_reminders_next_run
 from alerts.services.reminders import indication_reminders_create
 from alerts.services.sending import alerts_next_due, alerts_send_due
-from fleet.services.indication_sweep import indications_mark_missed
 from portal.lib import worker
 from portal.lib.throttle import Throttle
 
@@ -53,10 +52,9 @@ def alerts_pause_inactive() -> dict[str, int]:
 
 @worker.task(queue_name="alerts")
 def alerts_indications_daily() -> dict[str, int]:
-    """Each morning: mark missed the fines whose deadline to indicate their driver passed
-    without one, then write the reminders of the deadlines near and the missed ones'
-    alerts. The next day's run is asked for first, so that a run that fails is tried
-    again the next day; the first at a sign-in or when fines arrive."""
+    """Each morning: write the reminders of the deadlines to indicate a fine's driver that
+    are near, and the alerts of those that passed without one (missed: by the clock,
+    nothing to mark). The next day's run is asked for first, so that a run that fails is
+    tried again the next day; the first at a sign-in or when fines arrive."""
     worker.enqueue_unless_waiting(INDICATIONS_TASK, run_after=indication_reminders_next_run())
-    missed = worker.while_busy(indications_mark_missed, what="marking missed indications")
-    return {"missed": missed, **indication_reminders_create()}
+    return indication_reminders_create()

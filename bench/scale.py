@@ -136,24 +136,18 @@ def _reminders_job(results: scale_pages.Results, environment: dict[str, str], li
     found = _module_json(
         ["bench.scale_reminders", "--limit", str(limit)], environment, what="the reminders job"
     )
-    marked, reminders = found["mark_missed"], found["reminders"]
-    stopped = f"STOPPED after {limit} s, " if marked["stopped"] else ""
-    print(
-        f"  reminders job ({found['people']} people): {stopped}{marked['result'] or 0:,} fines "
-        f"marked missed in {marked['seconds']:,.1f} s, {marked['queries']:,} queries",
-        flush=True,
-    )
+    reminders = found["reminders"]
     told = reminders["result"] or {"fines": 0, "alerts": 0}
     stopped = f"STOPPED after {limit} s, " if reminders["stopped"] else ""
     print(
-        f"  reminders: {stopped}{told['fines']:,} fines looked at, {told['alerts']:,} alerts "
-        f"in {reminders['seconds']:,.1f} s, {reminders['queries']:,} queries",
+        f"  reminders job ({found['people']} people): {stopped}{told['fines']:,} fines looked "
+        f"at, {told['alerts']:,} alerts in {reminders['seconds']:,.1f} s, "
+        f"{reminders['queries']:,} queries",
         flush=True,
     )
-    parts = (("indications_mark_missed", marked), ("indication_reminders_create", reminders))
-    for name, part in parts:
-        results.figures.append((f"reminders job: {name}, s", part["seconds"], 0, "s"))
-        results.figures.append((f"reminders job: {name}, queries", part["queries"], 0, "queries"))
+    name = "indication_reminders_create"
+    results.figures.append((f"reminders job: {name}, s", reminders["seconds"], 0, "s"))
+    results.figures.append((f"reminders job: {name}, queries", reminders["queries"], 0, "queries"))
 
 
 def _empty_receiver_rate(environment: dict[str, str], folder: Path, database: str) -> float:

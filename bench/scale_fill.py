@@ -72,7 +72,8 @@ from fleet.services.tallies import fine_tallies_rebuild  # noqa: E402
 CHUNK = 20_000
 YEARS = 3
 REGIONS = ("Sudeste", "Sul", "Nordeste")
-# The fines' indications (`_indication`): the share still to indicate, and missed.
+# The fines' indications (`_indication`): the share still to indicate in time, and missed
+# (still to indicate, their deadline passed).
 NEEDED_SHARE = 0.20
 MISSED_SHARE = 0.04
 TITLES = ("Licenciamento a vencer", "Indicação de condutor", "Recall do fabricante")
@@ -286,17 +287,17 @@ def _fines(
 
 def _indication(rng: random.Random, today: date) -> tuple[Any, ...]:
     """Where a fine's indication stands (`indication`, its basis, its deadline, the
-    deadline's basis), as the worker's daily runs leave it on `today`: `NEEDED` for a
-    fifth, deadlines from yesterday to 45 days ahead (yesterday's: what today's run
-    marks missed); `MISSED` for 4 %, deadlines 1 to 60 days past; the rest not needed,
-    indicated or accepted. Treated or not as the fine is (the queue is the untreated)."""
+    deadline's basis) on `today`: `NEEDED` for a fifth, deadlines from yesterday to 45
+    days ahead; `NEEDED` past its deadline (missed, by the clock) for 4 %, deadlines 1
+    to 60 days past, estimated; the rest not needed, indicated or accepted. Treated or
+    not as the fine is (the queue is the untreated)."""
     draw = rng.random()
     if draw < NEEDED_SHARE:
         due = today + timedelta(days=rng.randrange(-1, 46))
         return Indication.NEEDED.value, NeedBasis.SENT.value, due, DeadlineBasis.SENT.value
     if draw < NEEDED_SHARE + MISSED_SHARE:
         due = today - timedelta(days=rng.randrange(1, 61))
-        return Indication.MISSED.value, NeedBasis.SENT.value, due, DeadlineBasis.ESTIMATED.value
+        return Indication.NEEDED.value, NeedBasis.SENT.value, due, DeadlineBasis.ESTIMATED.value
     settled = (Indication.NOT_NEEDED, Indication.INDICATED, Indication.ACCEPTED)
     indication = settled[int((draw - NEEDED_SHARE - MISSED_SHARE) * 1000) % 3].value
     if indication == Indication.NOT_NEEDED:

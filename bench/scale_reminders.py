@@ -5,9 +5,9 @@ portal's environment (as `bench.scale_fill`).
 In one transaction rolled back at the end (the kept data set is left as it was built, so
 that every run finds the same work): a handful of people who chose the indication
 deadlines' alerts (`PEOPLE`: the whole fleet; each of the three regions, as members of
-its group; a list of plates of their own; one who turned them off), then the run's two
-parts as the task calls them: `indications_mark_missed` (the fines whose deadline was
-yesterday), then `indication_reminders_create`. Each part's wall time and SQL
+its group; a list of plates of their own; one who turned them off), then the run as the
+task calls it: `indication_reminders_create` (the deadlines near, and those missed in
+the last days: missed is the clock's, nothing is marked). Its wall time and SQL
 statements (counted by an execute wrapper: every statement, however many) are printed,
 last, as one line of JSON. A part still running after `--limit` seconds is stopped (at
 the end of the statement under way): its statements so far are reported, and
@@ -39,7 +39,6 @@ from fleet.models import (  # noqa: E402
     VehicleGroup,
     VehicleGroupMember,
 )
-from fleet.services.indication_sweep import indications_mark_missed  # noqa: E402
 from fleet.services.scopes import scopes_changed  # noqa: E402
 
 # (username, the region whose group they are a member of or None for the whole fleet,
@@ -88,10 +87,7 @@ def main() -> int:
     try:
         with transaction.atomic():
             found["people"] = _people()
-            for name, part in (
-                ("mark_missed", indications_mark_missed),
-                ("reminders", indication_reminders_create),
-            ):
+            for name, part in (("reminders", indication_reminders_create),):
                 counted = Counted()
                 began = time.perf_counter()
                 result: Any = None

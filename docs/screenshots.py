@@ -103,16 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         wait_until_processed(database, args.count)
         send_queue_fines(url, database)
         wait_until_processed(database, args.count + len(QUEUE_FINES))
-        manage(Path(tmp), "shell", "-c", MARK_MISSED)
         for name in shoot(url, args.out, database, set(args.only or names)):
             print(f"wrote {name.relative_to(ROOT) if name.is_relative_to(ROOT) else name}")
     return 0
-
-
-# The worker's morning run, now: the fines whose deadline has passed are marked missed.
-MARK_MISSED: Final = (
-    "from fleet.services.indication_sweep import indications_mark_missed; indications_mark_missed()"
-)
 
 
 def demo_env(tmp: Path) -> dict[str, str]:

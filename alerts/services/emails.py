@@ -36,7 +36,7 @@ from django.utils.translation import ngettext
 
 from alerts.models import Alert, AlertEvent
 from fleet.api.values import parse_amount, parse_moment
-from fleet.models import STILL_TO_INDICATE, DeadlineBasis, DriverBasis, Indication
+from fleet.models import MISSED, DeadlineBasis, DriverBasis, Indication
 from fleet.webhooks.facts import FineFacts
 from portal.lib import formatting
 
@@ -348,7 +348,7 @@ def _indication_fields(told: Any) -> list[tuple[str, str]]:
     fields: list[tuple[str, str]] = []
     if told.get("state") == Indication.NOT_NEEDED:
         fields.append((_("Driver indication"), _("No indication needed")))
-    elif told.get("state") in STILL_TO_INDICATE and (due := _iso_day(told.get("due"))):
+    elif told.get("state") in (Indication.NEEDED, MISSED) and (due := _iso_day(told.get("due"))):
         basis = known.get(told.get("due_basis") or "", "")
         fields.append((_("Indicate the driver by"), f"{_day_shown(due)} ({basis})"))
     if due := _iso_day(told.get("payment_due")):

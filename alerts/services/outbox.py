@@ -32,7 +32,7 @@ from alerts.models import (
 from alerts.services.preferences import alert_recipients, digest_due
 from alerts.services.reminder_runs import indication_reminders_schedule
 from fleet import plates
-from fleet.models import Fine, Notification
+from fleet.models import MISSED, Fine, Notification
 from fleet.services.attribution import fine_drivers_told
 from fleet.services.scopes import scope_of
 from fleet.webhooks.changes import RecordChange
@@ -152,9 +152,10 @@ def _infraction_told(fine: Fine) -> dict[str, Any]:
 
 def _indication_told(fine: Fine) -> dict[str, Any]:
     """Whether the fine's driver is to be indicated, by when, and by when its slip is due,
-    each with how it is known ("sent", "typed", "estimated"; days in ISO 8601)."""
+    each with how it is known ("sent", "typed", "estimated"; days in ISO 8601). The state
+    "missed" when its deadline passed with the driver still to indicate, by the clock."""
     return {
-        "state": fine.indication,
+        "state": MISSED if fine.indication_missed else fine.indication,
         "basis": fine.indication_basis,
         "due": fine.indication_due.isoformat() if fine.indication_due else None,
         "due_basis": fine.indication_due_basis,

@@ -4,11 +4,12 @@ worker's daily run (`alerts.tasks.alerts_indications_daily`).
 A fine still to indicate whose deadline is `ALERTS_INDICATION_DAYS` days away (7 and 2
 by default) or nearer gets one reminder for the nearest of those days it is within
 (`indication_due:<days>:<fine>`): a fine found 5 days before its deadline is reminded
-for 7, then again at 2. A fine the run marked missed (`fleet.services.indication_sweep`)
-gets one alert saying so (`indication_missed:<fine>`), for a deadline of the last
-`MISSED_LOOKED_BACK` days. Each is written once (the outbox's unique keys), to the people
-who see the vehicle and chose "indication deadlines", on their channels: their e-mail
-(at once or in their digest) and their webhooks. A fine indicated since is not reminded,
+for 7, then again at 2. A fine whose deadline passed with its driver still to indicate
+(missed, `Fine.indication_missed`) gets one alert saying so (`indication_missed:<fine>`),
+for a deadline of the last `MISSED_LOOKED_BACK` days. Each is written once (the
+outbox's unique keys), to the people who see the vehicle and chose "indication
+deadlines", on their channels: their e-mail (at once or in their digest) and their
+webhooks. A fine indicated since is not reminded,
 and a reminder written before its indication is cancelled when it is sent
 (`alerts.services.sending`).
 """
@@ -26,7 +27,7 @@ from django.utils import timezone
 from alerts.models import Alert, AlertEvent
 from alerts.services.outbox import alerts_for, alerts_send_soon, event_data
 from alerts.services.preferences import alert_recipients
-from fleet.models import Fine, Indication
+from fleet.models import Fine
 from fleet.services.attribution import fine_drivers_told
 from fleet.services.indication_sweep import fines_due_between
 from fleet.services.scopes import scope_of
@@ -87,8 +88,6 @@ def _told(fine: Fine, today: date, days: list[int]) -> tuple[AlertEvent, str, in
     assert fine.indication_due is not None
     left = (fine.indication_due - today).days
     if left < 0:
-        if fine.indication != Indication.MISSED:  # the run marks it first
-            return None
         return AlertEvent.INDICATION_MISSED, f"indication_missed:{fine.pk}", left
     within = min(day for day in days if day >= left)
     return AlertEvent.INDICATION_DUE, f"indication_due:{within}:{fine.pk}", left

@@ -58,7 +58,7 @@ from alerts.services.emails import absolute_url, alert_email
 from alerts.services.pauses import alerts_paused
 from alerts.services.preferences import alert_preferences_get
 from alerts.signing import signed_headers
-from fleet.models import STILL_TO_INDICATE
+from fleet.models import Indication
 from fleet.services.scopes import VehicleScope, scope_of
 from portal.lib import metrics, worker
 from portal.lib.encryption import UndecryptableSecret
@@ -193,7 +193,7 @@ def _reminders_still_due(claimed: list[Alert]) -> list[Alert]:
         return claimed
     done = set(
         Alert.objects.filter(pk__in=reminders)
-        .exclude(fine__indication__in=STILL_TO_INDICATE)
+        .exclude(fine__indication=Indication.NEEDED)
         .values_list("pk", flat=True)
     )
     if done:

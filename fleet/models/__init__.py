@@ -42,7 +42,8 @@ from fleet.models.groups import (
     VehicleGroupPlate,
 )
 from fleet.models.indications import (
-    STILL_TO_INDICATE,
+    MISSED,
+    MISSED_LABEL,
     DeadlineBasis,
     DriverIndication,
     FineIndicationChange,
@@ -72,8 +73,9 @@ from fleet.models.webhooks import (
 
 __all__ = [
     "BODY_PURGED_STATUSES",
+    "MISSED",
+    "MISSED_LABEL",
     "REPLAYABLE_STATUSES",
-    "STILL_TO_INDICATE",
     "WHOLE_FLEET_PERMISSION",
     "AccessKeyMint",
     "CnhItemStatus",

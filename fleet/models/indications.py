@@ -8,6 +8,7 @@ set from its payload by `fleet.webhooks.deadlines`, changed by `fleet.services.i
 from __future__ import annotations
 
 from datetime import date
+from typing import Final
 
 from django.conf import settings
 from django.db import models
@@ -32,16 +33,20 @@ class Indication(models.TextChoices):
     NOT_NEEDED = "not_needed", _("no indication needed")
     INDICATED = "indicated", _("indicated, awaiting the authority")
     ACCEPTED = "accepted", _("indication accepted")
-    # Its deadline passed with no indication (the worker's daily run, by the clock): the
-    # NIC, twice the fine, is to be expected. It may still be indicated (late), or its
-    # deadline typed from the notice when the estimate was early (back to NEEDED).
-    MISSED = "missed", _("deadline missed: expect the NIC")
-    # A refused indication puts the fine back to NEEDED (MISSED when its deadline has
-    # passed), its record kept (`DriverIndication`).
+    # A refused indication puts the fine back to NEEDED, its record kept
+    # (`DriverIndication`).
 
 
-# The states of a fine whose driver is still to be indicated: the queue's, the tallies'.
-STILL_TO_INDICATE = (Indication.NEEDED, Indication.MISSED)
+# "Missed" is not stored: it is what the clock says of a fine still NEEDED whose
+# deadline has passed (`Fine.indication_missed`; the NIC, twice the fine, is to be
+# expected). It may still be indicated, late, and a later deadline (typed from the
+# notice, or sent) ends it with no other write. Kept as one comparison on the column
+# (`indication = 'needed'`), the queue's partial index serves SQLite too, which cannot
+# prove that a list of bound values implies an index's `IN (...)`. The value and its
+# label name that state where a state is shown or sent (the alerts' `state`; changes
+# recorded before it was derived, migration 0034).
+MISSED: Final = "missed"
+MISSED_LABEL: Final = _("deadline missed: expect the NIC")
 
 
 class NeedBasis(models.TextChoices):
@@ -108,7 +113,9 @@ class FineIndicationChange(models.Model):
         if not value:
             return ""
         if self.field == IndicationField.INDICATION:
-            return str(dict(Indication.choices).get(value, value))
+            return str(
+                dict(Indication.choices).get(value, MISSED_LABEL if value == MISSED else value)
+            )
         try:
             return date_format(date.fromisoformat(value), "SHORT_DATE_FORMAT")
         except ValueError:

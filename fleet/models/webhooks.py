@@ -393,11 +393,13 @@ class Fine(WebhookRecord):
             models.Index(
                 fields=["infraction", "treated", "-updated_at"], name="fleet_fine_infraction"
             ),
-            # The fines still to indicate, by deadline (the queue, its pages and figures).
+            # The fines still to indicate, by deadline (the queue, its pages and figures, the
+            # daily reminders): the missed ones first, since "missed" is their deadline
+            # passed. One comparison per column, which SQLite matches with bound values.
             models.Index(
                 fields=["indication_due", "id"],
-                condition=models.Q(indication__in=["needed", "missed"], treated=False),
-                name="fleet_fine_still_to_indicate",
+                condition=models.Q(indication="needed", treated=False),
+                name="fleet_fine_to_indicate",
             ),
         ]
 
@@ -414,6 +416,16 @@ class Fine(WebhookRecord):
     @property
     def description(self) -> str:
         return payload_text(self.payload, "description")
+
+    @property
+    def indication_missed(self) -> bool:
+        """Whether its driver is still to be indicated and the deadline to do so has passed
+        (by the portal's local day): the NIC, twice this fine, is to be expected."""
+        return (
+            self.indication == Indication.NEEDED
+            and self.indication_due is not None
+            and self.indication_due < timezone.localdate()
+        )
 
     @cached_property
     def facts(self) -> FineFacts:

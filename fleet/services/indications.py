@@ -28,7 +28,6 @@ from django.utils import timezone
 
 from fleet import plates
 from fleet.models import (
-    STILL_TO_INDICATE,
     DeadlineBasis,
     DriverIndication,
     Fine,
@@ -82,14 +81,11 @@ class Deadlines:
     @property
     def to_indicate(self) -> bool:
         """Whether its driver is still to be indicated: in time, or late (missed)."""
-        return self.indication in STILL_TO_INDICATE
+        return self.indication == Indication.NEEDED
 
     @property
     def missed(self) -> bool:
-        return self.indication == Indication.MISSED
-
-    @property
-    def overdue(self) -> bool:
+        """Still to indicate, its deadline passed: the NIC is to be expected."""
         return self.days_left is not None and self.days_left < 0
 
     @property
@@ -101,7 +97,7 @@ def fine_deadlines(fine: Fine, *, today: date | None = None) -> Deadlines:
     """`fine`'s deadlines as its page, the list and the exports tell them."""
     today = today or timezone.localdate()
     days_left = None
-    if fine.indication in STILL_TO_INDICATE and fine.indication_due is not None:
+    if fine.indication == Indication.NEEDED and fine.indication_due is not None:
         days_left = (fine.indication_due - today).days
     return Deadlines(
         indication=fine.indication,
@@ -113,15 +109,8 @@ def fine_deadlines(fine: Fine, *, today: date | None = None) -> Deadlines:
         notice=notice_says(fine.payload).notice,
         days_left=days_left,
         estimate_days=indication_days(),
-        nic=nic_amount(fine.amount) if fine.indication in STILL_TO_INDICATE else None,
+        nic=nic_amount(fine.amount) if fine.indication == Indication.NEEDED else None,
     )
-
-
-def still_to_indicate(due: date | None, *, today: date | None = None) -> Indication:
-    """The state of a fine still to indicate by `due`, by the clock: missed once the day
-    has passed (the worker's daily run says so of those it finds, `indications_mark_missed`)."""
-    today = today or timezone.localdate()
-    return Indication.MISSED if due is not None and due < today else Indication.NEEDED
 
 
 def nic_amount(amount: Decimal | None) -> Decimal | None:
@@ -162,12 +151,8 @@ def fine_deadline_type(
         )
         setattr(fine, field.value, day)
         setattr(fine, basis_field, DeadlineBasis.TYPED)
-        changed = [field.value, basis_field]
-        if field == IndicationField.INDICATION_DUE and fine.indication in STILL_TO_INDICATE:
-            # A later deadline from the notice reopens a missed fine; a past one misses it.
-            fine.indication = still_to_indicate(day)
-            changed.append("indication")
-        fine.save(update_fields=changed)
+        # A later deadline from the notice ends a missed one (`Fine.indication_missed`).
+        fine.save(update_fields=[field.value, basis_field])
         fine_tallies_apply([(counted, FineState.of(fine))])
     fine_figures_prepare()
     logger.info("fine %s: %s typed (user %s)", fine_id, field.value, user.pk)
@@ -181,9 +166,9 @@ def fine_indication_need_set(
     `seen` is the state the user's page showed, else `ChangedMeanwhile`."""
     with transaction.atomic():
         fine = Fine.objects.select_for_update().get(pk=fine_id)
-        after = still_to_indicate(fine.indication_due) if needed else Indication.NOT_NEEDED
+        after = Indication.NEEDED if needed else Indication.NOT_NEEDED
         counted = FineState.of(fine)
-        decided = fine.indication in (*STILL_TO_INDICATE, Indication.NOT_NEEDED)
+        decided = fine.indication in (Indication.NEEDED, Indication.NOT_NEEDED)
         if seen_value(fine.indication, fine.indication_basis or "") != seen or not decided:
             basis = fine.indication_basis or ""
             raise ChangedMeanwhile(_last_by(fine, IndicationField.INDICATION, basis))
@@ -228,7 +213,7 @@ def fine_indicate(
         fine = Fine.objects.select_for_update().get(pk=fine_id)
         counted = FineState.of(fine)
         basis = fine.indication_basis or ""
-        if seen_value(fine.indication, basis) != seen or fine.indication not in STILL_TO_INDICATE:
+        if seen_value(fine.indication, basis) != seen or fine.indication != Indication.NEEDED:
             raise ChangedMeanwhile(_last_by(fine, IndicationField.INDICATION, "typed"))
         indication = DriverIndication.objects.create(
             fine=fine,
@@ -280,7 +265,7 @@ def fine_indication_answer(
             indication.outcome_by = _name_of(user)
             indication.outcome_at = timezone.now()
             indication.save(update_fields=["outcome", "outcome_reason", "outcome_by", "outcome_at"])
-        after = Indication.ACCEPTED if accepted else still_to_indicate(fine.indication_due)
+        after = Indication.ACCEPTED if accepted else Indication.NEEDED
         FineIndicationChange.objects.create(
             fine=fine,
             user=user,
@@ -377,7 +362,7 @@ def indication_queue_fines(
     days (`within` "7", "30")."""
     today = today or timezone.localdate()
     fines = Fine.objects.filter(
-        indication__in=STILL_TO_INDICATE, treated=False, indication_due__isnull=False
+        indication=Indication.NEEDED, treated=False, indication_due__isnull=False
     )
     fines = scope_narrowed(scope, group).records(fines)
     if plate:
@@ -466,7 +451,7 @@ def notification_fine(*, scope: VehicleScope, notification: Notification) -> Not
         scope.records(
             Fine.objects.filter(
                 registration=notification.registration,
-                indication__in=STILL_TO_INDICATE,
+                indication=Indication.NEEDED,
                 treated=False,
                 indication_due__isnull=False,
             )

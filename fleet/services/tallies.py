@@ -47,10 +47,10 @@ from django.db.models.functions import Substr
 from django.utils import timezone
 
 from fleet.models import (
-    STILL_TO_INDICATE,
     Fine,
     FineTally,
     GroupTally,
+    Indication,
     TallyDimension,
     VehicleGroup,
     VehicleGroupPlate,
@@ -102,7 +102,7 @@ class FineState:
             occurred_at=fine.occurred_at,
             received_at=fine.received_at,
             has_document=bool(fine.link_frame),
-            to_indicate_by=(fine.indication_due if fine.indication in STILL_TO_INDICATE else None),
+            to_indicate_by=(fine.indication_due if fine.indication == Indication.NEEDED else None),
         )
 
 
@@ -233,7 +233,7 @@ def fine_tallies_counted(
         (
             TallyDimension.TO_INDICATE,
             untreated.filter(
-                indication__in=STILL_TO_INDICATE, indication_due__isnull=False
+                indication=Indication.NEEDED, indication_due__isnull=False
             ).values_list("indication_due"),
             day_key,
         ),

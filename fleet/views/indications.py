@@ -24,6 +24,7 @@ from fleet.services.indications import (
 from fleet.services.scopes import scope_of
 from fleet.views import AuthenticatedRequest
 from fleet.views.csv_export import csv_download
+from fleet.views.rows import rows_rendered
 from portal.lib import formatting
 
 
@@ -42,9 +43,12 @@ def indication_queue_page(request: AuthenticatedRequest) -> HttpResponse:
     for name in ("group", "plate", "driver", "within"):
         if value := request.GET.get(name, ""):
             query[name] = value
+    fines = [fine for fine, _deadlines in page.rows]
+    contexts = [{"deadlines": deadlines} for _fine, deadlines in page.rows]
     context = {
         "form": form,
         "page": page,
+        "rows": rows_rendered("fleet/indications.html#queue_row", fines, contexts=contexts),
         "query_string": query.urlencode(),
         "first_page": after is None,
         "may_indicate": request.user.has_perm(FINE_INDICATION_PERMISSION),

@@ -3,7 +3,8 @@ record and kept in the process's `rows` cache: a page of fifty rows reads them i
 call, and renders only the records that changed since.
 
 A row's key says all it shows: the record and its version (`shown_version`: when it
-last changed, its history of `treated`, a fine's driver), and the row's template as
+last changed, its history of `treated`, a fine's driver), the day (a deadline passed
+is a fine's state by the clock, `Fine.indication_missed`), and the row's template as
 deployed (`portal.lib.caches` adds the language and time zone); it is the same for
 whoever sees the record. A row is rendered without the request (no context
 processors): the list's own address, which its deep-link button returns to, is in the
@@ -19,6 +20,7 @@ from typing import Any, cast
 
 from django.template.base import Origin
 from django.template.loader import get_template
+from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
 from fleet.models import WebhookRecord
@@ -29,14 +31,23 @@ from portal.lib.caches import KeptValues
 _rows = KeptValues("rows", timeout=3600, for_everyone=True, alias="rows")
 
 
-def rows_rendered(template_name: str, records: Sequence[WebhookRecord]) -> list[SafeString]:
+def rows_rendered(
+    template_name: str,
+    records: Sequence[WebhookRecord],
+    *,
+    contexts: Sequence[dict[str, Any]] | None = None,
+) -> list[SafeString]:
     """Each of `records` rendered by the partial `template_name` (as `record`, with
-    `in_list`), in order."""
+    `in_list`, and its own of `contexts`: what the record and the day decide alone), in
+    order."""
     version = _template_version(template_name)
     template = get_template(template_name)
+    today = timezone.localdate().isoformat()
     rows = _rows.each(
-        [(version, record.pk, record.shown_version()) for record in records],
-        lambda index: template.render({"record": records[index], "in_list": True}),
+        [(version, today, record.pk, record.shown_version()) for record in records],
+        lambda index: template.render(
+            {"record": records[index], "in_list": True, **(contexts[index] if contexts else {})}
+        ),
     )
     return [mark_safe(row) for row in rows]  # noqa: S308 (the template escaped it)
 

@@ -99,10 +99,6 @@ def deadline_columns(payload: object, *, received: datetime, fine: Fine | None) 
             "indication_due": estimated_indication_due(said.notice, received),
             "indication_due_basis": DeadlineBasis.ESTIMATED,
         }
-    later = columns.get("indication_due")
-    missed = fine is not None and fine.indication == Indication.MISSED
-    if missed and later is not None and later >= timezone.localdate():
-        columns["indication"] = Indication.NEEDED  # a later deadline sent: no longer missed
     payment_basis = fine.payment_due_basis if fine is not None else None
     if said.payment_due is not None and payment_basis != DeadlineBasis.TYPED:
         columns |= {"payment_due": said.payment_due, "payment_due_basis": DeadlineBasis.SENT}

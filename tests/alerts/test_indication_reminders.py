@@ -15,7 +15,7 @@ from django_tasks_db.models import DBTaskResult
 from alerts.models import Alert, AlertEvent, AlertStatus
 from alerts.services.reminder_runs import INDICATIONS_TASK
 from alerts.services.subscriptions import webhook_subscription_create
-from fleet.models import Fine, Indication, IndicationChannel
+from fleet.models import Fine, IndicationChannel
 from fleet.services.indications import fine_indicate, seen_value
 from tests.alerts.conftest import fine, post
 from tests.conftest import run_tasks
@@ -87,7 +87,7 @@ def test_reminders_seven_and_two_days_before_then_once_when_missed(
             "ana",
             "Indication deadline missed: XYZ-9876 · Avançar o sinal vermelho do semáforo",
         )
-        assert Fine.objects.get(external_id="2").indication == Indication.MISSED
+        assert Fine.objects.get(external_id="2").indication_missed
 
         clock.shift(timedelta(days=1))
         run_tasks()

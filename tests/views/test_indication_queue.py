@@ -74,7 +74,7 @@ def test_the_queue_is_the_fines_still_to_indicate_overdue_first(client, manager_
     assert response.status_code == 200
     assert keys(response) == ["2", "3", "1", "4"]
     page = response.text
-    assert "atrasada há 3 dias" in page
+    assert "perdido há 3 dias: espere a NIC" in page
     assert "2 dias restantes" in page
     assert page.count('data-testid="estimated"') == 1
     assert "R$ 260,32" in page  # the NIC: twice 130,16

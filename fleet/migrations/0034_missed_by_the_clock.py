@@ -1,13 +1,14 @@
-""" "Missed" is no longer a stored state of `Fine.indication` but what the clock says of a
+"""Missed is no longer a stored state of `Fine.indication` but what the clock says of a
 fine still to indicate whose deadline has passed (`Fine.indication_missed`). The fines
 marked missed go back to "needed" (their deadline unchanged, so they show missed as
-before; their tallies are by deadline, unchanged), and the queue's partial index is the
-fines still "needed" again (`indication = 'needed'`: SQLite uses a partial index for a
+before; their tallies are by deadline, unchanged), and the queue's partial indexes are of
+the fines still "needed" (`indication = 'needed'`: SQLite uses a partial index for a
 query only when it can prove the query implies the index's condition, which it does for
-one comparison with a bound value but never for a list of them). The new index is built
-before the update and the old one dropped after, each without holding writers on
-PostgreSQL (hence not atomic); the update goes `CHUNK` ids a statement, one walk of the
-table by its primary key."""
+one comparison with a bound value but never for a list of them): by deadline, and by
+vehicle or by driver then deadline, each led by the condition's columns (why: in
+`Fine.Meta`). The new indexes are built before the update and the old one dropped after,
+each without holding writers on PostgreSQL (hence not atomic); the update goes `CHUNK`
+ids a statement, one walk of the table by its primary key."""
 
 # Written by hand on 2026-12-07
 
@@ -39,13 +40,20 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        AddIndexWithoutLocking(
-            model_name="fine",
-            index=models.Index(
-                condition=models.Q(("indication", "needed"), ("treated", False)),
-                fields=["indication_due", "id"],
-                name="fleet_fine_to_indicate",
-            ),
+        *(
+            AddIndexWithoutLocking(
+                model_name="fine",
+                index=models.Index(
+                    condition=models.Q(("indication", "needed"), ("treated", False)),
+                    fields=["indication", "treated", *columns, "indication_due", "id"],
+                    name=name,
+                ),
+            )
+            for name, columns in (
+                ("fleet_fine_to_indicate", []),
+                ("fleet_fine_to_indicate_plate", ["registration"]),
+                ("fleet_fine_to_indicate_driver", ["driver_id"]),
+            )
         ),
         migrations.RunPython(missed_to_needed, migrations.RunPython.noop, elidable=True),
         RemoveIndexWithoutLocking(model_name="fine", name="fleet_fine_still_to_indicate"),

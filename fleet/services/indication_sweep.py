@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from datetime import date
 from typing import Final
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from fleet.models import Fine, Indication
 
@@ -27,16 +27,22 @@ def _after(due: date, pk: int) -> Q:
     return Q(indication_due__gt=due) | Q(indication_due=due, pk__gt=pk)
 
 
-def fines_due_between(first: date, last: date) -> Iterator[list[Fine]]:
-    """The untreated fines still to indicate whose deadline is from `first` to `last`
-    (both included; missed ones too), by deadline, `CHUNK` at a time, each chunk read in
-    a query of its own (a keyset on the index), never in a long transaction."""
-    fines = Fine.objects.filter(
+def fines_due_from_to(first: date, last: date) -> QuerySet[Fine]:
+    """The untreated fines still to indicate whose deadline is from `first` to `last`, in
+    the order of the index that finds them."""
+    return Fine.objects.filter(
         indication=Indication.NEEDED,
         treated=False,
         indication_due__gte=first,
         indication_due__lte=last,
     ).order_by("indication_due", "pk")
+
+
+def fines_due_between(first: date, last: date) -> Iterator[list[Fine]]:
+    """The untreated fines still to indicate whose deadline is from `first` to `last`
+    (both included; missed ones too), by deadline, `CHUNK` at a time, each chunk read in
+    a query of its own (a keyset on the index), never in a long transaction."""
+    fines = fines_due_from_to(first, last)
     after: tuple[date, int] | None = None
     while True:
         page = fines

@@ -42,6 +42,7 @@ from fleet.models import (
 from fleet.services.dashboard import INDICATE_SOON_DAYS, fine_figures_prepare
 from fleet.services.drivers import driver_names, fines_named
 from fleet.services.figures import NIC_MULTIPLIER
+from fleet.services.list_walks import scope_walked
 from fleet.services.paging import EXPORT_CHUNK, streamed
 from fleet.services.receipts import CheckedReceipt, receipt_keep
 from fleet.services.scopes import VehicleScope, scope_narrowed
@@ -364,7 +365,12 @@ def indication_queue_fines(
     fines = Fine.objects.filter(
         indication=Indication.NEEDED, treated=False, indication_due__isnull=False
     )
-    fines = scope_narrowed(scope, group).records(fines)
+    # A part of the fleet holding many fines walks the queue's index, each fine checked
+    # against its plates (a region's first page reads a few hundred); a small one's are
+    # found by their plates and sorted (`scope_walked`).
+    narrowed = scope_narrowed(scope, group)
+    walked = not plate and driver is None and scope_walked(narrowed)
+    fines = narrowed.records(fines, walked=walked)
     if plate:
         fines = fines.filter(registration=plates.registration(plate))
     if driver is not None:

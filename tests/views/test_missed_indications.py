@@ -57,9 +57,7 @@ def test_the_deadline_passes_and_the_fine_is_missed_with_its_nic_shown_and_count
     assert fine_tallies_differences() == {}
 
 
-def test_the_rows_kept_before_midnight_are_the_new_days_after_it(
-    client, indicating_client, clock
-):
+def test_the_rows_kept_before_midnight_are_the_new_days_after_it(client, indicating_client, clock):
     send(client, 1, indicationDeadline="2026-12-01")
     clock.shift(timedelta(hours=14, minutes=55))  # 23:55 in São Paulo, the deadline's day
     listed = indicating_client.get("/fines/", headers=ENGLISH).text
@@ -75,9 +73,7 @@ def test_the_rows_kept_before_midnight_are_the_new_days_after_it(
     assert "missed 1 day ago: expect the NIC" in queue
 
 
-def test_a_later_deadline_typed_from_the_notice_ends_a_missed_one(
-    client, indicating_client, clock
-):
+def test_a_later_deadline_typed_from_the_notice_ends_a_missed_one(client, indicating_client, clock):
     fine = send(client, 1, amount="100.00")  # estimated: received 01/12 + 30 days
     clock.shift(timedelta(days=31))
     indicating_client.force_login(User.objects.get(username="marcos"))  # a month later

@@ -6,12 +6,14 @@ large table (`LARGE_MODELS`) for longer than a moment.
   `atomic = False`); elsewhere the plain operation (SQLite has one writer at a time
   whatever the statement).
 - `DescendingIndex`: an order with its NULLs last, on the databases that need it said.
+- `ConditionLedIndex`: a partial index that SQLite's planner takes without statistics.
 
 tests/test_migrations_at_scale.py fails on a migration that would lock a large table.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 from django.contrib.postgres.operations import AddIndexConcurrently, RemoveIndexConcurrently
@@ -126,3 +128,37 @@ class AlterChoices(AlterField):
 def _db_kwargs(field: Any) -> tuple[str, dict[str, Any]]:
     _name, path, _args, kwargs = field.deconstruct()
     return path, {key: value for key, value in kwargs.items() if key not in field.non_db_attrs}
+
+
+class ConditionLedIndex(Index):
+    """A partial index of `fields` whose condition is one equality per column (`leading`),
+    led by those columns on SQLite only.
+
+    SQLite keeps no statistics unless asked (`ANALYZE`); without them its planner takes
+    the index that matches the most equalities of a query. A query of the fines still to
+    indicate says `indication = 'needed' AND treated = false`, and the plain partial index
+    by deadline matches none of them as columns: `fleet_fine_treated_occurred` matches
+    `treated`, and wins, then every untreated fine is sorted (millions). Led by the
+    condition's columns, the index matches both, and is taken. PostgreSQL drops from an
+    index's conditions what its predicate implies, so there the leading columns would be
+    unbounded and a range of deadlines read from the index's start: it gets `fields`
+    alone, and chooses from its statistics.
+    """
+
+    def __init__(self, *args: Any, leading: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.leading = tuple(leading)
+
+    def deconstruct(self) -> Any:
+        path, args, kwargs = super().deconstruct()
+        return path, args, kwargs | {"leading": list(self.leading)}
+
+    def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
+        if schema_editor.connection.vendor != "sqlite":
+            return super().create_sql(model, schema_editor, using, **kwargs)
+        fields_orders = self.fields_orders
+        self.fields_orders = [(name, "") for name in self.leading] + list(fields_orders)
+        try:
+            return super().create_sql(model, schema_editor, using, **kwargs)
+        finally:
+            self.fields_orders = fields_orders

@@ -5,10 +5,11 @@ before; their tallies are by deadline, unchanged), and the queue's partial index
 the fines still "needed" (`indication = 'needed'`: SQLite uses a partial index for a
 query only when it can prove the query implies the index's condition, which it does for
 one comparison with a bound value but never for a list of them): by deadline, and by
-vehicle or by driver then deadline, each led by the condition's columns (why: in
-`Fine.Meta`). The new indexes are built before the update and the old one dropped after,
-each without holding writers on PostgreSQL (hence not atomic); the update goes `CHUNK`
-ids a statement, one walk of the table by its primary key."""
+vehicle or by driver then deadline, each led by the condition's columns on SQLite
+(`fleet.schema.ConditionLedIndex`: why). The new indexes are built before the update
+and the old one dropped after, each without holding writers on PostgreSQL (hence not
+atomic); the update goes `CHUNK` ids a statement, one walk of the table by its primary
+key."""
 
 # Written by hand on 2026-12-07
 
@@ -16,7 +17,12 @@ from typing import Any
 
 from django.db import migrations, models
 
-from fleet.schema import AddIndexWithoutLocking, AlterChoices, RemoveIndexWithoutLocking
+from fleet.schema import (
+    AddIndexWithoutLocking,
+    AlterChoices,
+    ConditionLedIndex,
+    RemoveIndexWithoutLocking,
+)
 
 # Fines' ids a statement (each its own transaction): writers of fines wait a moment at most.
 CHUNK = 10_000
@@ -43,9 +49,10 @@ class Migration(migrations.Migration):
         *(
             AddIndexWithoutLocking(
                 model_name="fine",
-                index=models.Index(
+                index=ConditionLedIndex(
                     condition=models.Q(("indication", "needed"), ("treated", False)),
-                    fields=["indication", "treated", *columns, "indication_due", "id"],
+                    fields=[*columns, "indication_due", "id"],
+                    leading=["indication", "treated"],
                     name=name,
                 ),
             )

@@ -17,7 +17,7 @@ from django_stubs_ext import StrOrPromise
 from fleet.api.values import AMOUNT_DIGITS
 from fleet.models.driving import DriverBasis
 from fleet.models.indications import DeadlineBasis, Indication, NeedBasis
-from fleet.schema import DescendingIndex
+from fleet.schema import ConditionLedIndex, DescendingIndex
 from fleet.webhooks.facts import FineFacts, fine_facts
 from fleet.webhooks.payloads import (
     REFERENCE_LENGTH,
@@ -396,25 +396,20 @@ class Fine(WebhookRecord):
             # The fines still to indicate, by deadline (the queue and its pages, the daily
             # reminders; the missed first, "missed" being a deadline passed), and those of a
             # vehicle or a driver. Partial, with one comparison per column in the condition,
-            # which SQLite matches with bound values (never a list: `IN (?, ?)`). The
-            # condition's columns lead each index again: SQLite keeps no statistics unless
-            # asked (`ANALYZE`), and without them it takes the index matching the most
-            # equalities, which would otherwise be `fleet_fine_treated_occurred` (`treated`,
-            # 40 % of the fines at ten million) and a sort of millions.
-            models.Index(
-                fields=["indication", "treated", "indication_due", "id"],
-                condition=models.Q(indication="needed", treated=False),
-                name="fleet_fine_to_indicate",
-            ),
-            models.Index(
-                fields=["indication", "treated", "registration", "indication_due", "id"],
-                condition=models.Q(indication="needed", treated=False),
-                name="fleet_fine_to_indicate_plate",
-            ),
-            models.Index(
-                fields=["indication", "treated", "driver_id", "indication_due", "id"],
-                condition=models.Q(indication="needed", treated=False),
-                name="fleet_fine_to_indicate_driver",
+            # which SQLite matches with bound values (never a list: `IN (?, ?)`), and led by
+            # those columns on SQLite (`ConditionLedIndex`: why).
+            *(
+                ConditionLedIndex(
+                    fields=[*columns, "indication_due", "id"],
+                    condition=models.Q(indication="needed", treated=False),
+                    leading=["indication", "treated"],
+                    name=name,
+                )
+                for name, columns in (
+                    ("fleet_fine_to_indicate", []),
+                    ("fleet_fine_to_indicate_plate", ["registration"]),
+                    ("fleet_fine_to_indicate_driver", ["driver_id"]),
+                )
             ),
         ]
 

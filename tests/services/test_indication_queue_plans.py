@@ -143,3 +143,18 @@ def test_the_daily_run_reads_the_deadlines_near_from_the_index(fines, today):
     assert [f.pk for f in records[:PAGE]] == expected(
         today, lambda p, d, due: today - timedelta(days=7) <= due <= today + timedelta(days=7)
     )
+
+
+def test_the_indexes_are_led_by_their_condition_on_sqlite_only():
+    """SQLite's planner needs the condition's columns first; PostgreSQL's would then read a
+    range of deadlines from the index's start (`fleet.schema.ConditionLedIndex`)."""
+    with connection.cursor() as cursor:
+        found = connection.introspection.get_constraints(cursor, Fine._meta.db_table)
+    led = ["indication", "treated"] if connection.vendor == "sqlite" else []
+    assert found["fleet_fine_to_indicate"]["columns"] == [*led, "indication_due", "id"]
+    assert found["fleet_fine_to_indicate_plate"]["columns"] == [
+        *led,
+        "registration",
+        "indication_due",
+        "id",
+    ]

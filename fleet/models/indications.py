@@ -15,6 +15,8 @@ from django.db import models
 from django.utils.formats import date_format
 from django.utils.translation import gettext_lazy as _
 
+from fleet.schema import ConditionLedIndex
+
 
 class DeadlineBasis(models.TextChoices):
     """How a deadline is known: a fact the platform sent, a fact a person typed from the
@@ -47,6 +49,27 @@ class Indication(models.TextChoices):
 # recorded before it was derived, migration 0034).
 MISSED: Final = "missed"
 MISSED_LABEL: Final = _("deadline missed: expect the NIC")
+
+
+def to_indicate_indexes() -> list[ConditionLedIndex]:
+    """The partial indexes of the fines still to indicate (`Fine.Meta.indexes`): by
+    deadline (the queue and its pages, the daily reminders; the missed first, "missed"
+    being a deadline passed), and by vehicle or by driver, then deadline. One comparison
+    per column in the condition, which SQLite matches with bound values (never a list,
+    `IN (?, ?)`), and led by those columns on SQLite (`ConditionLedIndex`: why)."""
+    return [
+        ConditionLedIndex(
+            fields=[*columns, "indication_due", "id"],
+            condition=models.Q(indication=Indication.NEEDED, treated=False),
+            leading=["indication", "treated"],
+            name=name,
+        )
+        for name, columns in (
+            ("fleet_fine_to_indicate", []),
+            ("fleet_fine_to_indicate_plate", ["registration"]),
+            ("fleet_fine_to_indicate_driver", ["driver_id"]),
+        )
+    ]
 
 
 class NeedBasis(models.TextChoices):

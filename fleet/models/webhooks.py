@@ -16,8 +16,8 @@ from django_stubs_ext import StrOrPromise
 
 from fleet.api.values import AMOUNT_DIGITS
 from fleet.models.driving import DriverBasis
-from fleet.models.indications import DeadlineBasis, Indication, NeedBasis
-from fleet.schema import ConditionLedIndex, DescendingIndex
+from fleet.models.indications import DeadlineBasis, Indication, NeedBasis, to_indicate_indexes
+from fleet.schema import DescendingIndex
 from fleet.webhooks.facts import FineFacts, fine_facts
 from fleet.webhooks.payloads import (
     REFERENCE_LENGTH,
@@ -393,24 +393,8 @@ class Fine(WebhookRecord):
             models.Index(
                 fields=["infraction", "treated", "-updated_at"], name="fleet_fine_infraction"
             ),
-            # The fines still to indicate, by deadline (the queue and its pages, the daily
-            # reminders; the missed first, "missed" being a deadline passed), and those of a
-            # vehicle or a driver. Partial, with one comparison per column in the condition,
-            # which SQLite matches with bound values (never a list: `IN (?, ?)`), and led by
-            # those columns on SQLite (`ConditionLedIndex`: why).
-            *(
-                ConditionLedIndex(
-                    fields=[*columns, "indication_due", "id"],
-                    condition=models.Q(indication="needed", treated=False),
-                    leading=["indication", "treated"],
-                    name=name,
-                )
-                for name, columns in (
-                    ("fleet_fine_to_indicate", []),
-                    ("fleet_fine_to_indicate_plate", ["registration"]),
-                    ("fleet_fine_to_indicate_driver", ["driver_id"]),
-                )
-            ),
+            # The fines still to indicate: by deadline, by vehicle, by driver.
+            *to_indicate_indexes(),
         ]
 
     def get_absolute_url(self) -> str:

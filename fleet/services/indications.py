@@ -246,6 +246,15 @@ def fine_indicate(
     return indication
 
 
+def fine_indication_as_seen(fine: Fine, seen: str) -> None:
+    """Raise `ChangedMeanwhile` unless `fine` is still to indicate as the user's page
+    showed it (`seen`): checked before an indication is sent to the platform, which no
+    later refusal here could take back."""
+    basis = fine.indication_basis or ""
+    if seen_value(fine.indication, basis) != seen or fine.indication != Indication.NEEDED:
+        raise ChangedMeanwhile(_last_by(fine, IndicationField.INDICATION, "typed"))
+
+
 def fine_indication_answer(
     *, fine_id: int, accepted: bool, reason: str, seen: str, user: User
 ) -> Fine:

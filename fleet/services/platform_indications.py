@@ -10,9 +10,13 @@ and never a credential.
 from __future__ import annotations
 
 import logging
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 
 from django.conf import settings
+from django.core.cache import caches
 from django.utils.translation import gettext as _
 
 from fleet.api.errors import (
@@ -36,6 +40,34 @@ from fleet.services.connection import fleet_client
 from fleet.services.drivers import driver_names
 
 logger = logging.getLogger(__name__)
+
+# How long a person's sending of one fine's indication is held against another's: the
+# client's attempts, each at most FLEET_READ_TIMEOUT, and a margin; freed at once after.
+_CLAIM_READS = 6
+
+
+@contextmanager
+def indication_claimed(fine_id: int) -> Iterator[None]:
+    """While one person's indication of `fine_id` is sent to the platform and recorded,
+    another person's is refused (`IndicationNotSent`, kind `busy`) before it is sent: the
+    authority is never sent two indications of one fine from the portal. Held in the
+    cache every process reads (`CACHES["shared"]`)."""
+    shared = caches["shared"]
+    key = f"fleet:indication-sending:{fine_id}"
+    token = secrets.token_hex(8)
+    if not shared.add(key, token, timeout=settings.FLEET_READ_TIMEOUT * _CLAIM_READS):
+        raise IndicationNotSent(
+            _(
+                "Someone else is sending this fine's indication to the platform right now. "
+                "Look at the fine again in a moment: nothing of yours was sent."
+            ),
+            kind="busy",
+        )
+    try:
+        yield
+    finally:
+        if shared.get(key) == token:
+            shared.delete(key)
 
 
 class IndicationNotSent(Exception):

@@ -41,6 +41,7 @@ from fleet.services.indications import (
     fine_deadline_type,
     fine_deadlines,
     fine_indication_answer,
+    fine_indication_as_seen,
     fine_indication_changes,
     fine_indication_need_set,
     fine_indications,
@@ -50,7 +51,11 @@ from fleet.services.indications import (
 from fleet.services.indications import (
     fine_indicate as fine_indicate_record,
 )
-from fleet.services.platform_indications import IndicationNotSent, indication_send
+from fleet.services.platform_indications import (
+    IndicationNotSent,
+    indication_claimed,
+    indication_send,
+)
 from fleet.services.scopes import VehicleScope, scope_of
 from fleet.views import AuthenticatedRequest
 
@@ -149,18 +154,34 @@ def fine_indicate(request: AuthenticatedRequest, fine_id: int) -> HttpResponse:
     if not form.is_valid():
         return _fine_page(request, record, indicate_form=form, status=400)
     channel = IndicationChannel(form.cleaned_data["channel"])
-    answer = ""
-    if channel == IndicationChannel.PLATFORM:
-        # Sent first: a failure leaves the fine to indicate, the platform's reason shown.
-        try:
+    if channel != IndicationChannel.PLATFORM:
+        return _indication_recorded(request, record, form, channel)
+    # Sent first, by one person at a time and only as their page showed the fine: a
+    # failure leaves the fine to indicate, the platform's reason shown.
+    try:
+        fine_indication_as_seen(record, form.cleaned_data["seen"])
+        with indication_claimed(record.pk):
             sent = indication_send(
                 fine=record, driver_id=form.cleaned_data["driver"], on=form.cleaned_data["on"]
             )
-        except IndicationNotSent as error:
-            form.add_error(None, error.message)
-            status = 400 if error.kind in ("off", "incomplete", "refused") else 502
-            return _fine_page(request, record, indicate_form=form, status=status)
-        answer = f"{sent.indication_id} ({sent.status})"
+            answer = f"{sent.indication_id} ({sent.status})"
+            return _indication_recorded(request, record, form, channel, answer=answer)
+    except ChangedMeanwhile as changed:
+        return _changed_meanwhile(request, record, changed)
+    except IndicationNotSent as error:
+        form.add_error(None, error.message)
+        statuses = {"off": 400, "incomplete": 400, "refused": 400, "busy": 409}
+        return _fine_page(request, record, indicate_form=form, status=statuses.get(error.kind, 502))
+
+
+def _indication_recorded(
+    request: AuthenticatedRequest,
+    record: Fine,
+    form: FineIndicateForm,
+    channel: IndicationChannel,
+    *,
+    answer: str = "",
+) -> HttpResponse:
     try:
         fine_indicate_record(
             fine_id=record.pk,

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from fleet.models import Driver, DriverIndication, Fine, FineIndicationChange, Indication
+from fleet.services.platform_indications import indication_claimed
 from fleet.webhooks.processing import deliveries_process_received
 from tests.conftest import Emulator
 
@@ -97,3 +98,39 @@ def test_with_the_setting_off_nothing_is_sent_and_the_page_says_so(
     assert response.status_code == 400
     assert sent(emulator) == []
     assert Fine.objects.get().indication == Indication.NEEDED
+
+
+def test_a_page_showing_the_fine_before_someone_indicated_it_sends_nothing(
+    client, indicating_client, emulator, fleet_settings
+):
+    fleet_settings.FLEET_DRIVER_INDICATIONS_API = True
+    fine = a_fine(client, emulator.vehicles()[0]["car_plate"])
+    seen_before = f"{fine.indication}:{fine.indication_basis}"
+    by_post = {"driver": "Ana Souza (7001)", "channel": "post", "on": "2026-12-01"}
+    by_post["seen"] = seen_before
+    assert indicating_client.post(f"/fines/{fine.pk}/indicate", by_post).status_code == 302
+
+    response = indicate(indicating_client, fine)  # the page as it was before
+
+    assert response.status_code == 409
+    assert "Nothing of yours was saved" in response.text
+    assert sent(emulator) == []
+    assert DriverIndication.objects.get().channel == "post"
+
+
+def test_while_someone_sends_it_a_second_person_is_told_and_nothing_is_sent(
+    client, indicating_client, emulator, fleet_settings
+):
+    fleet_settings.FLEET_DRIVER_INDICATIONS_API = True
+    fine = a_fine(client, emulator.vehicles()[0]["car_plate"])
+
+    with indication_claimed(fine.pk):  # the first person's, under way
+        response = indicate(indicating_client, fine)
+
+    assert response.status_code == 409
+    assert "Someone else is sending this fine" in response.text
+    assert sent(emulator) == []
+    assert Fine.objects.get().indication == Indication.NEEDED
+    # Once the first is done (here: gave up), the fine may be sent.
+    assert indicate(indicating_client, fine).status_code == 302
+    assert len(sent(emulator)) == 1

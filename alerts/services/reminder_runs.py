@@ -1,7 +1,7 @@
 """When the worker's daily run of the indication deadlines happens
 (`alerts.tasks.alerts_indications_daily`: the reminders, and the alerts of the deadlines
-missed), and how it is
-started: at a sign-in, or when fines arrive; each run asks for the next day's."""
+missed), and how it is started: at a sign-in, or when fines arrive; each run asks for
+the next day's."""
 
 from __future__ import annotations
 

@@ -9,9 +9,8 @@ for 7, then again at 2. A fine whose deadline passed with its driver still to in
 for a deadline of the last `MISSED_LOOKED_BACK` days. Each is written once (the
 outbox's unique keys), to the people who see the vehicle and chose "indication
 deadlines", on their channels: their e-mail (at once or in their digest) and their
-webhooks. A fine indicated since is not reminded,
-and a reminder written before its indication is cancelled when it is sent
-(`alerts.services.sending`).
+webhooks. A fine indicated since is not reminded, and a reminder written before its
+indication is cancelled when it is sent (`alerts.services.sending`).
 """
 
 from __future__ import annotations

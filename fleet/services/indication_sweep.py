@@ -22,7 +22,7 @@ from fleet.models import Fine, Indication
 CHUNK: Final = 1000
 
 
-def _after(due: date, pk: int) -> Q:
+def after_deadline(due: date, pk: int) -> Q:
     """The fines after (`due`, `pk`) in the order of the index: a keyset."""
     return Q(indication_due__gt=due) | Q(indication_due=due, pk__gt=pk)
 
@@ -47,7 +47,7 @@ def fines_due_between(first: date, last: date) -> Iterator[list[Fine]]:
     while True:
         page = fines
         if after is not None:
-            page = fines.filter(_after(*after))
+            page = fines.filter(after_deadline(*after))
         found = list(page[:CHUNK])
         if not found:
             return

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from fleet import plates
@@ -42,6 +42,7 @@ from fleet.models import (
 from fleet.services.dashboard import INDICATE_SOON_DAYS, fine_figures_prepare
 from fleet.services.drivers import driver_names, fines_named
 from fleet.services.figures import NIC_MULTIPLIER
+from fleet.services.indication_sweep import after_deadline
 from fleet.services.list_walks import scope_walked
 from fleet.services.paging import EXPORT_CHUNK, streamed
 from fleet.services.receipts import CheckedReceipt, receipt_keep
@@ -214,8 +215,7 @@ def fine_indicate(
         fine = Fine.objects.select_for_update().get(pk=fine_id)
         counted = FineState.of(fine)
         basis = fine.indication_basis or ""
-        if seen_value(fine.indication, basis) != seen or fine.indication != Indication.NEEDED:
-            raise ChangedMeanwhile(_last_by(fine, IndicationField.INDICATION, "typed"))
+        fine_indication_as_seen(fine, seen)
         indication = DriverIndication.objects.create(
             fine=fine,
             driver_id=driver_id,
@@ -400,9 +400,7 @@ def indication_queue(
     today = today or timezone.localdate()
     fines = indication_queue_fines(today=today, **filters)
     if after is not None:
-        fines = fines.filter(
-            Q(indication_due__gt=after.due) | Q(indication_due=after.due, pk__gt=after.fine_id)
-        )
+        fines = fines.filter(after_deadline(after.due, after.fine_id))
     found = list(fines[: QUEUE_PAGE + 1])
     page, more = found[:QUEUE_PAGE], len(found) > QUEUE_PAGE
     fines_named(page)

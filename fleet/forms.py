@@ -16,8 +16,8 @@ from django.utils.formats import date_format
 from django.utils.translation import gettext_lazy as _
 from django_stubs_ext import StrOrPromise
 
-from fleet.forms_indications import plate_typed
-from fleet.models import MintOutcome
+from fleet.forms_indications import driver_indicated, plate_typed
+from fleet.models import DriverBasis, MintOutcome
 from fleet.services.drivers import DriverChoice, driver_id_typed, drivers_find
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope, driver_seen
 from fleet.services.sso import MintFailed
@@ -294,7 +294,7 @@ def _amount_field(label: StrOrPromise) -> forms.DecimalField:
 
 class FineFilterForm(NotificationFilterForm):
     """The fine list's query string: search, plate, treated and official-document filters,
-    driver, month, amount range, received since, driver uncertain, sort, and page."""
+    driver, month, amount range, received since, how the driver is known, sort, and page."""
 
     SEARCH_PLACEHOLDER = _("Notice or infraction")
 
@@ -330,6 +330,7 @@ class FineFilterForm(NotificationFilterForm):
                 "aria-controls": "driver-choices",
                 "aria-expanded": "false",
                 "data-driver-picker": "",
+                "data-picker-submits": "",
             }
         ),
     )
@@ -348,9 +349,20 @@ class FineFilterForm(NotificationFilterForm):
         widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
         input_formats=["%Y-%m-%d"],
     )
-    # The fines whose vehicle changed hands around when they were committed: two
-    # candidates, no driver yet (`fleet.services.attribution`).
-    uncertain = forms.BooleanField(label=_("Uncertain who drove"), required=False)
+    # How the fine's driver is known (`DriverBasis`, `BASIS_MARKS`): a fact (the history,
+    # a person) or a guess (probable: the vehicle list's driver when it arrived; uncertain:
+    # the vehicle changed hands around then, two candidates).
+    BASIS_CHOICES = [
+        ("", _("Any way")),
+        (DriverBasis.HISTORY.value, _("Had the vehicle (the history)")),
+        (DriverBasis.MANUAL.value, _("Set by a person")),
+        (DriverBasis.LIST.value, _("Probable (the vehicle list's driver)")),
+        (DriverBasis.UNCERTAIN.value, _("Uncertain (two candidates)")),
+    ]
+    basis = forms.ChoiceField(label=_("Driver known"), choices=BASIS_CHOICES, required=False)
+    # Before the basis filter, "uncertain who drove" was a checkbox: its links and saved
+    # views (`uncertain=1`) still select those fines.
+    uncertain = forms.BooleanField(required=False, widget=forms.HiddenInput)
     sort = forms.ChoiceField(label=_("Sort by"), choices=SORT_CHOICES, required=False)
 
     # Drivers a name that fits several offers to choose from, below the filters.
@@ -424,13 +436,20 @@ class FineFilterForm(NotificationFilterForm):
             "amount_min": cleaned.get("amount_min"),
             "amount_max": cleaned.get("amount_max"),
             "received_from": cleaned.get("received_from"),
-            "uncertain": True if cleaned.get("uncertain") else None,
+            "basis": cleaned.get("basis")
+            or (DriverBasis.UNCERTAIN.value if cleaned.get("uncertain") else ""),
             "sort": cleaned.get("sort") or "",
         }
         self.driver_choices = [
             (choice, self.query_string(found | {"driver": choice.driver_id}))
             for choice in self._driver_found
         ]
+        if found["basis"] and not cleaned.get("basis"):
+            # An old `uncertain=1`: the field shows the basis it selects.
+            data = QueryDict(mutable=True)
+            data.update(self.data)
+            data[self.add_prefix("basis")] = found["basis"]
+            self.data = data
         if (driver_id := found["driver"]) is not None:
             # The field shows the driver chosen by name, whatever was typed to find them.
             shown = drivers_find(text=str(driver_id), scope=self.scope, limit=1)
@@ -456,35 +475,66 @@ class SavedFineViewForm(forms.Form):
 
 
 class FineDriverForm(forms.Form):
-    """Who was driving, set by hand on a fine's page: one of the candidates (`choice`, a
-    driver id) or another driver's id (`choice` "other", `other`), and why."""
+    """Who was driving, set by hand on a fine's page: one of the candidates the page
+    offers (`choice`, a driver id), or another driver (`choice` "other") chosen by name
+    through the fines filter's picker (`driver`: a name only one of the user's drivers
+    has, a picker's choice, or an id), and why. Only a driver of the vehicles the user
+    sees (now or in the history) is taken: any other id, or one nobody has, is refused
+    and nothing is written."""
 
     REASON_LENGTH: ClassVar[int] = 500
 
     choice = forms.CharField(required=False, max_length=20)
-    other = forms.IntegerField(
-        label=_("Another driver's id"), required=False, min_value=1, max_value=2**63 - 1
+    driver = forms.CharField(
+        label=_("Another driver"),
+        required=False,
+        max_length=160,
+        widget=forms.TextInput(
+            attrs={
+                "type": "search",
+                "autocomplete": "off",
+                "placeholder": _("Name or driver id"),
+                "role": "combobox",
+                "aria-autocomplete": "list",
+                "aria-controls": "correction-driver-choices",
+                "aria-expanded": "false",
+                "data-driver-picker": "",
+                "hx-trigger": "input changed delay:250ms, search",
+                "hx-target": "#correction-driver-choices",
+                "hx-swap": "innerHTML",
+                "hx-sync": "this:replace",
+            }
+        ),
     )
     reason = forms.CharField(label=_("Why"), max_length=REASON_LENGTH, strip=True)
 
     def __init__(self, *args: Any, scope: VehicleScope, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "correction_%s")
         super().__init__(*args, **kwargs)
         self.scope = scope
+        self.fields["driver"].widget.attrs["hx-get"] = reverse("fleet:fine_drivers")
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         choice = cleaned.get("choice") or ""
+        typed = cleaned.get("driver") or ""
         if choice.isdigit() and 0 < int(choice) < 2**63:
-            cleaned["driver_id"] = int(choice)
-        elif choice == "other" and cleaned.get("other"):
-            cleaned["driver_id"] = cleaned["other"]
-        elif "other" not in self.errors:
-            raise forms.ValidationError(_("Choose who was driving, or type the driver's id."))
+            driver_id = int(choice)
+        elif typed.strip() and choice in ("", "other"):
+            try:
+                driver_id = driver_indicated(typed, self.scope)
+            except forms.ValidationError as error:
+                self.add_error("driver", error)
+                return cleaned
+        elif "driver" not in self.errors:
+            raise forms.ValidationError(_("Choose who was driving, or type the driver's name."))
+        else:
+            return cleaned
         # Whatever the page offered: a driver the user does not see is refused, so that a
-        # correction cannot name (and so open) another group's driver.
-        if "driver_id" in cleaned and not driver_seen(self.scope, cleaned["driver_id"]):
+        # correction cannot name (and so open) another group's driver, nor an id nobody has.
+        if not driver_seen(self.scope, driver_id):
             raise forms.ValidationError(
-                _("No driver of your vehicles has the id %(id)s."),
-                params={"id": cleaned["driver_id"]},
+                _("No driver of your vehicles has the id %(id)s."), params={"id": driver_id}
             )
+        cleaned["driver_id"] = driver_id
         return cleaned

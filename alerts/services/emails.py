@@ -36,7 +36,7 @@ from django.utils.translation import ngettext
 
 from alerts.models import Alert, AlertEvent
 from fleet.api.values import parse_amount, parse_moment
-from fleet.models import MISSED, DeadlineBasis, DriverBasis, Indication
+from fleet.models import BASIS_MARKS, MISSED, DeadlineBasis, DriverBasis, Indication
 from fleet.webhooks.facts import FineFacts
 from portal.lib import formatting
 
@@ -382,12 +382,16 @@ def _driver_told(driver: Any) -> str:
 
     basis = driver.get("basis") or ""
     candidates = driver.get("candidates") or []
+    mark, meaning = (
+        BASIS_MARKS.get(DriverBasis(basis), ("", "")) if basis in DriverBasis.values else ("", "")
+    )
     if basis == DriverBasis.UNCERTAIN and len(candidates) == 2:
-        return _("%(first)s or %(second)s (the vehicle changed hands around then)") % {
+        return _("%(mark)s: %(first)s or %(second)s. %(meaning)s") % {
+            "mark": str(mark).capitalize(),
             "first": who(candidates[0]),
             "second": who(candidates[1]),
+            "meaning": meaning,
         }
     if driver.get("id") is None:
         return _("not known: the vehicle had no driver in the vehicle list") if basis else ""
-    how = DriverBasis(basis).label if basis in DriverBasis.values and basis else ""
-    return f"{who(driver)} — {how}" if how else who(driver)
+    return f"{who(driver)} — {mark}: {meaning}" if mark else who(driver)

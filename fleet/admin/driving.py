@@ -7,7 +7,7 @@ its plate, in either format."""
 from __future__ import annotations
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
 from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
@@ -18,12 +18,16 @@ from fleet import plates
 from fleet.admin import _ReadOnly
 from fleet.admin.scoping import WholeFleetOnly
 from fleet.models import (
+    BASIS_MARKS,
+    Driver,
+    DriverBasis,
     DriverIndication,
     DriverObservation,
     DriverSpan,
     FineDriverCorrection,
     FineIndicationChange,
 )
+from portal.lib import formatting
 
 
 @admin.register(DriverSpan)
@@ -59,28 +63,46 @@ class DriverObservationAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[DriverO
 
 @admin.register(FineDriverCorrection)
 class FineDriverCorrectionAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[FineDriverCorrection]):
-    list_display = ["at", "user_name", "fine", "from_driver_id", "from_basis", "to_driver_id"]
+    """Each correction from whom to whom, by name (the ids kept beside, on its page)."""
+
+    list_display = ["at", "user_name", "fine", "from_driver", "to_driver", "reason"]
     list_select_related = ["fine"]
     readonly_fields = [
         "fine",
         "user",
         "user_name",
         "at",
+        "from_driver",
         "from_driver_id",
-        "from_basis",
+        "to_driver",
         "to_driver_id",
         "reason",
     ]
     raw_id_fields = ["fine"]
 
-    @admin.display(description=_("before"))
-    def before_value(self, obj: FineIndicationChange) -> str:
-        known = f" ({obj.before_basis_shown})" if obj.before_basis else ""
-        return f"{obj.before_shown or '—'}{known}"
+    def get_queryset(self, request: HttpRequest) -> QuerySet[FineDriverCorrection]:
+        # Both names in the page's one query (a subquery each), not one per row.
+        def name_of(field: str) -> Subquery:
+            return Subquery(Driver.objects.filter(driver_id=OuterRef(field)).values("name")[:1])
 
-    @admin.display(description=_("after"))
-    def after_value(self, obj: FineIndicationChange) -> str:
-        return obj.after_shown or "—"
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(from_name=name_of("from_driver_id"), to_name=name_of("to_driver_id"))
+        )
+
+    @admin.display(description=_("from"))
+    def from_driver(self, obj: FineDriverCorrection) -> str:
+        known = f" ({BASIS_MARKS[DriverBasis(obj.from_basis)][0]})" if obj.from_basis else ""
+        if obj.from_driver_id is None:
+            return f"—{known}"
+        return (
+            f"{formatting.driver(obj.from_driver_id, getattr(obj, 'from_name', '') or '')}{known}"
+        )
+
+    @admin.display(description=_("to"))
+    def to_driver(self, obj: FineDriverCorrection) -> str:
+        return formatting.driver(obj.to_driver_id, getattr(obj, "to_name", "") or "")
 
 
 @admin.register(FineIndicationChange)

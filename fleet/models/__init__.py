@@ -28,6 +28,7 @@ from fleet.models.cnh import (
 from fleet.models.crlv import CrlvRequestVehicle
 from fleet.models.drivers import Driver, DriverWord
 from fleet.models.driving import (
+    BASIS_MARKS,
     DriverBasis,
     DriverObservation,
     DriverSpan,
@@ -72,6 +73,7 @@ from fleet.models.webhooks import (
 )
 
 __all__ = [
+    "BASIS_MARKS",
     "BODY_PURGED_STATUSES",
     "MISSED",
     "MISSED_LABEL",

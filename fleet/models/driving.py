@@ -12,6 +12,8 @@ of a fine's driver (`fleet.services.attribution.fine_driver_correct`).
 
 from __future__ import annotations
 
+from typing import Final
+
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
@@ -28,6 +30,38 @@ class DriverBasis(models.TextChoices):
     UNCERTAIN = "uncertain", _("changed hands around then")
     LIST = "list", _("the vehicle list's driver when the fine arrived")
     MANUAL = "manual", _("set by a person")
+
+
+# How a driver is known, as every surface that names one marks it: a short mark, and
+# what it means (on hover, in the CSV's column, in an alert).
+BASIS_MARKS: Final = {
+    DriverBasis.HISTORY: (
+        _("had the vehicle"),
+        _(
+            "A fact: the vehicle list's refreshes saw this driver with the vehicle before "
+            "and after the fine was committed."
+        ),
+    ),
+    DriverBasis.MANUAL: (
+        _("set by a person"),
+        _("A person chose this driver, with a reason: the fine's page says who, when and why."),
+    ),
+    DriverBasis.LIST: (
+        _("probable"),
+        _(
+            "A guess: the vehicle list's driver when the fine arrived (the fine is older than "
+            "the history, or the vehicle left the list). Check who was driving before "
+            "indicating."
+        ),
+    ),
+    DriverBasis.UNCERTAIN: (
+        _("uncertain"),
+        _(
+            "The vehicle changed hands around when the fine was committed: it was one of two "
+            "drivers. Choose which on the fine's page."
+        ),
+    ),
+}
 
 
 class DriverObservation(models.Model):

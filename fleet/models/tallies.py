@@ -13,7 +13,10 @@ class TallyDimension(models.TextChoices):
     UNTREATED = "untreated", _("untreated fines")
     MONTH = "month", _("fines by month committed")
     VEHICLE = "vehicle", _("untreated fines by vehicle")
-    DRIVER = "driver", _("untreated fines by driver")
+    DRIVER = "driver", _("untreated fines by driver, where established")
+    # The untreated fines whose driver is a guess, by how (`DriverBasis.LIST`, or
+    # `UNCERTAIN`): left out of DRIVER, which counts the drivers established.
+    GUESSED = "driver_guess", _("untreated fines whose driver is a guess")
     DAY = "day", _("fines by day received")
     WITHOUT_DOCUMENT = "no_document", _("fines without their document")
     TO_INDICATE = "to_indicate", _("untreated fines to indicate by deadline")

@@ -274,9 +274,12 @@ class Fine(WebhookRecord):
     `Wording`s) are the payload's too, for the list's search: no filter reads the JSON.
     """
 
-    # The driver's name where the portal knows one, given to a page's fines by
-    # `fleet.services.drivers.fines_named` (not a column).
+    # The driver's name where the portal knows one, and where the vehicle changed hands
+    # around then the two candidates as the pages name them ("Ana Souza", "Driver 12",
+    # "nobody"), given to a page's fines by `fleet.services.drivers.fines_named` (not
+    # columns).
     driver_name = ""
+    driver_candidates: tuple[str, ...] = ()
 
     link_frame = models.TextField(_("official infraction document"), blank=True)
     link = models.TextField(_("payment slip"), blank=True)
@@ -362,16 +365,17 @@ class Fine(WebhookRecord):
             ),
             models.Index(fields=["occurred_at", "amount"], name="fleet_fine_occurred"),
             # The fines the worker has still to attribute (`fleet.services.attribution`), and
-            # the list's "uncertain" filter, in its order.
+            # the list by how the driver is known (a fact, probable, uncertain), in its
+            # order, with the plate that a part of the fleet checks (0035).
             models.Index(
                 fields=["key"],
                 condition=models.Q(driver_basis=DriverBasis.PENDING),
                 name="fleet_fine_unattributed",
             ),
             models.Index(
-                fields=["treated", "-updated_at"],
-                condition=models.Q(driver_basis="uncertain"),
-                name="fleet_fine_uncertain",
+                fields=["driver_basis", "treated", "-updated_at", "registration"],
+                include=["id"],
+                name="fleet_fine_basis",
             ),
             # The list sorted by when committed or by amount, either way, NULLs last: a
             # page deep in it reads its rows from these indexes, not a sort of them all.
@@ -403,7 +407,8 @@ class Fine(WebhookRecord):
     def shown_version(self) -> str:
         """And its driver and indication deadline: set by the worker or a person, the fine
         itself unchanged."""
-        name = hashlib.sha256(self.driver_name.encode()).hexdigest()[:12]
+        names = "\n".join((self.driver_name, *self.driver_candidates))
+        name = hashlib.sha256(names.encode()).hexdigest()[:12]
         due = f"{self.indication}:{self.indication_due}:{self.indication_due_basis}"
         return f"{super().shown_version()}:{self.driver_id}:{self.driver_basis}:{name}:{due}"
 

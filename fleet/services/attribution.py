@@ -35,7 +35,7 @@ from fleet.services.driver_history import latest_observation
 from fleet.services.drivers import driver_names
 from fleet.services.tallies import FINE_FIELDS, FineState, fine_tallies_apply
 from fleet.services.vehicles import vehicle_drivers
-from portal.lib import worker
+from portal.lib import formatting, worker
 
 logger = logging.getLogger("fleet.services.attribution")
 
@@ -379,3 +379,95 @@ def fine_drivers_told(fines: Sequence[Fine]) -> dict[int, dict[str, object]]:
         }
         for fine in fines
     }
+
+
+# --- What a person choosing the driver is offered, and what was chosen before ----------
+
+# Drivers offered first when a person sets a fine's driver (beside the picker).
+CANDIDATES_OFFERED: Final = 4
+
+
+class DriverCandidate(NamedTuple):
+    """A driver offered first on a fine's page: who, and why (`since`, `until`: the
+    period they had the vehicle, None where open or not known)."""
+
+    driver_id: int
+    name: str
+    since: datetime | None
+    until: datetime | None
+
+
+def fine_driver_candidates(fine: Fine, story: DriverStory) -> list[DriverCandidate]:
+    """The drivers a person is offered first for `fine`: the two candidates of a hand-over,
+    else those who had its vehicle nearest when it was committed (the periods around
+    that moment; the earliest ones for a fine older than the history), its present
+    driver last. Three queries at most, whatever the history's length."""
+    if story.basis == DriverBasis.UNCERTAIN:
+        return [
+            DriverCandidate(driver_id, name, story.since, story.until)
+            for driver_id, name in story.candidates
+            if driver_id is not None
+        ]
+    if not fine.registration:
+        return []
+    spans = DriverSpan.objects.filter(registration=fine.registration, driver_id__isnull=False)
+    moment = fine.occurred_at
+    near = list(
+        spans.filter(first_seen__lte=moment).order_by("-first_seen")[:CANDIDATES_OFFERED]
+        if moment is not None
+        else []
+    )
+    later = spans.filter(first_seen__gt=moment) if moment is not None else spans
+    near += list(later.order_by("first_seen")[:CANDIDATES_OFFERED])
+    found: dict[int, DriverSpan] = {}
+    for span in near:
+        if span.driver_id is not None and span.driver_id != fine.driver_id:
+            found.setdefault(span.driver_id, span)
+    chosen = list(found.values())[:CANDIDATES_OFFERED]
+    names = driver_names([span.driver_id for span in chosen if span.driver_id is not None])
+    return [
+        DriverCandidate(
+            span.driver_id,
+            names.get(span.driver_id, ""),
+            span.first_seen,
+            span.last_seen if span.next_seen is not None else None,
+        )
+        for span in chosen
+        if span.driver_id is not None
+    ]
+
+
+class CorrectionShown(NamedTuple):
+    """A person's choice of a fine's driver as the fine's page and the admin tell it:
+    from whom (and how they were known) to whom, by whom, when, why; drivers by name."""
+
+    at: datetime
+    user_name: str
+    from_driver: str
+    from_basis: str
+    to_driver: str
+    reason: str
+
+
+def fine_driver_corrections(fine: Fine) -> list[CorrectionShown]:
+    """Every correction of `fine`'s driver, newest first, drivers named: two queries."""
+    corrections = list(fine.driver_corrections.all())
+    ids = {c.from_driver_id for c in corrections} | {c.to_driver_id for c in corrections}
+    names = driver_names([i for i in ids if i is not None])
+
+    def shown(driver_id: int | None) -> str:
+        if driver_id is None:
+            return ""
+        return formatting.driver(driver_id, names.get(driver_id, ""))
+
+    return [
+        CorrectionShown(
+            at=correction.at,
+            user_name=correction.user_name,
+            from_driver=shown(correction.from_driver_id),
+            from_basis=correction.from_basis,
+            to_driver=shown(correction.to_driver_id),
+            reason=correction.reason,
+        )
+        for correction in corrections
+    ]

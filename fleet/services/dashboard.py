@@ -42,6 +42,7 @@ from django.urls import get_script_prefix
 from django.utils import timezone, translation
 
 from fleet.models import (
+    DriverBasis,
     Fine,
     FineTally,
     GroupTally,
@@ -80,7 +81,7 @@ RECENT_DAYS: Final = 7
 # "To indicate within 7 days": the fines whose deadline is today or in the next 7 days.
 INDICATE_SOON_DAYS: Final = 7
 _CACHE_SECONDS: Final = 300
-_CACHE_FORMAT: Final = 4
+_CACHE_FORMAT: Final = 5
 _READ_ATTEMPTS: Final = 3
 # A part of the fleet's figures are kept a day (shown, then read again, once a fine
 # changed).
@@ -231,11 +232,11 @@ def _scoped_figures(today: date, scope: VehicleScope, *, here: bool) -> FineFigu
     they were read (`FineFigures.behind`), while the worker reads them again for the next
     page. `here` (outside a page), and with this cache off, they are read at once."""
     if here or not caches_on(_scoped_kept.name):
-        kept = _scoped_kept.get(today, scope=scope)
+        kept = _scoped_kept.get(_CACHE_FORMAT, today, scope=scope)
         if kept is not None and kept[0] == _read_at(today, fine_tallies_version()):
             return cast(FineFigures, kept[2])
         return _scoped_read(today, scope)
-    kept = _scoped_kept.get(today, scope=scope)
+    kept = _scoped_kept.get(_CACHE_FORMAT, today, scope=scope)
     if kept is None:
         _scoped_count_ask(today, scope)
         return None
@@ -253,7 +254,7 @@ def _scoped_count_ask(today: date, scope: VehicleScope) -> None:
     of the page that asks (they are kept under them): one task at a time for a part,
     asked again once `_SCOPED_COUNTING_SECONDS` passed without its answer (a worker
     stopped mid-way)."""
-    counting = _scoped_kept.key(today, "counting", scope=scope)
+    counting = _scoped_kept.key(_CACHE_FORMAT, today, "counting", scope=scope)
     if not caches[_scoped_kept.alias].add(counting, 1, timeout=_SCOPED_COUNTING_SECONDS):
         return
     try:
@@ -305,7 +306,7 @@ def _scoped_read(
         if now == version:
             break
         version = now
-    _scoped_kept.set((read_at, began, figures), today, scope=scope)
+    _scoped_kept.set((read_at, began, figures), _CACHE_FORMAT, today, scope=scope)
     return figures
 
 
@@ -433,6 +434,7 @@ def _computed(
                 # A row per deadline: a few hundred days at most (past ones empty out as
                 # fines are indicated or treated).
                 Q(dimension=TallyDimension.TO_INDICATE, count__gt=0),
+                Q(dimension=TallyDimension.GUESSED),
             ).values_list("dimension", "key", "count", "cents")
         }
     else:
@@ -471,6 +473,8 @@ def _computed(
         to_indicate_overdue=total(*(row for key, row in deadlines if key < day_key(today))),
         to_indicate_soon=total(*(row for key, row in deadlines if day_key(today) <= key <= soon)),
         at_risk=Total(to_indicate.count, to_indicate.amount * NIC_MULTIPLIER),
+        probable=total(rows.get((TallyDimension.GUESSED, DriverBasis.LIST), (0, 0))),
+        uncertain=total(rows.get((TallyDimension.GUESSED, DriverBasis.UNCERTAIN), (0, 0))),
     )
 
 
@@ -497,7 +501,12 @@ def _scoped_tallies(scope: VehicleScope, *, since: date, first_month: date) -> T
     for fines, dimensions in (
         (
             Fine.objects.all(),
-            {TallyDimension.DRIVER, TallyDimension.WITHOUT_DOCUMENT, TallyDimension.TO_INDICATE},
+            {
+                TallyDimension.DRIVER,
+                TallyDimension.GUESSED,
+                TallyDimension.WITHOUT_DOCUMENT,
+                TallyDimension.TO_INDICATE,
+            },
         ),
         (
             Fine.objects.filter(occurred_at__gte=local_midnight(first_month)),

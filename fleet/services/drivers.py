@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from django.core.cache import cache
 from django.db import transaction
 from django.db.models import OuterRef, QuerySet
+from django.utils.translation import gettext
 
-from fleet.models import Driver, DriverWord, Fine
+from fleet.models import Driver, DriverBasis, DriverSpan, DriverWord, Fine
 from fleet.models.drivers import WORD_LENGTH
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope, driver_seen, scope_drivers
 from portal.lib import formatting
@@ -191,8 +192,29 @@ def driver_names(driver_ids: list[int]) -> dict[int, str]:
 
 def fines_named(fines: Iterable[Fine]) -> None:
     """Give each of `fines` its driver's name where the portal knows one
-    (`Fine.driver_name`): one read for a page of them."""
-    listed = [fine for fine in fines if fine.driver_id is not None]
-    names = driver_names([fine.driver_id for fine in listed if fine.driver_id is not None])
-    for fine in listed:
-        fine.driver_name = names.get(fine.driver_id or 0, "")
+    (`Fine.driver_name`), and to those whose vehicle changed hands around then their two
+    candidates (`Fine.driver_candidates`): two reads for a page of them."""
+    fines = list(fines)
+    uncertain = [fine for fine in fines if fine.driver_basis == DriverBasis.UNCERTAIN]
+    spans = (
+        {
+            pk: (previous, driver)
+            for pk, previous, driver in DriverSpan.objects.filter(
+                pk__in=[fine.driver_span_id for fine in uncertain if fine.driver_span_id]
+            ).values_list("pk", "previous_driver_id", "driver_id")
+        }
+        if uncertain
+        else {}
+    )
+    wanted = {fine.driver_id for fine in fines} | {i for pair in spans.values() for i in pair}
+    names = driver_names([driver_id for driver_id in wanted if driver_id is not None])
+    for fine in fines:
+        if fine.driver_id is not None:
+            fine.driver_name = names.get(fine.driver_id, "")
+    for fine in uncertain:
+        pair = spans.get(fine.driver_span_id or 0)
+        if pair is not None:
+            fine.driver_candidates = tuple(
+                formatting.driver(i, names.get(i, "")) if i is not None else gettext("nobody")
+                for i in pair
+            )

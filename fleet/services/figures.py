@@ -98,6 +98,10 @@ class FineFigures:
     to_indicate_overdue: Total = Total(0, _ZERO)
     to_indicate_soon: Total = Total(0, _ZERO)
     at_risk: Total = Total(0, _ZERO)
+    # The untreated fines `top_drivers` leaves out because their driver is a guess: the
+    # vehicle list's driver when they arrived (probable), and two candidates (uncertain).
+    probable: Total = Total(0, _ZERO)
+    uncertain: Total = Total(0, _ZERO)
 
     @property
     def nic_expected(self) -> Decimal:

@@ -203,16 +203,16 @@ def _fines_walked(
     page: int,
     plate: str = "",
     driver: int | None = None,
-    uncertain: bool | None = None,
+    basis: str = "",
     sort: str = "",
     **filters: Any,
 ) -> frozenset[str]:
     """Which filters a page of fines checks fine by fine as it walks the list's index
     (`conditions_walked`): none for a vehicle's or a driver's fines (few), nor for a
-    small part of the fleet (found by its plates), nor for the fines whose driver is
-    uncertain (their own index); a month and the fines received since a day are counted
-    by the tallies."""
-    if plate or driver is not None or uncertain or not (scope.whole_fleet or scope_walked(scope)):
+    small part of the fleet (found by its plates), nor for those by how their driver is
+    known (their own index, in the list's order); a month and the fines received since a
+    day are counted by the tallies."""
+    if plate or driver is not None or basis or not (scope.whole_fleet or scope_walked(scope)):
         return frozenset()
     conditions = {
         name: condition
@@ -349,7 +349,7 @@ def fine_filtered(
     amount_min: Decimal | None = None,
     amount_max: Decimal | None = None,
     received_from: date | None = None,
-    uncertain: bool | None = None,
+    basis: str = "",
     sort: str = "",
     walked: frozenset[str] = frozenset(),
     counting: bool = False,
@@ -360,8 +360,9 @@ def fine_filtered(
     `document` (has its official document); `plate` (the vehicle, in either plate
     format); `driver` (the driver id the fine was attributed to); `month` (committed
     in that month, local time; its first day); `amount_min`/`amount_max` (R$, both
-    included); `received_from` (received on or after that local day); `uncertain`
-    (the vehicle changed hands around when committed: `fleet.services.attribution`); `sort`, one of
+    included); `received_from` (received on or after that local day); `basis`
+    (how the driver is known, `DriverBasis`' value: "list", probable, only where the
+    vehicle list named one); `sort`, one of
     `FINE_SORTS` (else the default order); only those `scope` sees. The filters named
     in `walked` are checked fine by fine as the list's index is walked (`fine_search`);
     `counting`: to be counted, not listed (a part of the fleet found by its plates).
@@ -375,8 +376,10 @@ def fine_filtered(
     )
     if driver is not None:
         conditions["driver"] = Q(driver_id=driver)
-    if uncertain:
-        conditions["uncertain"] = Q(driver_basis=DriverBasis.UNCERTAIN)
+    if basis in DriverBasis.values and basis:
+        conditions["basis"] = Q(driver_basis=basis)
+        if basis == DriverBasis.LIST:
+            conditions["basis"] &= Q(driver_id__isnull=False)
     states = _states(treated)
     if document is not None:
         states.append(~Q(link_frame="") if document else Q(link_frame=""))
@@ -491,11 +494,11 @@ def _records[R: (Fine, Notification)](
     indexes, checked too where the records are found by another
     (`fleet.services.list_walks`). A part of the fleet that holds many records walks
     the list with a check of its plates, unless `counting` (up to COUNTED: found by its
-    plates, through their index, it reads no record it does not count). The fines whose
-    driver is uncertain are few in any part: read from their own index, each checked
-    against the part's plates, counted too (found by the plates, a large part's count
-    read every fine it holds: 37 s at ten million)."""
-    few = "uncertain" in conditions
+    plates, through their index, it reads no record it does not count). The fines by how
+    their driver is known are read from their own index (`fleet_fine_basis`, in the
+    list's order), each checked against the part's plates, counted too (found by the
+    plates, a large part's count read every fine it holds: 37 s at ten million)."""
+    few = "basis" in conditions
     walked_scope = not plate and (few or not counting) and scope_walked(scope)
     records = scope.records(model.objects.all(), walked=walked_scope)
     if plate:

@@ -47,6 +47,7 @@ from django.db.models.functions import Substr
 from django.utils import timezone
 
 from fleet.models import (
+    DriverBasis,
     Fine,
     FineTally,
     GroupTally,
@@ -66,6 +67,7 @@ FINE_FIELDS: Final = (
     "amount",
     "registration",
     "driver_id",
+    "driver_basis",
     "occurred_at",
     "received_at",
     "link_frame",
@@ -91,6 +93,9 @@ class FineState:
     # The day by which its driver is (or was: missed) to be indicated; None when no
     # indication is needed or one was made.
     to_indicate_by: date | None = None
+    # How its driver is known (`DriverBasis`' value): only a driver the history or a
+    # person established counts by driver; a guess counts apart, by how.
+    driver_basis: str = DriverBasis.HISTORY
 
     @classmethod
     def of(cls, fine: Fine) -> FineState:
@@ -103,7 +108,23 @@ class FineState:
             received_at=fine.received_at,
             has_document=bool(fine.link_frame),
             to_indicate_by=(fine.indication_due if fine.indication == Indication.NEEDED else None),
+            driver_basis=fine.driver_basis,
         )
+
+
+# The fines whose driver is a guess: the vehicle list's driver (one it names), or two
+# candidates. A fine whose vehicle had no driver in the list names nobody: not a guess.
+GUESSED_FINES: Final = Q(driver_basis=DriverBasis.LIST, driver_id__isnull=False) | Q(
+    driver_basis=DriverBasis.UNCERTAIN
+)
+
+
+def guess_of(basis: str, driver_id: int | None) -> str:
+    """How a fine's driver is guessed (`DriverBasis.LIST` or `UNCERTAIN`'s value, as the
+    GUESSED tallies key it), or "" where it is not a guess (`GUESSED_FINES`)."""
+    if basis == DriverBasis.UNCERTAIN or (basis == DriverBasis.LIST and driver_id is not None):
+        return str(basis)
+    return ""
 
 
 def fine_contributions(state: FineState) -> list[tuple[str, str, int, int]]:
@@ -111,8 +132,9 @@ def fine_contributions(state: FineState) -> list[tuple[str, str, int, int]]:
 
     As the dashboard shows them: all fines by day received and by month committed (if
     that time could be read), those without their document, and the untreated ones in
-    total, by vehicle (if the fine names one) and by driver (if it has one). An amount
-    that could not be read counts as 0.
+    total, by vehicle (if the fine names one) and by driver (if the history or a person
+    established one; a guess, the vehicle list's driver or two candidates, by how
+    instead). An amount that could not be read counts as 0.
     """
     cents = tally_cents(state.amount)
     found = [(TallyDimension.DAY, day_key(_local(state.received_at)), 1, cents)]
@@ -124,7 +146,9 @@ def fine_contributions(state: FineState) -> list[tuple[str, str, int, int]]:
         found.append((TallyDimension.UNTREATED, "", 1, cents))
         if state.registration:
             found.append((TallyDimension.VEHICLE, state.registration, 1, cents))
-        if state.driver_id is not None:
+        if guessed := guess_of(state.driver_basis, state.driver_id):
+            found.append((TallyDimension.GUESSED, guessed, 1, cents))
+        elif state.driver_id is not None:
             found.append((TallyDimension.DRIVER, driver_key(state.driver_id), 1, cents))
         if state.to_indicate_by is not None:
             found.append((TallyDimension.TO_INDICATE, day_key(state.to_indicate_by), 1, cents))
@@ -227,8 +251,15 @@ def fine_tallies_counted(
         ),
         (
             TallyDimension.DRIVER,
-            untreated.filter(driver_id__isnull=False).values_list("driver_id"),
+            untreated.filter(driver_id__isnull=False)
+            .exclude(driver_basis=DriverBasis.LIST)
+            .values_list("driver_id"),
             driver_key,
+        ),
+        (
+            TallyDimension.GUESSED,
+            untreated.filter(GUESSED_FINES).values_list("driver_basis"),
+            str,
         ),
         (
             TallyDimension.TO_INDICATE,

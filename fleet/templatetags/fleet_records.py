@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from fleet import plates
 from fleet.api.values import parse_moment
+from fleet.models import BASIS_MARKS, DriverBasis
 from portal.lib import formatting
 
 register = template.Library()
@@ -57,3 +58,17 @@ def vehicle_url(value: object) -> str:
     """The page of the vehicle a payload's plate names; "" when it is not a plate."""
     text = str(value or "")
     return reverse("fleet:vehicle", args=[plates.normalize(text)]) if plates.is_valid(text) else ""
+
+
+@register.filter
+def basis_mark(value: object) -> str:
+    """How a driver is known (`DriverBasis`' value), as a short mark: "probable"."""
+    found = BASIS_MARKS.get(DriverBasis(value)) if value in DriverBasis.values else None
+    return str(found[0]) if found else ""
+
+
+@register.filter
+def basis_explained(value: object) -> str:
+    """What the mark of how a driver is known means (`BASIS_MARKS`), for its hover."""
+    found = BASIS_MARKS.get(DriverBasis(value)) if value in DriverBasis.values else None
+    return str(found[1]) if found else ""

@@ -20,15 +20,16 @@ from fleet.views import AuthenticatedRequest
 @require_GET
 @login_required
 def driver_detail(request: AuthenticatedRequest, driver_id: int) -> HttpResponse:
-    """The driver's vehicles and fines among those the user sees: outside the whole fleet,
-    a driver the user does not see (`driver_seen`, or a vehicle of theirs now) is not found."""
+    """The driver's vehicles and fines among those the user sees: a driver the user does
+    not see (`driver_seen`, or a vehicle of theirs now) is not found; in the whole fleet,
+    an id the portal has never known (no name, period or fine) either."""
     scope = scope_of(request.user)
     vehicles: list[VehicleRow] | None
     try:
         vehicles = driver_vehicles(driver_id=driver_id, scope=scope)
     except FleetDataUnavailable:
         vehicles = None  # the page says the list could not be read
-    if not scope.whole_fleet and not vehicles and not driver_seen(scope, driver_id):
+    if not vehicles and not driver_seen(scope, driver_id):
         raise Http404
     fines = fine_filtered(scope=scope, driver=driver_id)
     totals = fine_totals(fines)

@@ -28,7 +28,9 @@ from fleet.models import (
 )
 from fleet.services.attribution import (
     FINE_DRIVER_PERMISSION,
+    fine_driver_candidates,
     fine_driver_correct,
+    fine_driver_corrections,
     fine_driver_story,
 )
 from fleet.services.drivers import driver_label
@@ -279,10 +281,13 @@ def _fine_page(
         "indication": seen_value(record.indication, record.indication_basis or ""),
     }
     may_set_driver = request.user.has_perm(FINE_DRIVER_PERMISSION)
+    story = fine_driver_story(record)
     context = {
         "record": record,
-        "driver": fine_driver_story(record),
+        "driver": story,
         "driver_form": (form or FineDriverForm(scope=scope)) if may_set_driver else None,
+        "driver_candidates": fine_driver_candidates(record, story) if may_set_driver else [],
+        "driver_corrections": fine_driver_corrections(record),
         "deadlines": fine_deadlines(record),
         "may_indicate": request.user.has_perm(FINE_INDICATION_PERMISSION),
         "deadline_form": deadline_form,

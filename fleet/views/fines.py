@@ -22,6 +22,7 @@ from django_htmx.http import push_url
 from fleet import plates
 from fleet.forms import FineFilterForm, NotificationFilterForm, SavedFineViewForm
 from fleet.models import (
+    BASIS_MARKS,
     DeadlineBasis,
     DriverBasis,
     Indication,
@@ -251,8 +252,12 @@ def _export_filters(form: FineFilterForm | NotificationFilterForm) -> dict[str, 
 
 
 def _driver_known() -> dict[str, str]:
-    """How a fine's driver is known, as an export writes it, by `DriverBasis`."""
-    return {str(basis.value): str(basis.label) for basis in DriverBasis}
+    """How a fine's driver is known, as an export writes it, by `DriverBasis`: its mark
+    and what the mark means, as the pages say on hover (`BASIS_MARKS`)."""
+    known = {str(basis.value): str(basis.label) for basis in DriverBasis}
+    for basis, (mark, meaning) in BASIS_MARKS.items():
+        known[str(basis.value)] = f"{str(mark).capitalize()}: {meaning}"
+    return known
 
 
 def _handling() -> dict[bool, str]:

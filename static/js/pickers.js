@@ -1,5 +1,7 @@
-// The fines list's driver picker: the drivers its text fits come as buttons under it
-// (htmx, `fine_drivers`); a button puts its driver in the field and filters the list.
+// The driver pickers (the fines list's filter, a fine's correction): the drivers its text
+// fits come as buttons under it (htmx, `fine_drivers`); a button puts its driver in the
+// field, and in the fines list filters it (`data-picker-submits`). In a form that offers
+// candidates first, typing or choosing a driver picks "another driver" (`choice=other`).
 // Without JavaScript the field takes a name or an id as typed.
 (function () {
   "use strict";
@@ -24,7 +26,19 @@
     picker.input.value = button.dataset.driverChoice;
     close(picker);
     picker.input.focus();
-    picker.input.form.requestSubmit();
+    otherChosen(picker.input);
+    if (picker.input.hasAttribute("data-picker-submits")) picker.input.form.requestSubmit();
+  });
+
+  function otherChosen(input) {
+    var other = input.form && input.form.querySelector('input[name="choice"][value="other"]');
+    if (other) other.checked = true;
+  }
+
+  document.addEventListener("input", function (event) {
+    if (event.target.matches && event.target.matches("[data-driver-picker]")) {
+      otherChosen(event.target);
+    }
   });
 
   document.addEventListener("keydown", function (event) {

@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.db import connection, transaction
 from django.db.models import Count, Q, Sum
@@ -28,7 +29,7 @@ from django_tasks_db.models import DBTaskResult, get_date_max
 
 from fleet import plates
 from fleet.models import DeliveryStatus, Driver, Fine, WebhookDelivery
-from fleet.services.attribution import fine_drivers_attribute
+from fleet.services.attribution import fine_driver_correct, fine_drivers_attribute
 from fleet.services.dashboard import (
     fine_figures,
     fine_figures_publish,
@@ -129,11 +130,14 @@ def from_scratch() -> dict[str, Any]:
         .values("registration")
         .annotate(count=Count("pk"), amount=amount)
     )
+    # Only drivers the history or a person established are ranked; the guesses apart.
     by_driver = (
         untreated.filter(driver_id__isnull=False)
+        .exclude(driver_basis="list")
         .values("driver_id")
         .annotate(count=Count("pk"), amount=amount)
     )
+    probable = untreated.filter(driver_basis="list", driver_id__isnull=False)
     return {
         "untreated": total(untreated),
         "without_document": fines.filter(link_frame="").count(),
@@ -152,6 +156,8 @@ def from_scratch() -> dict[str, Any]:
                 "driver_id", "count", "amount"
             )[:5]
         ),
+        "probable": total(probable),
+        "uncertain": total(untreated.filter(driver_basis="uncertain")),
     }
 
 
@@ -165,6 +171,8 @@ def shown(figures: FineFigures) -> dict[str, Any]:
         "vehicles": [(v.registration, v.count, v.amount) for v in figures.top_vehicles],
         "most_fined": [(v.registration, v.untreated) for v in figures.most_fined],
         "drivers": [(d.driver_id, d.count, d.amount) for d in figures.top_drivers],
+        "probable": (figures.probable.count, figures.probable.amount),
+        "uncertain": (figures.uncertain.count, figures.uncertain.amount),
     }
 
 
@@ -354,7 +362,10 @@ def test_drivers_attributed_after_the_fines_were_written_are_counted(client, emu
     assert fine_drivers_attribute() == 4
 
     figures = assert_exact()
-    assert sum(d.count for d in figures.top_drivers) == 3  # the treated one is not counted
+    # The vehicle list's drivers (no history yet): probable, counted apart, not ranked;
+    # the treated one is not counted.
+    assert figures.top_drivers == []
+    assert figures.probable.count == 3
 
 
 # --- Reading -------------------------------------------------------------------------
@@ -445,6 +456,13 @@ def test_a_driver_renamed_in_the_admin_is_named_at_once(
     vehicle = fleet[0]
     named = Driver.objects.create(driver_id=vehicle["driver_id"], name="Ana")
     deliver(client, frame(1, plate=vehicle["car_plate"]))
+    # Set by a person: established, so ranked (the vehicle list's alone is a guess).
+    fine_driver_correct(
+        fine_id=Fine.objects.get().pk,
+        driver_id=vehicle["driver_id"],
+        reason="seen on the camera",
+        user=User.objects.create_user("someone"),
+    )
     assert [d.name for d in fine_figures().top_drivers] == ["Ana"]
 
     with django_capture_on_commit_callbacks(execute=True):

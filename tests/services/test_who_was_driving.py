@@ -95,9 +95,14 @@ def test_fines_before_inside_and_after_the_window_get_d1_both_and_d2(client, han
     # Older than the history, or without a moment: the list's driver now, marked so.
     assert (older.driver_basis, older.driver_id) == (DriverBasis.LIST, d2)
     assert (without.driver_basis, without.driver_id) == (DriverBasis.LIST, d2)
-    # The dashboard's tallies by driver: the uncertain fine is nobody's.
+    # The dashboard's tallies by driver count only those established: the uncertain fine
+    # is nobody's, the vehicle list's two are guesses, counted apart by how.
     assert untreated_by_driver(d1) == 1
-    assert untreated_by_driver(d2) == 3
+    assert untreated_by_driver(d2) == 1
+    guessed = dict(
+        FineTally.objects.filter(dimension=TallyDimension.GUESSED).values_list("key", "count")
+    )
+    assert guessed == {"list": 2, "uncertain": 1}
 
 
 def test_the_fine_page_says_who_and_how_it_is_known(client, handed_over, manager):
@@ -401,11 +406,11 @@ def test_the_list_filters_uncertain_fines_and_the_export_names_the_candidates(
     }
     assert by_id["1"]["Driver id"] == str(d1)
     assert by_id["1"]["Driver"] == "Ana Souza"
-    assert by_id["1"]["How the driver is known"] == "had the vehicle then"
+    assert by_id["1"]["How the driver is known"].startswith("Had the vehicle: A fact: ")
     assert by_id["1"]["Candidates"] == ""
     uncertain = by_id["2"]
     assert uncertain["Driver id"] == ""
-    assert uncertain["How the driver is known"] == "changed hands around then"
+    assert uncertain["How the driver is known"].startswith("Uncertain: The vehicle changed hands")
     assert uncertain["Candidates"] == f"Ana Souza ({d1}) or Bruno Lima ({d2})"
     after = uncertain["Changed hands after (yyyy-mm-dd hh:mm)"]
     before = uncertain["Changed hands before (yyyy-mm-dd hh:mm)"]
@@ -439,8 +444,8 @@ def test_the_alerts_name_who_was_driving_or_both_candidates(client, handed_over,
         message = alert_email(user=manager, alerts=[alert], language="en", time_zone="UTC")
         return str(message.body)
 
-    assert f"Driver: Ana Souza ({d1}) — had the vehicle then" in told(alerts[before.pk])
-    assert f"Driver: Ana Souza ({d1}) or {d2} (the vehicle changed hands around then)" in told(
+    assert f"Driver: Ana Souza ({d1}) — had the vehicle: A fact: " in told(alerts[before.pk])
+    assert f"Driver: Uncertain: Ana Souza ({d1}) or {d2}. The vehicle changed hands" in told(
         alerts[inside.pk]
     )
 

@@ -552,7 +552,7 @@ def driver_corrected(fleet: Fleet, rng: random.Random, walkers: list[Walker], **
     whole = walkers[0]  # the one who may
     response = whole.client.post(
         f"/fines/{fine_id}/driver",
-        {"choice": "other", "other": str(driver_id), "reason": rng.choice(REASONS)},
+        {"choice": "other", "driver": str(driver_id), "reason": rng.choice(REASONS)},
         headers={"Sec-Fetch-Site": "same-origin"},
         follow=True,  # to the fine's page, which shows (and so consumes) the message saying so
     )

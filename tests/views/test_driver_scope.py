@@ -31,7 +31,7 @@ def may_set_drivers(side: Side) -> None:
 
 @pytest.mark.parametrize(
     "form",
-    [{"choice": "other", "other": "{driver}"}, {"choice": "{driver}"}],
+    [{"choice": "other", "driver": "{driver}"}, {"choice": "{driver}"}],
     ids=["typed", "as-a-candidate"],
 )
 def test_a_correction_cannot_name_another_groups_driver(
@@ -60,7 +60,7 @@ def test_a_correction_names_a_driver_of_the_managers_vehicles(sides: list[Side])
     a, _b = sides
     may_set_drivers(a)
     response = a.client.post(
-        f"/fines/{a.fine}/driver", {"choice": "other", "other": a.driver, "reason": "lent"}
+        f"/fines/{a.fine}/driver", {"choice": "other", "driver": a.driver, "reason": "lent"}
     )
     assert response.status_code == 302
     assert FineDriverCorrection.objects.get().to_driver_id == a.driver

@@ -189,16 +189,29 @@ def test_a_clear_filters_link_is_there_whenever_a_filter_is_set(
 
 @pytest.mark.django_db
 def test_each_filter_applied_is_a_chip_that_removes_it(manager_client, three_fines):
-    query = "treated=0&month=2026-06&amount_min=100&uncertain=1&sort=-amount"
+    query = "treated=0&month=2026-06&amount_min=100&basis=uncertain&sort=-amount"
     page = manager_client.get(f"/fines/?{query}", headers=ENGLISH).text
 
-    assert chips(page) == [
-        ("Handling: Untreated", "/fines/?month=2026-06&amount_min=100&uncertain=1&sort=-amount"),
-        ("Month committed: June 2026", "/fines/?treated=0&amount_min=100&uncertain=1&sort=-amount"),
-        ("From R$: R$ 100.00", "/fines/?treated=0&month=2026-06&uncertain=1&sort=-amount"),
-        ("Uncertain who drove", "/fines/?treated=0&month=2026-06&amount_min=100&sort=-amount"),
+    expected = [
+        (
+            "Handling: Untreated",
+            "/fines/?month=2026-06&amount_min=100&basis=uncertain&sort=-amount",
+        ),
+        (
+            "Month committed: June 2026",
+            "/fines/?treated=0&amount_min=100&basis=uncertain&sort=-amount",
+        ),
+        ("From R$: R$ 100.00", "/fines/?treated=0&month=2026-06&basis=uncertain&sort=-amount"),
+        (
+            "Driver known: Uncertain (two candidates)",
+            "/fines/?treated=0&month=2026-06&amount_min=100&sort=-amount",
+        ),
     ]
+    assert chips(page) == expected
     assert '<span id="filters-count">Filters (4)</span>' in page
+    # The checkbox's links and saved views from before the basis filter: the same filter.
+    old = query.replace("basis=uncertain", "uncertain=1")
+    assert chips(manager_client.get(f"/fines/?{old}", headers=ENGLISH).text) == expected
     # In Portuguese, as the page.
     portuguese = manager_client.get(
         "/vehicles/?active=1&q=onix", headers={"Accept-Language": "pt-BR"}

@@ -359,7 +359,9 @@ class FineFilterForm(NotificationFilterForm):
         (DriverBasis.LIST.value, _("Probable (the vehicle list's driver)")),
         (DriverBasis.UNCERTAIN.value, _("Uncertain (two candidates)")),
     ]
-    basis = forms.ChoiceField(label=_("Driver known"), choices=BASIS_CHOICES, required=False)
+    basis = forms.ChoiceField(
+        label=_("How the driver is known"), choices=BASIS_CHOICES, required=False
+    )
     # Before the basis filter, "uncertain who drove" was a checkbox: its links and saved
     # views (`uncertain=1`) still select those fines.
     uncertain = forms.BooleanField(required=False, widget=forms.HiddenInput)

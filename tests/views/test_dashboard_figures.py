@@ -166,9 +166,7 @@ def test_the_dashboard_shows_the_figures_with_links_and_a_text_alternative(
     assert f'href="/fines/?driver={a["driver_id"]}&amp;treated=0"' not in text
     assert "Ana Souza" not in text
     assert "No untreated fine has an established driver yet." in text
-    assert (
-        '<a href="/fines/?basis=list&amp;treated=0" data-testid="left-out-probable"' in text
-    )
+    assert '<a href="/fines/?basis=list&amp;treated=0" data-testid="left-out-probable"' in text
     assert "1 fine whose driver is probable (R$ 1,234.56)" in text
     listed = manager_client.get("/fines/?basis=list&treated=0", headers=ENGLISH).text
     assert listed.count('data-testid="fine"') == 1

@@ -203,7 +203,7 @@ def test_each_filter_applied_is_a_chip_that_removes_it(manager_client, three_fin
         ),
         ("From R$: R$ 100.00", "/fines/?treated=0&month=2026-06&basis=uncertain&sort=-amount"),
         (
-            "Driver known: Uncertain (two candidates)",
+            "How the driver is known: Uncertain (two candidates)",
             "/fines/?treated=0&month=2026-06&amount_min=100&sort=-amount",
         ),
     ]

@@ -102,7 +102,7 @@ class Migration(migrations.Migration):
         AddIndexWithoutLocking(
             model_name="fine",
             index=models.Index(
-                fields=["driver_basis", "treated", "-updated_at", "registration"],
+                fields=["driver_basis", "treated", "-updated_at", "registration", "driver_id"],
                 include=["id"],
                 name="fleet_fine_basis",
             ),

@@ -366,14 +366,15 @@ class Fine(WebhookRecord):
             models.Index(fields=["occurred_at", "amount"], name="fleet_fine_occurred"),
             # The fines the worker has still to attribute (`fleet.services.attribution`), and
             # the list by how the driver is known (a fact, probable, uncertain), in its
-            # order, with the plate that a part of the fleet checks (0035).
+            # order, with the plate that a part of the fleet checks and the driver that
+            # "probable" checks (one the vehicle list named), read from the index (0035).
             models.Index(
                 fields=["key"],
                 condition=models.Q(driver_basis=DriverBasis.PENDING),
                 name="fleet_fine_unattributed",
             ),
             models.Index(
-                fields=["driver_basis", "treated", "-updated_at", "registration"],
+                fields=["driver_basis", "treated", "-updated_at", "registration", "driver_id"],
                 include=["id"],
                 name="fleet_fine_basis",
             ),

@@ -403,8 +403,9 @@ def fine_driver_candidates(fine: Fine, story: DriverStory) -> list[DriverCandida
     that moment; the earliest ones for a fine older than the history), its present
     driver last. Three queries at most, whatever the history's length."""
     if story.basis == DriverBasis.UNCERTAIN:
+        # Their periods end and begin at the hand-over, which the story says above.
         return [
-            DriverCandidate(driver_id, name, story.since, story.until)
+            DriverCandidate(driver_id, name, None, None)
             for driver_id, name in story.candidates
             if driver_id is not None
         ]

@@ -31,6 +31,7 @@ from fleet.services.attribution import (
     fine_driver_correct,
     fine_driver_story,
 )
+from fleet.services.driver_licences import driver_licences_of
 from fleet.services.drivers import driver_label
 from fleet.services.fines import (
     fine_get,
@@ -282,6 +283,9 @@ def _fine_page(
     context = {
         "record": record,
         "driver": fine_driver_story(record),
+        "licence": driver_licences_of([record.driver_id]).get(record.driver_id)
+        if record.driver_id is not None
+        else None,
         "driver_form": (form or FineDriverForm(scope=scope)) if may_set_driver else None,
         "deadlines": fine_deadlines(record),
         "may_indicate": request.user.has_perm(FINE_INDICATION_PERMISSION),

@@ -67,7 +67,13 @@ def driver_cpf_set(*, driver: Driver, value: str) -> bool:
     driver.cpf_digest = digest
     driver.licence = None
     driver.licence_checked_at = None
-    driver.save(update_fields=["cpf_encrypted", "cpf_digest", "licence", "licence_checked_at"])
+    # An update, not a save: the name did not change, nor do its words or the figures.
+    Driver.objects.filter(pk=driver.pk).update(
+        cpf_encrypted=driver.cpf_encrypted,
+        cpf_digest=digest,
+        licence=None,
+        licence_checked_at=None,
+    )
     logger.info("driver %s: CPF %s", driver.driver_id, "entered" if digits else "removed")
     return True
 

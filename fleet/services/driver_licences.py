@@ -21,7 +21,7 @@ reached.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Final
@@ -29,7 +29,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext, pgettext
 
@@ -158,15 +158,17 @@ def driver_licence_lookup(*, driver: Driver, user: User) -> CnhLookup:
     return cnh_lookup_create(owner=user, cpfs=[digits], batch=False, purpose=CnhPurpose.PERIODIC)
 
 
-def driver_licences_lookup(*, drivers: Sequence[Driver], user: User) -> list[CnhLookup]:
+def driver_licences_lookup(*, drivers: QuerySet[Driver], user: User) -> list[CnhLookup]:
     """Look up the licences of `drivers` that have a CPF, as `user`: batch lookups of up to
-    FLEET_CNH_BATCH_LIMIT CPFs each. `CnhDailyLimitReached` before any is made when they
-    would pass the limit."""
-    cpfs = _cpfs_of(drivers)
-    chunk = settings.FLEET_CNH_BATCH_LIMIT
+    FLEET_CNH_BATCH_LIMIT CPFs each. `CnhDailyLimitReached` before any is made (or any
+    CPF read) when they would pass the limit."""
+    with_cpf = drivers.filter(cpf_digest__isnull=False)
     allowance = cnh_daily_allowance(user=user)
-    if len(cpfs) > allowance.remaining:
-        raise CnhDailyLimitReached(allowance, len(cpfs))
+    if (count := with_cpf.count()) > allowance.remaining:
+        raise CnhDailyLimitReached(allowance, count)
+    chosen = with_cpf.select_related(None).order_by("pk")
+    cpfs = _cpfs_of(chosen.only("pk", "driver_id", "cpf_encrypted"))
+    chunk = settings.FLEET_CNH_BATCH_LIMIT
     return [
         cnh_lookup_create(
             owner=user, cpfs=cpfs[start : start + chunk], batch=True, purpose=CnhPurpose.PERIODIC
@@ -200,6 +202,15 @@ def driver_licences_due(*, before: datetime, after: int = 0, limit: int) -> list
         .filter(Q(licence_checked_at__isnull=True) | Q(licence_checked_at__lt=before))
         .order_by("pk")
         .only("pk", "driver_id", "cpf_encrypted")[:limit]
+    )
+
+
+def driver_licences_count(*, before: datetime) -> int:
+    """How many drivers with a CPF were never looked up, or last before `before`."""
+    return (
+        Driver.objects.filter(cpf_digest__isnull=False)
+        .filter(Q(licence_checked_at__isnull=True) | Q(licence_checked_at__lt=before))
+        .count()
     )
 
 

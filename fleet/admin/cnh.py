@@ -123,8 +123,15 @@ class CpfDisclosureAdmin(WholeFleetOnly, admin.ModelAdmin[CpfDisclosure]):
     list_filter = ["place", "shown_at"]
     search_fields = ["username", "=lookup_public_id", "=driver_number"]
     date_hierarchy = "shown_at"
-    fields = list_display
-    readonly_fields = list_display
+    fields = ["shown_at", "username", "lookup_public_id", "driver_number", "place", "cpf_count"]
+    readonly_fields = [
+        "shown_at",
+        "username",
+        "lookup_public_id",
+        "driver_number",
+        "place",
+        "cpf_count",
+    ]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -169,3 +169,25 @@ def test_the_batch_looks_up_the_drivers_due_a_chunk_at_a_time(manager: Any, sett
     assert all((d.licence_checked_at or NOW - timedelta(1)) >= NOW for d in checked)
     assert CnhLookupItem.objects.filter(cpf=CPFS[4]).count() == 1  # the recent one was not due
     assert (Driver.objects.get(pk=recent.pk).licence_checked_at or NOW) < NOW
+
+
+def test_the_batch_waits_for_the_daily_limit_to_renew(manager: Any, settings: Any) -> None:
+    settings.FLEET_CNH_BATCH_LIMIT = 5
+    settings.FLEET_CNH_DAILY_LIMIT = 2
+    for number, value in enumerate(CPFS[:3]):
+        driver_with(40 + number, value)
+
+    with time_machine.travel(NOW, tick=False) as clock:
+        driver_licences_batch_start(user=manager, older_than_days=30)
+        for _step in range(6):
+            run_tasks()
+            clock.shift(timedelta(seconds=20))
+        today = [b.items.count() for b in CnhLookup.objects.order_by("pk")]
+        clock.shift(timedelta(days=1))
+        for _step in range(6):
+            run_tasks()
+            clock.shift(timedelta(seconds=20))
+
+    assert today == [2]
+    assert [b.items.count() for b in CnhLookup.objects.order_by("pk")] == [2, 1]
+    assert Driver.objects.filter(licence__isnull=False).count() == 3

@@ -34,7 +34,7 @@ from django.utils import timezone
 from django.utils.translation import gettext, pgettext
 
 from fleet.api.licences import cnh_licence_from_json
-from fleet.models import CnhItemStatus, CnhLookup, CnhPurpose, Driver
+from fleet.models import CnhItemStatus, CnhLookup, CnhLookupStatus, CnhPurpose, Driver
 from fleet.services.cnh import cnh_lookup_create
 from fleet.services.cnh_privacy import CnhDailyLimitReached, cnh_daily_allowance
 from fleet.services.cnh_results import situation_label
@@ -148,13 +148,30 @@ def driver_licences_of(driver_ids: Iterable[int | None]) -> dict[int, DriverLice
 # --- Looking up again -------------------------------------------------------------------
 
 
+def driver_licence_pending(*, driver: Driver, user: User) -> CnhLookup | None:
+    """`user`'s lookup of the driver's CPF still under way, if any (the newest)."""
+    try:
+        digits = driver_cpf(driver)
+    except UndecryptableSecret:
+        return None
+    if not digits:
+        return None
+    under_way = CnhLookup.objects.filter(owner=user).exclude(
+        status__in=[CnhLookupStatus.DONE, CnhLookupStatus.FAILED, CnhLookupStatus.UNKNOWN]
+    )
+    return under_way.filter(items__cpf=digits).order_by("-created_at", "-pk").first()
+
+
 def driver_licence_lookup(*, driver: Driver, user: User) -> CnhLookup:
     """Look the driver's licence up again, as `user` (their daily limit): a lookup queued
-    for the worker, whose answer becomes the driver's licence. `DriverWithoutCpf` when
-    no CPF is known, `CnhDailyLimitReached` past the limit."""
+    for the worker, whose answer becomes the driver's licence; the one of theirs already
+    under way, if any (a lookup is charged: a second click sends nothing).
+    `DriverWithoutCpf` when no CPF is known, `CnhDailyLimitReached` past the limit."""
     digits = driver_cpf(driver)
     if not digits:
         raise DriverWithoutCpf(driver.driver_id)
+    if (pending := driver_licence_pending(driver=driver, user=user)) is not None:
+        return pending
     return cnh_lookup_create(owner=user, cpfs=[digits], batch=False, purpose=CnhPurpose.PERIODIC)
 
 

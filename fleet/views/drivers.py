@@ -24,7 +24,11 @@ from fleet.services.cnh_privacy import (
 from fleet.services.dashboard import fine_totals
 from fleet.services.driver_cpfs import driver_cpf, driver_cpf_allowed, driver_cpf_set
 from fleet.services.driver_history import driver_periods
-from fleet.services.driver_licences import driver_licence, driver_licence_lookup
+from fleet.services.driver_licences import (
+    driver_licence,
+    driver_licence_lookup,
+    driver_licence_pending,
+)
 from fleet.services.drivers import driver_names
 from fleet.services.fines import PER_PAGE, fine_filtered
 from fleet.services.scopes import VehicleScope, driver_seen, scope_of
@@ -59,6 +63,11 @@ def driver_licence_refresh(request: AuthenticatedRequest, driver_id: int) -> Htt
         driver_licence_lookup(driver=driver, user=request.user)
     except CnhDailyLimitReached as reached:
         messages.error(request, limit_message(reached))
+    except UndecryptableSecret:
+        messages.error(
+            request,
+            _("This driver's CPF cannot be read (an encryption key is missing): enter it again."),
+        )
     else:
         messages.success(
             request,
@@ -126,6 +135,9 @@ def _driver_page(
         "name": driver_names([driver_id]).get(driver_id, ""),
         "cpf_shown": _cpf_shown(request, driver),
         "licence": driver_licence(driver) if driver is not None else None,
+        "pending": driver_licence_pending(driver=driver, user=request.user)
+        if driver is not None and driver.cpf_encrypted
+        else None,
         "cpf_form": (form or DriverCpfForm()) if may_enter_cpf else None,
         "vehicles": vehicles,
         "periods": periods,

@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from fleet.models import CnhLookup, CnhLookupItem, Driver
 from fleet.services.cnh import cnh_lookup_create
+from fleet.services.cnh_privacy import cnh_lookups_purge
 from fleet.services.driver_cpfs import (
     InvalidDriverCpf,
     cpf_digest,
@@ -107,6 +108,23 @@ def test_a_lookup_without_an_answer_leaves_the_licence(manager: Any, emulator: A
 
     assert CnhLookup.objects.get(pk=failed.pk).status == "failed"
     assert Driver.objects.get(pk=driver.pk).licence.lookup_id == first.pk
+
+
+def test_a_lookup_past_its_retention_takes_the_drivers_licence_with_it(
+    manager: Any, settings: Any
+) -> None:
+    settings.FLEET_CNH_RETENTION_DAYS = 30
+    driver = driver_with(154, SUSPENDED_CPF)
+    with time_machine.travel(NOW - timedelta(days=40), tick=False):
+        looked_up(manager, SUSPENDED_CPF)
+    assert Driver.objects.get(pk=driver.pk).licence is not None
+
+    with time_machine.travel(NOW, tick=False):
+        assert cnh_lookups_purge() == 1
+
+    after = Driver.objects.get(pk=driver.pk)
+    assert (after.licence, driver_licence(after)) == (None, None)
+    assert driver_cpf(after) == SUSPENDED_CPF
 
 
 def test_a_pages_drivers_licences_are_read_in_one_query(manager: Any) -> None:

@@ -108,6 +108,8 @@ def test_look_up_again_runs_a_lookup_whose_answer_becomes_the_licence(
     assert 'data-testid="driver-licence-none"' in before
 
     response = boss.post(f"/drivers/{DRIVER}/licence", headers=ENGLISH)
+    waiting = boss.get(f"/drivers/{DRIVER}/", headers=ENGLISH).text
+    boss.post(f"/drivers/{DRIVER}/licence", headers=ENGLISH)  # a second click sends nothing
     run_tasks()
 
     assert response.status_code == 302
@@ -115,9 +117,13 @@ def test_look_up_again_runs_a_lookup_whose_answer_becomes_the_licence(
     assert (lookup.owner, lookup.kind, lookup.status) == (manager, "single", "done")
     assert list(lookup.items.values_list("cpf", flat=True)) == [SUSPENDED_CPF]
     assert emulator.calls("POST /v2/cnh/lookup") == 1
+    assert "The licence is being looked up." in waiting
+    assert 'data-testid="driver-licence-pending"' in waiting
+    assert 'data-testid="driver-licence-refresh"' not in waiting
+    assert f'href="/drivers/cnh/{lookup.public_id}/"' in waiting
     after = boss.get(f"/drivers/{DRIVER}/", headers=ENGLISH).text
-    assert "The licence is being looked up." in after
     assert '<span class="badge badge--warn">Suspended</span>' in after
+    assert 'data-testid="driver-licence-refresh"' in after
 
 
 def test_a_driver_without_a_cpf_has_nothing_to_look_up(boss: Any) -> None:

@@ -109,9 +109,9 @@ class Command(BaseCommand):
         undecryptable: list[int] = []
         last_pk = 0
         while batch := list(
-            holding.filter(pk__gt=last_pk).order_by("pk").values_list("pk", secrets.field)[
-                :batch_size
-            ]
+            holding.filter(pk__gt=last_pk)
+            .order_by("pk")
+            .values_list("pk", secrets.field)[:batch_size]
         ):
             last_pk = batch[-1][0]
             with transaction.atomic():

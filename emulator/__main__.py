@@ -14,7 +14,7 @@ import threading
 from collections.abc import Sequence
 
 from emulator import auth, handovers, webhook_sender, webhooks
-from emulator.cnh import DEFAULT_TIMEOUT_WAIT, NO_LICENCE_CPF, TIMEOUT_CPF
+from emulator.cnh import DEFAULT_TIMEOUT_WAIT, NO_LICENCE_CPF, SUSPENDED_CPF, TIMEOUT_CPF
 from emulator.fleet import MAX_VEHICLES, generate_vehicles
 from emulator.minimal import random_spelling_seed
 from emulator.server import FleetServer
@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=(
             f"CNH test CPFs: {_formatted(TIMEOUT_CPF)} times out (504 with Retry-After"
             f" individually, status: error in a batch); {_formatted(NO_LICENCE_CPF)} has no"
-            " licence. See emulator/README.md."
+            f" licence; {_formatted(SUSPENDED_CPF)}'s licence is suspended. See emulator/README.md."
         ),
     )
     _add_serve_arguments(parser, defaults=True)
@@ -272,7 +272,8 @@ def _banner(url: str, emulator: Emulator) -> str:
         f"  Fleet: {settings.vehicles} vehicles, seed {settings.seed}."
         f" Rate limit: {settings.rate_limit or 'off'} per {settings.rate_window:g} s.",
         f"  CNH test CPFs: {_formatted(TIMEOUT_CPF)} times out"
-        f" (after {settings.cnh_timeout_wait:g} s), {_formatted(NO_LICENCE_CPF)} has no licence.",
+        f" (after {settings.cnh_timeout_wait:g} s), {_formatted(NO_LICENCE_CPF)} has no licence,"
+        f" {_formatted(SUSPENDED_CPF)}'s licence is suspended.",
         f"  Minimal mode: on, spelling seed {settings.spelling_seed}"
         if settings.minimal
         else "  Minimal mode: off",

@@ -4,8 +4,9 @@ The spec (4.5, 7.3, 8) gives the behaviour, not the shapes: the licensing
 service is waited for up to 60 s; then an individual lookup answers 504 with
 `Retry-After` and a batch marks that item `status: error`. Here the service
 answers at once for every valid CPF with a licence made up from the CPF and
-the seed, except for two test CPFs (README): one times out (after a wait that
-defaults to the real 60 s and is set short in tests), one has no licence.
+the seed, except for three test CPFs (README): one times out (after a wait that
+defaults to the real 60 s and is set short in tests), one has no licence, and one's
+licence is suspended.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 TIMEOUT_CPF = "50450450406"  # 504.504.504-06: the licensing service never answers in time
 NO_LICENCE_CPF = "00000040495"  # 000.000.404-95: nobody holds a licence with this CPF
+SUSPENDED_CPF = "42242242245"  # 422.422.422-45: this driver's licence is suspended
 DEFAULT_TIMEOUT_WAIT = 60.0  # spec section 8
 DEFAULT_RETRY_AFTER = 30
 BATCH_LIMIT = 100
@@ -111,6 +113,8 @@ class CnhService:
         """The fictitious licence of `cpf`: the same for the same seed and CPF."""
         rng = random.Random(f"cnh:{self._seed}:{cpf}")
         situation = _weighted(rng, _SITUATIONS)
+        if cpf == SUSPENDED_CPF:
+            situation = "SUSPENSA"
         if situation == "VENCIDA":
             expires = today - timedelta(days=rng.randint(10, 400))
         else:

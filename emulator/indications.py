@@ -23,7 +23,7 @@ from datetime import date
 from emulator import cnh
 
 DEADLINE_PASSED_NOTICE = "PRAZO-VENCIDO"
-SUSPENDED_CPF = "42242242245"  # 422.422.422-45
+SUSPENDED_CPF = cnh.SUSPENDED_CPF  # 422.422.422-45: its licence is suspended
 
 
 class Invalid(Exception):

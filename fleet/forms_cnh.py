@@ -1,5 +1,5 @@
 """Forms of the driver licence (CNH) lookups: one CPF, or a list typed or uploaded, each
-with the purpose every lookup states (LGPD)."""
+with the purpose every lookup states (LGPD); and a driver's own CPF."""
 
 from __future__ import annotations
 
@@ -60,17 +60,38 @@ class CnhLookupForm(_CnhPurposeForm):
     )
 
     def clean_cpf(self) -> str:
-        value = cpf.normalize(self.cleaned_data["cpf"])
-        if len(value) != cpf.LENGTH or not value.isdigit():
-            raise forms.ValidationError(
-                _("A CPF has 11 digits, like 123.456.789-09."), code="digits"
-            )
-        if not cpf.is_valid(value):
-            raise forms.ValidationError(
-                _("This is not a valid CPF: its check digits do not match. Check for a typo."),
-                code="check",
-            )
-        return value
+        return _cpf_checked(self.cleaned_data["cpf"])
+
+
+def _cpf_checked(text: str) -> str:
+    """The CPF's eleven digits; a `ValidationError` saying what is wrong otherwise."""
+    value = cpf.normalize(text)
+    if len(value) != cpf.LENGTH or not value.isdigit():
+        raise forms.ValidationError(_("A CPF has 11 digits, like 123.456.789-09."), code="digits")
+    if not cpf.is_valid(value):
+        raise forms.ValidationError(
+            _("This is not a valid CPF: its check digits do not match. Check for a typo."),
+            code="check",
+        )
+    return value
+
+
+class DriverCpfForm(forms.Form):
+    """A driver's CPF, with or without its mask; empty forgets it."""
+
+    cpf = forms.CharField(
+        label=_("Driver's CPF"),
+        max_length=20,
+        required=False,
+        help_text=_("Leave it empty to remove the CPF. It is stored encrypted."),
+        widget=forms.TextInput(
+            attrs={"inputmode": "numeric", "autocomplete": "off", "placeholder": "000.000.000-00"}
+        ),
+    )
+
+    def clean_cpf(self) -> str:
+        text = self.cleaned_data["cpf"].strip()
+        return _cpf_checked(text) if text else ""
 
 
 # An upload larger than this is not a list of CPFs someone means to look up.

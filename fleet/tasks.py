@@ -17,6 +17,7 @@ from fleet.services.cnh_privacy import cnh_lookups_purge as purge_old_lookups
 from fleet.services.cnh_privacy import cnh_purge_next_run
 from fleet.services.cnh_recovery import cnh_lookups_recover_all
 from fleet.services.dashboard import fine_figures_count as dashboard_figures_count
+from fleet.services.driver_licences import driver_licences_batch_step
 from fleet.services.tallies import group_tallies_catch_up as group_tallies_count_changed
 from fleet.services.vehicle_cache import vehicle_list_take_in
 from fleet.webhooks.processing import deliveries_process_received
@@ -38,6 +39,19 @@ def driver_history_take_in_run() -> None:
     refresh found too large to write after its response (the first of a large fleet),
     FLEET_DRIVER_HISTORY_TASK_CHANGES changes a run."""
     vehicle_list_take_in()
+
+
+@worker.task()
+def driver_licences_run(user_id: int, before: str, after: int, waiting_for: int | None) -> str:
+    """One step of the batch of drivers' licences looked up before `before` (ISO 8601):
+    the next drivers after id `after`, once the lookup `waiting_for` is final; it asks
+    for its own next step."""
+    return driver_licences_batch_step(
+        user_id=user_id,
+        before=datetime.fromisoformat(before),
+        after=after,
+        waiting_for=waiting_for,
+    )
 
 
 @worker.task()

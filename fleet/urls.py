@@ -53,6 +53,8 @@ urlpatterns = [
     ),
     # A driver id is an integer: `<int:…>` never takes "cnh".
     path("drivers/<int:driver_id>/", drivers.driver_detail, name="driver"),
+    path("drivers/<int:driver_id>/cpf", drivers.driver_cpf_change, name="driver_cpf"),
+    path("drivers/<int:driver_id>/licence", drivers.driver_licence_refresh, name="driver_licence"),
     path("drivers/cnh/", cnh.cnh_lookups, name="cnh"),
     path("drivers/cnh/lookup", cnh.cnh_lookup_single, name="cnh_lookup_single"),
     path("drivers/cnh/batch", cnh.cnh_lookup_batch, name="cnh_lookup_batch"),

@@ -26,7 +26,7 @@ from django.contrib.admin import helpers
 from django.contrib.admin.utils import quote, unquote
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.db.models import OuterRef, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
@@ -40,7 +40,6 @@ from fleet.admin.scoping import AboutPeopleAdministered, Scoped, WholeFleetOnly
 from fleet.models import (
     AccessKeyMint,
     DeliveryStatus,
-    Driver,
     Fine,
     FleetAccount,
     MintOutcome,
@@ -50,7 +49,6 @@ from fleet.models import (
 )
 from fleet.services.fines import records_searched
 from fleet.services.paging import CappedPaginator
-from fleet.services.scopes import VehicleScope, scope_drivers
 from fleet.services.sso import fleet_account_check
 from fleet.webhooks.payloads import KNOWN_PATHS
 from fleet.webhooks.processing import BODY_EMPTIED, delivery_replay
@@ -460,20 +458,6 @@ class NotificationAdmin(_LargeList, Scoped, _ReadOnly, admin.ModelAdmin[Notifica
         return _records_found(queryset, search_term)
 
 
-@admin.register(Driver)
-class DriverAdmin(Scoped, admin.ModelAdmin[Driver]):
-    """Names for the vehicle list's driver ids: what the dashboard and the driver page show
-    (the dashboard reads its figures again once a name changed, by the names' version).
-    Scoped staff see the drivers their scope sees (`driver_seen`), as the fines list's
-    picker finds them."""
-
-    list_display = ["driver_id", "name"]
-    search_fields = ["name", "=driver_id"]
-
-    def scoped(self, rows: QuerySet[Any], scope: VehicleScope) -> QuerySet[Any]:
-        return rows.filter(scope_drivers(scope, OuterRef("driver_id")))
-
-
 @admin.register(UnknownWebhookKey)
 class UnknownWebhookKeyAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[UnknownWebhookKey]):
     """The report: keys the fleet platform sends that this version of the portal does not know."""
@@ -489,6 +473,9 @@ class UnknownWebhookKeyAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[Unknown
 
 # CNH lookups and the record of full CPFs shown: fleet/admin/cnh.py
 from fleet.admin import cnh as cnh  # noqa: E402
+
+# Drivers' names, CPFs and licences: fleet/admin/drivers.py
+from fleet.admin import drivers as drivers  # noqa: E402
 
 # Who had each vehicle (the history) and who set fines' drivers: fleet/admin/driving.py
 from fleet.admin import driving as driving  # noqa: E402

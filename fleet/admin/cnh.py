@@ -109,14 +109,29 @@ class CnhLookupAdmin(AboutPeopleAdministered, admin.ModelAdmin[CnhLookup]):
 
 @admin.register(CpfDisclosure)
 class CpfDisclosureAdmin(WholeFleetOnly, admin.ModelAdmin[CpfDisclosure]):
-    """Every display of full CPFs: who, when, which lookup, where. Read-only, never deleted here."""
+    """Every display of full CPFs: who, when, which lookup or driver, where. Read-only, never
+    deleted here."""
 
-    list_display = ["shown_at", "username", "lookup_public_id", "place", "cpf_count"]
+    list_display = [
+        "shown_at",
+        "username",
+        "lookup_public_id",
+        "driver_number",
+        "place",
+        "cpf_count",
+    ]
     list_filter = ["place", "shown_at"]
-    search_fields = ["username", "=lookup_public_id"]
+    search_fields = ["username", "=lookup_public_id", "=driver_number"]
     date_hierarchy = "shown_at"
-    fields = ["shown_at", "username", "lookup_public_id", "place", "cpf_count"]
-    readonly_fields = ["shown_at", "username", "lookup_public_id", "place", "cpf_count"]
+    fields = ["shown_at", "username", "lookup_public_id", "driver_number", "place", "cpf_count"]
+    readonly_fields = [
+        "shown_at",
+        "username",
+        "lookup_public_id",
+        "driver_number",
+        "place",
+        "cpf_count",
+    ]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -25,6 +25,8 @@ _LICENCE_MEMBERS: Final[Mapping[str, tuple[str, type]]] = {
     "expiresAt": ("expires_on", date),
     "firstLicenceAt": ("first_licence_on", date),
     "points": ("points", int),
+    "issuingState": ("issuing_state", str),
+    "remarks": ("remarks", tuple),
 }
 # Members about the answer, not the licence: neither formatted nor listed.
 _ENVELOPE_MEMBERS: Final = frozenset({"cpf", "status", "error", "traceId"})
@@ -45,6 +47,9 @@ class CnhLicence:
     expires_on: date | None = None
     first_licence_on: date | None = None
     points: int | None = None
+    issuing_state: str | None = None  # the state (UF) whose DETRAN issued it
+    # Codes the licence carries, such as "EAR" (exerce atividade remunerada).
+    remarks: tuple[str, ...] | None = None
     # Members the portal does not know, as received (spec 6.2: additions are additive).
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -104,6 +109,9 @@ def _as(value: Any, kind: type) -> Any:
         return parse_day(value) if isinstance(value, str) else None
     if kind is int:
         return value if type(value) is int else None
+    if kind is tuple:
+        texts = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        return tuple(value) if texts else None
     return value if isinstance(value, kind) else None
 
 

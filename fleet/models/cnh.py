@@ -177,13 +177,15 @@ class CpfDisclosurePlace(models.TextChoices):
     PAGE = "page", _("the lookup's page")
     ADMIN = "admin", _("the administration")
     PACKET = "packet", _("an indication packet (PDF)")
+    DRIVER = "driver", _("a driver's page")
 
 
 class CpfDisclosure(models.Model):
-    """One display of full CPFs to a user: who, when, which lookup, where (LGPD).
+    """One display of full CPFs to a user: who, when, which lookup or driver, where (LGPD).
 
-    Kept when the user or the lookup is deleted (retention): the names and the
-    lookup's public id are copied, so that the record still says who saw what.
+    Kept when the user or the lookup is deleted (retention): the names, the
+    lookup's public id and the driver's id are copied, so that the record still
+    says who saw what.
     """
 
     shown_at = models.DateTimeField(_("shown"), default=timezone.now, db_index=True)
@@ -203,7 +205,9 @@ class CpfDisclosure(models.Model):
         related_name="disclosures",
         verbose_name=_("lookup"),
     )
-    lookup_public_id = models.UUIDField(_("lookup's public id"))
+    lookup_public_id = models.UUIDField(_("lookup's public id"), null=True, blank=True)
+    # A driver's CPF, shown on their page or in the admin: the fleet's id for the driver.
+    driver_number = models.PositiveBigIntegerField(_("driver id"), null=True, blank=True)
     place = models.CharField(_("where"), max_length=10, choices=CpfDisclosurePlace.choices)
     cpf_count = models.PositiveIntegerField(_("CPFs shown"))
 

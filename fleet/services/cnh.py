@@ -62,6 +62,7 @@ from fleet.services.cnh_recovery import RUNNING_LEASE as RUNNING_LEASE
 from fleet.services.cnh_recovery import cnh_lookup_recover as cnh_lookup_recover
 from fleet.services.cnh_recovery import recovery_ask, recovery_settle
 from fleet.services.connection import fleet_client
+from fleet.services.driver_cpfs import driver_licences_attach
 from portal.lib import metrics, worker
 
 logger = logging.getLogger("fleet.cnh")
@@ -255,6 +256,8 @@ def _store(
             else:
                 item.status, item.result = CnhItemStatus.OK, dict(answer.members)
             item.save(update_fields=["status", "result", "error_code", "error_message"])
+        # The answer for a driver's CPF is that driver's licence now.
+        driver_licences_attach(items=items)
         unknown = set(
             lookup.items.filter(status=CnhItemStatus.UNKNOWN).values_list("error_code", flat=True)
         )

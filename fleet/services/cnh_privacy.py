@@ -4,8 +4,8 @@
   `fleet.view_full_cpf` ("Can see full CPFs") explicitly, themselves or
   through a group: a superuser too must be given it, so that every person
   who can see CPFs is named in the admin. Everyone else, the lookup's owner
-  and staff included, sees them masked. Each display of full CPFs is
-  recorded (`CpfDisclosure`), and the record outlives the lookup.
+  and staff included, sees them masked. Each display of full CPFs, a lookup's
+  or a driver's, is recorded (`CpfDisclosure`), and the record outlives the lookup.
 - A user may look up `FLEET_CNH_DAILY_LIMIT` CPFs a day (the day of the
   portal's time zone); the limit renews at its midnight.
 - Lookups older than `FLEET_CNH_RETENTION_DAYS` days are purged by the
@@ -24,7 +24,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Permissi
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from fleet.models import CnhLookup, CnhLookupItem, CpfDisclosure, CpfDisclosurePlace
+from fleet.models import CnhLookup, CnhLookupItem, CpfDisclosure, CpfDisclosurePlace, Driver
 from portal.lib import worker
 
 logger = logging.getLogger("fleet.cnh")
@@ -48,16 +48,23 @@ def cpf_full_allowed(*, user: User | AnonymousUser) -> bool:
 
 
 def cpf_disclosure_record(
-    *, user: AbstractBaseUser, lookup: CnhLookup, place: CpfDisclosurePlace, count: int
+    *,
+    user: AbstractBaseUser,
+    lookup: CnhLookup | None = None,
+    driver: Driver | None = None,
+    place: CpfDisclosurePlace,
+    count: int,
 ) -> None:
-    """Record that `user` was shown `count` full CPFs of `lookup` (nothing when none)."""
+    """Record that `user` was shown `count` full CPFs of `lookup`, or the CPF of `driver`
+    (nothing when none)."""
     if count <= 0:
         return
     CpfDisclosure.objects.create(
         user_id=user.pk,
         username=user.get_username(),
         lookup=lookup,
-        lookup_public_id=lookup.public_id,
+        lookup_public_id=lookup.public_id if lookup is not None else None,
+        driver_number=driver.driver_id if driver is not None else None,
         place=place,
         cpf_count=count,
     )

@@ -95,6 +95,22 @@ _SITUATIONS: Final[dict[str, Promise]] = {
     "SUSPENSA": pgettext_lazy("CNH situation", "Suspended"),
     "CASSADA": pgettext_lazy("CNH situation", "Revoked"),
 }
+# Remarks a licence carries, as codes (the licence card's "observações").
+_REMARKS: Final[dict[str, Promise]] = {
+    "EAR": _("Exerce atividade remunerada: the licence allows paid driving"),
+}
+
+
+def situation_label(raw: str) -> str:
+    """A licence's situation, translated when it is one the portal knows."""
+    known = _SITUATIONS.get(raw.upper())
+    return str(known) if known else raw
+
+
+def remark_label(code: str) -> str:
+    """A licence's remark written out, when the portal knows its code."""
+    known = _REMARKS.get(code.upper())
+    return str(known) if known else code
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,10 +137,13 @@ class CnhItemRow:
     def situation(self) -> str:
         """The licence's situation, translated when it is one the portal knows."""
         raw = self.licence.situation if self.licence else None
-        if raw is None:
-            return ""
-        known = _SITUATIONS.get(raw.upper())
-        return str(known) if known else raw
+        return situation_label(raw) if raw is not None else ""
+
+    @property
+    def remarks(self) -> list[str]:
+        """The licence's remarks written out (EAR: paid driving allowed)."""
+        codes = self.licence.remarks if self.licence else None
+        return [remark_label(code) for code in codes or ()]
 
 
 def cnh_lookup_rows(*, lookup: CnhLookup) -> list[CnhItemRow]:

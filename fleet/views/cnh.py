@@ -72,7 +72,7 @@ def cnh_lookup_single(request: AuthenticatedRequest) -> HttpResponse:
             purpose_detail=form.cleaned_data["purpose_detail"],
         )
     except CnhDailyLimitReached as reached:
-        form.add_error(None, _limit_message(reached))
+        form.add_error(None, limit_message(reached))
         return _index(request, single=form, batch=CnhBatchForm(), status=429)
     return redirect(lookup)
 
@@ -93,7 +93,7 @@ def cnh_lookup_batch(request: AuthenticatedRequest) -> HttpResponse:
             purpose_detail=form.cleaned_data["purpose_detail"],
         )
     except CnhDailyLimitReached as reached:
-        form.add_error(None, _limit_message(reached))
+        form.add_error(None, limit_message(reached))
         return _index(request, single=CnhLookupForm(), batch=form, status=429)
     if read.invalid:
         messages.warning(
@@ -210,7 +210,7 @@ def _index(
     return render(request, "fleet/cnh.html", context, status=status)
 
 
-def _limit_message(reached: CnhDailyLimitReached) -> str:
+def limit_message(reached: CnhDailyLimitReached) -> str:
     """What the user is told when a lookup would pass the daily limit, and when it renews."""
     allowance = reached.allowance
     renews = formats.date_format(timezone.localtime(allowance.renews_at), "DATETIME_FORMAT")

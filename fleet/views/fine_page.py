@@ -33,6 +33,7 @@ from fleet.services.attribution import (
     fine_driver_corrections,
     fine_driver_story,
 )
+from fleet.services.driver_licences import driver_licences_of
 from fleet.services.drivers import driver_label
 from fleet.services.fines import (
     fine_get,
@@ -285,6 +286,9 @@ def _fine_page(
     context = {
         "record": record,
         "driver": story,
+        "licence": driver_licences_of([record.driver_id]).get(record.driver_id)
+        if record.driver_id is not None
+        else None,
         "driver_form": (form or FineDriverForm(scope=scope)) if may_set_driver else None,
         "driver_candidates": fine_driver_candidates(record, story) if may_set_driver else [],
         "driver_corrections": fine_driver_corrections(record),

@@ -13,6 +13,7 @@ from django.views.decorators.vary import vary_on_headers
 from fleet import plates
 from fleet.forms_indications import IndicationQueueForm
 from fleet.models import DeadlineBasis, DriverBasis, Fine
+from fleet.services.driver_licences import driver_licences_of
 from fleet.services.indications import (
     FINE_INDICATION_PERMISSION,
     QueueCursor,
@@ -44,11 +45,20 @@ def indication_queue_page(request: AuthenticatedRequest) -> HttpResponse:
         if value := request.GET.get(name, ""):
             query[name] = value
     fines = [fine for fine, _deadlines in page.rows]
-    contexts = [{"deadlines": deadlines} for _fine, deadlines in page.rows]
+    # The licences of the page's drivers, in one query: a row warns of one not valid.
+    licences = driver_licences_of(fine.driver_id for fine in fines)
+    named = [licences.get(fine.driver_id) if fine.driver_id else None for fine in fines]
+    contexts = [
+        {"deadlines": deadlines, "licence": licence}
+        for (_fine, deadlines), licence in zip(page.rows, named, strict=True)
+    ]
+    keys = [licence.key if licence is not None else "" for licence in named]
     context = {
         "form": form,
         "page": page,
-        "rows": rows_rendered("fleet/indications.html#queue_row", fines, contexts=contexts),
+        "rows": rows_rendered(
+            "fleet/indications.html#queue_row", fines, contexts=contexts, keys=keys
+        ),
         "query_string": query.urlencode(),
         "first_page": after is None,
         "may_indicate": request.user.has_perm(FINE_INDICATION_PERMISSION),

@@ -3,7 +3,8 @@ record and kept in the process's `rows` cache: a page of fifty rows reads them i
 call, and renders only the records that changed since.
 
 A row's key says all it shows: the record and its version (`shown_version`: when it
-last changed, its history of `treated`, a fine's driver), the day (a deadline passed
+last changed, its history of `treated`, a fine's driver), what its caller adds (the
+licence of the queue's driver), the day (a deadline passed
 is a fine's state by the clock, `Fine.indication_missed`), and the row's template as
 deployed (`portal.lib.caches` adds the language and time zone); it is the same for
 whoever sees the record. A row is rendered without the request (no context
@@ -36,15 +37,21 @@ def rows_rendered(
     records: Sequence[WebhookRecord],
     *,
     contexts: Sequence[dict[str, Any]] | None = None,
+    keys: Sequence[str] | None = None,
 ) -> list[SafeString]:
     """Each of `records` rendered by the partial `template_name` (as `record`, with
-    `in_list`, and its own of `contexts`: what the record and the day decide alone), in
+    `in_list`, and its own of `contexts`: what the record and the day decide alone, or
+    what its own of `keys` says besides, such as the licence of the fine's driver), in
     order."""
     version = _template_version(template_name)
     template = get_template(template_name)
     today = timezone.localdate().isoformat()
+    extra = keys or [""] * len(records)
     rows = _rows.each(
-        [(version, today, record.pk, record.shown_version()) for record in records],
+        [
+            (version, today, record.pk, record.shown_version(), key)
+            for record, key in zip(records, extra, strict=True)
+        ],
         lambda index: template.render(
             {"record": records[index], "in_list": True, **(contexts[index] if contexts else {})}
         ),

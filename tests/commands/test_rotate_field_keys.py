@@ -128,3 +128,30 @@ def test_help_explains_the_rotation_procedure():
     assert "put it first in FLEET_FIELD_KEYS, keeping the old keys" in flat
     assert "remove the old keys" in flat
     assert "--dry-run" in flat
+
+
+def test_drivers_cpfs_are_reencrypted_too_and_one_lost_is_reported(settings) -> None:
+    from fleet.models import Driver
+    from fleet.services.driver_cpfs import driver_cpf, driver_cpf_set
+
+    settings.FLEET_FIELD_KEYS = [KEY_A]
+    kept = Driver.objects.create(driver_id=154, name="Felipe Rocha")
+    driver_cpf_set(driver=kept, value="422.422.422-45")
+    Driver.objects.create(driver_id=155, name="Sem CPF")
+    settings.FLEET_FIELD_KEYS = [KEY_C]
+    lost = Driver.objects.create(driver_id=156, name="Ana Souza")
+    driver_cpf_set(driver=lost, value="529.982.247-25")
+    before = Driver.objects.get(pk=kept.pk).cpf_encrypted
+    settings.FLEET_FIELD_KEYS = [KEY_B, KEY_A]
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError, match=f"driver row ids: {lost.pk}") as failed:
+        call_command("rotate_field_keys", stdout=out, stderr=err)
+
+    assert "Re-encrypted 1 driver CPF(s) under the newest key." in out.getvalue()
+    assert f"driver {lost.pk}: no key" in err.getvalue()
+    assert "529" not in f"{out.getvalue()} {err.getvalue()} {failed.value}"
+    settings.FLEET_FIELD_KEYS = [KEY_B]
+    after = Driver.objects.get(pk=kept.pk)
+    assert after.cpf_encrypted != before
+    assert driver_cpf(after) == "42242242245"

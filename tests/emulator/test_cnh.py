@@ -12,7 +12,7 @@ from tests.conftest import Emulator
 from tests.emulator.support import V2_ERROR, Api, auth_headers
 
 LOOKUP, BATCH = "/v2/cnh/lookup", "/v2/cnh/lookup/batch"
-TIMEOUT_CPF, NO_LICENCE_CPF = "50450450406", "00000040495"
+TIMEOUT_CPF, NO_LICENCE_CPF, SUSPENDED_CPF = "50450450406", "00000040495", "42242242245"
 CPFS = ["52998224725", "11144477735", "12345678909"]
 
 
@@ -95,6 +95,16 @@ def test_the_no_licence_cpf_is_not_found(api: Api) -> None:
 
     assert response.status_code == 404
     assert response.json()["type"] == V2_ERROR + "not-found"
+
+
+def test_the_suspended_cpf_has_a_suspended_licence_alone_or_in_a_batch(api: Api) -> None:
+    alone = lookup(api, "422.422.422-45").json()
+    inside = batch(api, [CPFS[0], SUSPENDED_CPF]).json()["items"][1]
+
+    assert (alone["cpf"], alone["status"], alone["situation"]) == (SUSPENDED_CPF, "ok", "SUSPENSA")
+    assert {k: v for k, v in inside.items() if k != "traceId"} == {
+        k: v for k, v in alone.items() if k != "traceId"
+    }
 
 
 def test_a_batch_answers_200_with_one_entry_per_cpf_and_the_timeout_one_in_error(
@@ -216,3 +226,4 @@ def test_the_help_names_the_test_cpfs_and_the_timeout_wait() -> None:
     assert "--cnh-timeout-wait" in shown
     assert "504.504.504-06 times out" in shown
     assert "000.000.404-95 has no licence" in shown
+    assert "422.422.422-45's licence is suspended" in " ".join(shown.split())

@@ -243,10 +243,11 @@ def test_a_done_lookup_shows_the_licence_and_stops_polling(
     # Its owner without the permission to see full CPFs: masked (tests/views/test_cnh_lgpd.py).
     assert f'data-testid="cnh-cpf">{CPF_MASKED}</dd>' in page.text
     assert licence["cnhNumber"] in page.text
-    # Unknown members are listed by name, not dropped.
-    assert "<code>issuingState</code>" in page.text
-    assert f'data-testid="cnh-extra">{licence["issuingState"]}</dd>' in page.text
-    assert "<code>remarks</code>" in page.text
+    # Every member is labelled, none shown by the vendor's name.
+    assert f'data-testid="cnh-issuing-state">{licence["issuingState"]}</dd>' in page.text
+    assert 'data-testid="cnh-remarks">' in page.text
+    assert "issuingState" not in page.text
+    assert "<code>" not in page.text
 
 
 def test_dates_of_the_licence_are_written_as_a_brazilian_reads_them(manager_client, manager):

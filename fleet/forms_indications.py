@@ -1,4 +1,5 @@
-"""The forms of a fine's deadlines and indication (`fleet.services.indications`)."""
+"""The forms of a fine's page: its deadlines, its indication and who was driving
+(`fleet.services.indications`, `fleet.services.attribution`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from datetime import date, timedelta
 from typing import Any, ClassVar, Final
 
 from django import forms
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -294,3 +296,69 @@ class BulkIndicateForm(_HowAndWhen):
 
     def seen_of(self, fine_id: int) -> str:
         return str(self.cleaned_data.get(f"seen-{fine_id}", ""))
+
+
+class FineDriverForm(forms.Form):
+    """Who was driving, set by hand on a fine's page: one of the candidates the page
+    offers (`choice`, a driver id), or another driver (`choice` "other") chosen by name
+    through the fines filter's picker (`driver`: a name only one of the user's drivers
+    has, a picker's choice, or an id), and why. Only a driver of the vehicles the user
+    sees (now or in the history) is taken: any other id, or one nobody has, is refused
+    and nothing is written."""
+
+    REASON_LENGTH: ClassVar[int] = 500
+
+    choice = forms.CharField(required=False, max_length=20)
+    driver = forms.CharField(
+        label=_("Another driver"),
+        required=False,
+        max_length=160,
+        widget=forms.TextInput(
+            attrs={
+                "type": "search",
+                "autocomplete": "off",
+                "placeholder": _("Name or driver id"),
+                "role": "combobox",
+                "aria-autocomplete": "list",
+                "aria-controls": "correction-driver-choices",
+                "aria-expanded": "false",
+                "data-driver-picker": "",
+                "hx-trigger": "input changed delay:250ms, search",
+                "hx-target": "#correction-driver-choices",
+                "hx-swap": "innerHTML",
+                "hx-sync": "this:replace",
+            }
+        ),
+    )
+    reason = forms.CharField(label=_("Why"), max_length=REASON_LENGTH, strip=True)
+
+    def __init__(self, *args: Any, scope: VehicleScope, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "correction_%s")
+        super().__init__(*args, **kwargs)
+        self.scope = scope
+        self.fields["driver"].widget.attrs["hx-get"] = reverse("fleet:fine_drivers")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        choice = cleaned.get("choice") or ""
+        typed = cleaned.get("driver") or ""
+        if choice.isdigit() and 0 < int(choice) < 2**63:
+            driver_id = int(choice)
+        elif typed.strip() and choice in ("", "other"):
+            try:
+                driver_id = driver_indicated(typed, self.scope)
+            except forms.ValidationError as error:
+                self.add_error("driver", error)
+                return cleaned
+        elif "driver" not in self.errors:
+            raise forms.ValidationError(_("Choose who was driving, or type the driver's name."))
+        else:
+            return cleaned
+        # Whatever the page offered: a driver the user does not see is refused, so that a
+        # correction cannot name (and so open) another group's driver, nor an id nobody has.
+        if not driver_seen(self.scope, driver_id):
+            raise forms.ValidationError(
+                _("No driver of your vehicles has the id %(id)s."), params={"id": driver_id}
+            )
+        cleaned["driver_id"] = driver_id
+        return cleaned

@@ -274,10 +274,8 @@ class Fine(WebhookRecord):
     `Wording`s) are the payload's too, for the list's search: no filter reads the JSON.
     """
 
-    # The driver's name where the portal knows one, and where the vehicle changed hands
-    # around then the two candidates as the pages name them ("Ana Souza", "Driver 12",
-    # "nobody"), given to a page's fines by `fleet.services.drivers.fines_named` (not
-    # columns).
+    # The driver's name, and an uncertain fine's two candidates as the pages name them:
+    # given to a page's fines by `fleet.services.drivers.fines_named` (not columns).
     driver_name = ""
     driver_candidates: tuple[str, ...] = ()
 
@@ -364,10 +362,8 @@ class Fine(WebhookRecord):
                 name="fleet_fine_driver",
             ),
             models.Index(fields=["occurred_at", "amount"], name="fleet_fine_occurred"),
-            # The fines the worker has still to attribute (`fleet.services.attribution`), and
-            # the list by how the driver is known (a fact, probable, uncertain), in its
-            # order, with the plate that a part of the fleet checks and the driver that
-            # "probable" checks (one the vehicle list named), read from the index (0035).
+            # The fines still to attribute (`fleet.services.attribution`); the list by how the
+            # driver is known, in its order, with the plate and driver it checks (0035).
             models.Index(
                 fields=["key"],
                 condition=models.Q(driver_basis=DriverBasis.PENDING),

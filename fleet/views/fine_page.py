@@ -14,10 +14,10 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from fleet.forms import FineDriverForm
 from fleet.forms_indications import (
     FineAnswerForm,
     FineDeadlineForm,
+    FineDriverForm,
     FineIndicateForm,
     FineIndicationNeedForm,
 )

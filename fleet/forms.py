@@ -11,12 +11,11 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.http import QueryDict
-from django.urls import reverse
 from django.utils.formats import date_format
 from django.utils.translation import gettext_lazy as _
 from django_stubs_ext import StrOrPromise
 
-from fleet.forms_indications import plate_typed
+from fleet.forms_indications import driver_picker, driver_picker_asks, plate_typed
 from fleet.models import DriverBasis, MintOutcome
 from fleet.services.drivers import DriverChoice, driver_id_typed, drivers_find
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope
@@ -316,24 +315,7 @@ class FineFilterForm(NotificationFilterForm):
     )
     # A name or a part of it, an id, or a picker's choice ("Ana Souza (1234)"): read as
     # one driver's id (`clean_driver`); the page suggests drivers as it is typed.
-    driver = forms.CharField(
-        label=_("Driver"),
-        required=False,
-        max_length=160,
-        widget=forms.TextInput(
-            attrs={
-                "type": "search",
-                "autocomplete": "off",
-                "placeholder": _("Name or driver id"),
-                "role": "combobox",
-                "aria-autocomplete": "list",
-                "aria-controls": "driver-choices",
-                "aria-expanded": "false",
-                "data-driver-picker": "",
-                "data-picker-submits": "",
-            }
-        ),
-    )
+    driver = driver_picker(_("Driver"), choices="driver-choices", submits=True)
     month = forms.RegexField(
         label=_("Month committed"),
         required=False,
@@ -377,17 +359,7 @@ class FineFilterForm(NotificationFilterForm):
         self.driver_choices: list[tuple[DriverChoice, str]] = []
         self._driver_found: list[DriverChoice] = []
         # Typed into it, the field asks for the drivers it fits, and shows them below.
-        self.fields["driver"].widget.attrs.update(
-            {
-                "hx-get": reverse("fleet:fine_drivers"),
-                "hx-trigger": "input changed delay:250ms, search",
-                "hx-target": "#driver-choices",
-                "hx-swap": "innerHTML",
-                "hx-push-url": "false",
-                "hx-indicator": "#driver-choices-loading",
-                "hx-sync": "this:replace",
-            }
-        )
+        driver_picker_asks(self.fields["driver"], choices="driver-choices")
 
     def clean_driver(self) -> int | None:
         """One driver's id: an id, a picker's choice, or a name only one driver has."""

@@ -10,6 +10,7 @@ from django import forms
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django_stubs_ext import StrOrPromise
 
 from fleet import plates
 from fleet.models import IndicationChannel, IndicationField
@@ -298,6 +299,44 @@ class BulkIndicateForm(_HowAndWhen):
         return str(self.cleaned_data.get(f"seen-{fine_id}", ""))
 
 
+def driver_picker(label: StrOrPromise, *, choices: str, submits: bool = False) -> forms.CharField:
+    """A driver's field with its picker (`static/js/pickers.js`): a name or a part of it, an
+    id, or a picker's choice ("Ana Souza (1234)"); the drivers it fits shown in the
+    element `choices` (`driver_picker_asks`). `submits`: choosing one submits the form
+    (the fines filter)."""
+    attrs = {
+        "type": "search",
+        "autocomplete": "off",
+        "placeholder": _("Name or driver id"),
+        "role": "combobox",
+        "aria-autocomplete": "list",
+        "aria-controls": choices,
+        "aria-expanded": "false",
+        "data-driver-picker": "",
+    }
+    if submits:
+        attrs["data-picker-submits"] = ""
+    return forms.CharField(
+        label=label, required=False, max_length=160, widget=forms.TextInput(attrs=attrs)
+    )
+
+
+def driver_picker_asks(field: forms.Field, *, choices: str) -> None:
+    """Typed into, the picker's field asks for the drivers it fits (htmx, `fine_drivers`,
+    among the user's) and shows them in `choices`. Set per form: the address is reversed."""
+    field.widget.attrs.update(
+        {
+            "hx-get": reverse("fleet:fine_drivers"),
+            "hx-trigger": "input changed delay:250ms, search",
+            "hx-target": f"#{choices}",
+            "hx-swap": "innerHTML",
+            "hx-push-url": "false",
+            "hx-indicator": f"#{choices}-loading",
+            "hx-sync": "this:replace",
+        }
+    )
+
+
 class FineDriverForm(forms.Form):
     """Who was driving, set by hand on a fine's page: one of the candidates the page
     offers (`choice`, a driver id), or another driver (`choice` "other") chosen by name
@@ -309,34 +348,14 @@ class FineDriverForm(forms.Form):
     REASON_LENGTH: ClassVar[int] = 500
 
     choice = forms.CharField(required=False, max_length=20)
-    driver = forms.CharField(
-        label=_("Another driver"),
-        required=False,
-        max_length=160,
-        widget=forms.TextInput(
-            attrs={
-                "type": "search",
-                "autocomplete": "off",
-                "placeholder": _("Name or driver id"),
-                "role": "combobox",
-                "aria-autocomplete": "list",
-                "aria-controls": "correction-driver-choices",
-                "aria-expanded": "false",
-                "data-driver-picker": "",
-                "hx-trigger": "input changed delay:250ms, search",
-                "hx-target": "#correction-driver-choices",
-                "hx-swap": "innerHTML",
-                "hx-sync": "this:replace",
-            }
-        ),
-    )
+    driver = driver_picker(_("Another driver"), choices="correction-driver-choices")
     reason = forms.CharField(label=_("Why"), max_length=REASON_LENGTH, strip=True)
 
     def __init__(self, *args: Any, scope: VehicleScope, **kwargs: Any) -> None:
         kwargs.setdefault("auto_id", "correction_%s")
         super().__init__(*args, **kwargs)
         self.scope = scope
-        self.fields["driver"].widget.attrs["hx-get"] = reverse("fleet:fine_drivers")
+        driver_picker_asks(self.fields["driver"], choices="correction-driver-choices")
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

@@ -409,9 +409,12 @@ class Snapshot:
         if len(models) == len(self.model_folds):
             return None
         masks = []
+        # A whole plate finds the vehicle under either format: the list may hold the old
+        # plate of a vehicle a notice names by its Mercosul one, or the other way round.
         plate_part = plates.normalize(text)
-        if plate_part and (plate_mask := self._plate_mask(columns, plate_part)) is not None:
-            masks.append(plate_mask)
+        for part in filter(None, (plate_part, plates.other_spelling(plate_part))):
+            if (plate_mask := self._plate_mask(columns, part)) is not None:
+                masks.append(plate_mask)
         if models and isinstance(columns.models, bytes):
             masks.append(columns.models.translate(bytes(n in models for n in range(256))))
         elif models:

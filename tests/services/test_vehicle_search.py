@@ -66,6 +66,22 @@ def test_the_query_matches_plates_ignoring_case_hyphens_and_spaces(
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
+        ("ABC1C34", ["ABC1234"]),  # the list holds its old plate, "abc-1234"
+        ("qwe5g78", ["QWE5678"]),
+        ("KLM-3545", ["KLM3F45"]),  # the list holds its Mercosul plate
+        ("BRA 2419", ["BRA2E19"]),
+    ],
+)
+def test_a_plate_finds_its_vehicle_under_the_other_format_too(
+    query: str, expected: list[str]
+) -> None:
+    assert plates_of(query) == expected
+    assert [row.plate for row in vehicle_export(query=query)[0]] == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
         ("onix", ["ABC1D23"]),
         ("HILUX", ["ABC1234", "QWE5678"]),
         ("citroen", ["KLM3F45", "XYZ9876"]),

@@ -22,6 +22,7 @@ from fleet.services.vehicles import (
     FleetDataUnavailable,
     vehicle_export,
     vehicle_search,
+    vehicles_named,
     vehicles_refresh,
 )
 from fleet.views import AuthenticatedRequest, is_fragment_request
@@ -161,14 +162,22 @@ def vehicle_list_export(request: AuthenticatedRequest) -> HttpResponseBase:
     active, inactive = _("Active"), _("Inactive")
     return csv_download(
         name="vehicles",
-        header=[_("Plate"), _("Model"), _("Status"), _("Driver ID"), _("Vehicle ID")],
-        records=rows,
-        row=lambda vehicle: [
-            vehicle.plate_display,
-            vehicle.model,
-            active if vehicle.active else inactive,
-            "" if vehicle.driver_id is None else vehicle.driver_id,
-            vehicle.id,
+        header=[
+            _("Plate"),
+            _("Model"),
+            _("Status"),
+            _("Driver ID"),
+            _("Driver"),
+            _("Vehicle ID"),
+        ],
+        records=vehicles_named(rows),
+        row=lambda named: [
+            named[0].plate_display,
+            named[0].model,
+            active if named[0].active else inactive,
+            "" if named[0].driver_id is None else named[0].driver_id,
+            named[1],
+            named[0].id,
         ],
     )
 

@@ -22,7 +22,8 @@ from fleet.services.vehicles import (
 from tests.conftest import Emulator
 from tests.services.conftest import envelope, vehicle
 
-pytestmark = pytest.mark.usefixtures("small_fleet")
+# A search by a word reads the drivers' names too (`drivers_named`).
+pytestmark = [pytest.mark.usefixtures("small_fleet"), pytest.mark.django_db]
 
 
 def plates_of(query: str = "", **filters: Any) -> list[str]:

@@ -13,7 +13,6 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import push_url
 
 from fleet.forms import FilterChip, VehicleFilterForm
 from fleet.services.drivers import driver_names, driver_names_version
@@ -25,7 +24,7 @@ from fleet.services.vehicles import (
     vehicles_named,
     vehicles_refresh,
 )
-from fleet.views import AuthenticatedRequest, is_fragment_request
+from fleet.views import AuthenticatedRequest, address_shown, is_fragment_request
 from fleet.views.csv_export import csv_download
 from portal.lib.caches import KeptHTML
 
@@ -106,7 +105,7 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
         # The address bar shows what was read from the request, filters as applied.
         shown = result.page if result is not None else 1
         address = VehicleFilterForm.address(request.path, filters, page=shown)
-        return push_url(HttpResponse(results + export_link), address)
+        return address_shown(request, HttpResponse(results + export_link), address)
     user = request.user
     page = _pages.render(
         request,

@@ -157,6 +157,18 @@ def vehicle_get(*, plate: str, scope: VehicleScope = WHOLE_FLEET) -> VehicleRow 
     return None if index is None else snapshot.row(index)
 
 
+def vehicle_outside(*, plate: str, scope: VehicleScope) -> bool:
+    """Whether the fleet lists the vehicle `plate` (either format) and `scope` does not
+    hold it: what its page tells a person outside the vehicle's groups, rather than that
+    the fleet has no such vehicle. False without a list to read."""
+    if scope.whole_fleet or scope.covers(plate):
+        return False
+    try:
+        return vehicle_get(plate=plate) is not None
+    except FleetDataUnavailable:
+        return False
+
+
 def fleet_registrations() -> frozenset[str] | None:
     """The registration of every vehicle of the list (`plates.registration`); None when
     there is no list to read."""

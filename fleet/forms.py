@@ -205,7 +205,7 @@ class VehicleFilterForm(ListFilterForm):
         widget=forms.TextInput(
             attrs={
                 "type": "search",
-                "placeholder": _("e.g. ABC1D23, Onix or a driver's name"),
+                "placeholder": _("Plate, model or driver"),
                 "autocomplete": "off",
             }
         ),

@@ -146,14 +146,15 @@ def vehicles_named(rows: Iterable[VehicleRow]) -> Iterator[tuple[VehicleRow, str
 
 def vehicle_get(*, plate: str, scope: VehicleScope = WHOLE_FLEET) -> VehicleRow | None:
     """The vehicle of `scope` with this plate (typed any way `plates.normalize` accepts), if
-    any; a vehicle the fleet lists under its old plate is found by its registration too
-    (the Mercosul form its fines name: `plates.registration`)."""
+    any; found under the plate's other format too (`plates.other_spelling`): a vehicle the
+    fleet lists under its old plate by its registration (the Mercosul form its fines
+    name), one it lists under its Mercosul plate by the old plate a record was issued to."""
     if not scope.covers(plate):
         return None
     snapshot, _freshness = current_snapshot()
     index = snapshot.find(plates.normalize(plate))
-    if index is None and (old := plates.old_plate(plate)) is not None:
-        index = snapshot.find(old)
+    if index is None and (other := plates.other_spelling(plate)) is not None:
+        index = snapshot.find(other)
     return None if index is None else snapshot.row(index)
 
 

@@ -99,3 +99,32 @@ def test_the_admins_corrections_of_drivers_are_found_by_either_spelling(
     found = sorted(c.fine.external_id for c in response.context["cl"].result_list)
     assert found == ["1", "2"]
     assert "A plate (ABC-1234 or ABC1C34)" in response.text
+
+
+def test_a_records_plate_is_its_registration_with_the_plate_it_was_issued_to_muted(
+    manager_client, records
+):
+    fines = manager_client.get("/fines/", headers=ENGLISH).text
+    rows = {key: row for key, row in re.findall(r'data-key="(\d)"(.*?)</tr>', fines, re.S)}
+
+    shown = re.compile(r'<a class="plate" href="/vehicles/[A-Z0-9]+/">([^<]+)</a>')
+    muted = re.compile(r'<span class="plate plate--other muted"[^>]*>([^<]+)</span>')
+    assert [shown.findall(rows[key]) for key in "12"] == [["JVF5F59"], ["JVF5F59"]]
+    assert muted.findall(rows["1"]) == ["JVF-5559"]  # issued to the old plate
+    assert muted.findall(rows["2"]) == []
+
+
+def test_the_vehicles_list_shows_an_old_plates_mercosul_form_muted(manager_client, fleet):
+    page = manager_client.get("/vehicles/", headers=ENGLISH).text
+
+    muted = re.findall(r'<span class="plate plate--other muted"[^>]*>([^<]+)</span>', page)
+    assert muted == ["JVF5F59"]  # RST2B34 and ABC1D23 are Mercosul plates already
+
+
+def test_a_vehicle_the_list_holds_under_its_mercosul_plate_is_found_by_its_old_one(
+    manager_client, fleet
+):
+    response = manager_client.get("/vehicles/RST2134/")
+
+    assert response.status_code == 302
+    assert response["Location"] == "/vehicles/RST2B34/"

@@ -269,15 +269,25 @@ class Snapshot:
     def rows_of_driver(self, driver_id: int) -> list[int]:
         """The rows whose driver is `driver_id`, in order: its id's bytes looked for in the
         column's (a search in C, a million rows in under 3 ms, where a loop over them took
-        30), each find kept only where a row begins and has a driver.
+        30), each find kept only where a row begins and has a driver."""
+        return self.rows_of_drivers((driver_id,))
+
+    def rows_of_drivers(self, driver_ids: Iterable[int]) -> list[int]:
+        """The rows whose driver is one of `driver_ids`, in order: one search of the column
+        for any of their ids' bytes (one pass, where a search per driver reads it per driver).
 
         The search reads the array's own bytes (`re` takes any buffer: no 8 MB copy, and
         faster than `bytes.find` at this size); each search starts one byte after the last
         find, so that a find across two rows cannot hide a row's own that overlaps it."""
-        try:
-            wanted = re.compile(re.escape(array(self.drivers.typecode, [driver_id]).tobytes()))
-        except OverflowError:  # an id the column's width cannot hold: nobody's
+        ids = []
+        for driver_id in driver_ids:
+            try:
+                ids.append(array(self.drivers.typecode, [driver_id]).tobytes())
+            except OverflowError:  # an id the column's width cannot hold: nobody's
+                continue
+        if not ids:
             return []
+        wanted = re.compile(b"|".join(map(re.escape, ids)))
         width, found = self.drivers.itemsize, []
         match = wanted.search(self.drivers)
         while match is not None:
@@ -439,13 +449,12 @@ class Snapshot:
         return reduce(mask_or, masks) if masks else bytes(self.count)
 
     def _drivers_mask(self, drivers: tuple[int, ...], sort: str) -> bytes:
-        """Rows whose driver is one of `drivers`, in `sort` order: each driver's rows found
-        in C (`rows_of_driver`), placed by their position in the order (`rank`)."""
+        """Rows whose driver is one of `drivers`, in `sort` order: their rows found in C
+        (`rows_of_drivers`), placed by their position in the order (`rank`)."""
         mask = bytearray(self.count)
         rank = self.rank(sort)
-        for driver in drivers:
-            for row in self.rows_of_driver(driver):
-                mask[rank[row]] = 1
+        for row in self.rows_of_drivers(drivers):
+            mask[rank[row]] = 1
         return bytes(mask)
 
     def rank(self, sort: str) -> array[int]:

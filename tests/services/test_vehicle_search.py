@@ -360,6 +360,8 @@ def test_a_drivers_rows_are_found_by_their_id_whole_never_by_bytes_across_two_ro
     assert snapshot.rows_of_driver(straddling) == []
     assert snapshot.rows_of_driver(0) == []  # the row without a driver holds a placeholder
     assert snapshot.rows_of_driver(halves) == [8]
+    # Several drivers in one search: their rows in order, straddling finds still none.
+    assert snapshot.rows_of_drivers([123_456_789, 7, straddling, halves]) == [0, 2, 4, 5, 8]
 
 
 def test_a_driver_id_wider_than_the_column_is_nobodys():
@@ -380,3 +382,4 @@ def test_a_driver_id_wider_than_the_column_is_nobodys():
     assert snapshot.rows_of_driver(8) == [1]
     assert snapshot.rows_of_driver(1 << 40) == []
     assert snapshot.rows_of_driver(-1) == []
+    assert snapshot.rows_of_drivers([1 << 40, 8]) == [1]

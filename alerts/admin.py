@@ -143,7 +143,9 @@ class AlertAdmin(Scoped, admin.ModelAdmin[Alert]):
             ngettext(
                 "%(count)d alert will be sent again.", "%(count)d alerts will be sent again.", count
             )
-            % {"count": count},
+            % {"count": count}
+            if count
+            else gettext("No alert will be sent again: none of them had failed or was waiting."),
             messages.SUCCESS if count else messages.WARNING,
         )
 
@@ -257,6 +259,8 @@ class AlertPauseAdmin(AboutPeopleAdministered, admin.ModelAdmin[AlertPause]):
                 "The alerts of %(count)d people are on again.",
                 count,
             )
-            % {"count": count},
+            % {"count": count}
+            if count
+            else gettext("No one's alerts were paused: nothing changed."),
             messages.SUCCESS if count else messages.WARNING,
         )

@@ -204,7 +204,7 @@ class VehicleFilterForm(ListFilterForm):
         widget=forms.TextInput(
             attrs={
                 "type": "search",
-                "placeholder": _("e.g. ABC1D23 or Onix"),
+                "placeholder": _("Plate, model or driver"),
                 "autocomplete": "off",
             }
         ),

@@ -60,3 +60,14 @@ def old_plate(text: str) -> str | None:
     if _MERCOSUL.fullmatch(plate) and "A" <= plate[4] <= "J":
         return f"{plate[:4]}{ord(plate[4]) - ord('A')}{plate[5:]}"
     return None
+
+
+def other_spelling(text: str) -> str | None:
+    """The same vehicle's plate in the other format, normalized: the Mercosul plate of an
+    old one (`ABC1234` → `ABC1C34`), the old plate a Mercosul one may have replaced
+    (`ABC1C34` → `ABC1234`); None for anything else (a Mercosul plate with no old form,
+    a part of a plate). A search by either finds the vehicle under the other."""
+    plate = normalize(text)
+    if _OLD.fullmatch(plate):
+        return registration(plate)
+    return old_plate(plate)

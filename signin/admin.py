@@ -211,7 +211,9 @@ class PortalUserAdmin(UserAdmin[User]):
         self.message_user(
             request,
             ngettext("%(count)d user blocked.", "%(count)d users blocked.", count)
-            % {"count": count},
+            % {"count": count}
+            if count
+            else gettext("No user blocked: they were blocked already (or only you were chosen)."),
             messages.SUCCESS,
         )
 
@@ -222,7 +224,9 @@ class PortalUserAdmin(UserAdmin[User]):
         self.message_user(
             request,
             ngettext("%(count)d user unblocked.", "%(count)d users unblocked.", count)
-            % {"count": count},
+            % {"count": count}
+            if count
+            else gettext("No user unblocked: none of them was blocked."),
             messages.SUCCESS,
         )
 
@@ -236,7 +240,9 @@ class PortalUserAdmin(UserAdmin[User]):
                 "%(count)d locked attempt records cleared.",
                 cleared,
             )
-            % {"count": cleared},
+            % {"count": cleared}
+            if cleared
+            else gettext("No locked attempt record to clear."),
             messages.SUCCESS,
         )
 

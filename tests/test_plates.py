@@ -77,3 +77,17 @@ def test_an_old_plate_and_the_mercosul_plate_that_replaced_it_are_one_registrati
 )
 def test_the_old_plate_a_mercosul_plate_may_have_replaced(plate, old):
     assert plates.old_plate(plate) == old
+
+
+@pytest.mark.parametrize(
+    ("plate", "other"),
+    [
+        ("JVF-5559", "JVF5F59"),  # old → Mercosul
+        ("jvf5f59", "JVF5559"),  # Mercosul → the old plate it may have replaced
+        ("ABC1K23", None),  # a fifth letter past J stands for no digit: never an old plate
+        ("JVF55", None),  # part of a plate
+        ("", None),
+    ],
+)
+def test_a_plates_other_spelling_is_the_same_vehicle_in_the_other_format(plate, other):
+    assert plates.other_spelling(plate) == other

@@ -35,7 +35,6 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
-from fleet import plates
 from fleet.admin.scoping import AboutPeopleAdministered, Scoped, WholeFleetOnly
 from fleet.models import (
     AccessKeyMint,
@@ -343,15 +342,12 @@ _RECORD_JSON = ("payload", "treated_history")
 
 
 def _records_found(queryset: QuerySet[Any], search_term: str) -> tuple[QuerySet[Any], bool]:
-    """The admin's search, through indexes as the lists' is (`records_searched`): a key as
-    stored, and a vehicle's records when the term is its plate (in either format)."""
+    """The admin's search, through indexes as the lists' is (`records_searched`, which finds
+    a vehicle's records by its plate in either format), and a key as stored."""
     term = search_term.strip()
     if not term:
         return queryset, False
-    found = records_searched(queryset.model, term) | Q(key=term)
-    if plates.is_valid(term):
-        found |= Q(registration=plates.registration(term))
-    return queryset.filter(found), False
+    return queryset.filter(records_searched(queryset.model, term) | Q(key=term)), False
 
 
 @admin.register(Fine)

@@ -1,13 +1,13 @@
 """Who had each vehicle, who set a fine's driver, who changed its deadlines and who
 indicated its driver (with the receipt's name, type and size, never its bytes), in the
 admin: read-only, as records (the history is written by the refreshes of the vehicle list
-alone, the corrections and deadlines by the fine page). A vehicle's periods are found by
-its plate, in either format."""
+alone, the corrections and deadlines by the fine page). A vehicle's periods, and what was
+done to its fines, are found by its plate, in either format."""
 
 from __future__ import annotations
 
 from django.contrib import admin
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import Model, OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
 from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
@@ -24,10 +24,34 @@ from fleet.models import (
     DriverIndication,
     DriverObservation,
     DriverSpan,
+    Fine,
     FineDriverCorrection,
     FineIndicationChange,
+    of_vehicle,
 )
 from portal.lib import formatting
+
+
+class _ByFine[M: Model](admin.ModelAdmin[M]):
+    """A record of something done to a fine, found by its fine's id or by the plate of the
+    fine's vehicle (in either format): the fine's plate index, then the record's own of
+    fines."""
+
+    search_fields = ["fine__registration"]  # the search box; what it finds: below
+    search_help_text = _("A plate (ABC-1234 or ABC1C34) or a fine's id.")
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[M], search_term: str
+    ) -> tuple[QuerySet[M], bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        if term.isdigit():
+            return queryset.filter(fine_id=int(term)), False
+        if not plates.is_valid(term):
+            return queryset.none(), False
+        fines = Fine.objects.filter(of_vehicle(plates.registration(term))).values("pk")
+        return queryset.filter(fine__in=fines), False
 
 
 @admin.register(DriverSpan)
@@ -62,7 +86,7 @@ class DriverObservationAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[DriverO
 
 
 @admin.register(FineDriverCorrection)
-class FineDriverCorrectionAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[FineDriverCorrection]):
+class FineDriverCorrectionAdmin(WholeFleetOnly, _ReadOnly, _ByFine[FineDriverCorrection]):
     """Each correction from whom to whom, by name (the ids kept beside, on its page)."""
 
     list_display = ["at", "user_name", "fine", "from_driver", "to_driver", "reason"]
@@ -106,7 +130,7 @@ class FineDriverCorrectionAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[Fine
 
 
 @admin.register(FineIndicationChange)
-class FineIndicationChangeAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[FineIndicationChange]):
+class FineIndicationChangeAdmin(WholeFleetOnly, _ReadOnly, _ByFine[FineIndicationChange]):
     list_display = ["at", "by", "fine", "field", "before_value", "after_value"]
     list_filter = ["field"]
     list_select_related = ["fine"]
@@ -139,7 +163,7 @@ class FineIndicationChangeAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[Fine
 
 
 @admin.register(DriverIndication)
-class DriverIndicationAdmin(WholeFleetOnly, _ReadOnly, admin.ModelAdmin[DriverIndication]):
+class DriverIndicationAdmin(WholeFleetOnly, _ReadOnly, _ByFine[DriverIndication]):
     list_display = ["at", "user_name", "fine", "driver_id", "channel", "indicated_on", "outcome"]
     list_filter = ["channel", "outcome"]
     list_select_related = ["fine"]

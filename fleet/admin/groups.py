@@ -262,14 +262,18 @@ class VehicleGroupAdmin(GroupsScoped, admin.ModelAdmin[VehicleGroup]):
         group = form.instance
         if added := form.cleaned_data.get("plates_add"):
             report = vehicle_groups_import(added, group=group)
-            self.message_user(
-                request,
+            added_text = (
                 ngettext(
                     "%(count)d vehicle added to %(group)s.",
                     "%(count)d vehicles added to %(group)s.",
                     report.plates_added,
                 )
-                % {"count": report.plates_added, "group": group}
+                if report.plates_added
+                else gettext("No vehicle added to %(group)s.")
+            )
+            self.message_user(
+                request,
+                added_text % {"count": report.plates_added, "group": group}
                 + _already(report.already_present),
                 messages.SUCCESS,
             )
@@ -278,10 +282,14 @@ class VehicleGroupAdmin(GroupsScoped, admin.ModelAdmin[VehicleGroup]):
             removed = vehicle_group_plates_remove(group=group, registrations=registrations)
             self.message_user(
                 request,
-                ngettext(
-                    "%(count)d vehicle removed from %(group)s.",
-                    "%(count)d vehicles removed from %(group)s.",
-                    removed,
+                (
+                    ngettext(
+                        "%(count)d vehicle removed from %(group)s.",
+                        "%(count)d vehicles removed from %(group)s.",
+                        removed,
+                    )
+                    if removed
+                    else gettext("No vehicle removed from %(group)s: none was in it.")
                 )
                 % {"count": removed, "group": group},
                 messages.SUCCESS,

@@ -517,8 +517,11 @@ def records_searched(model: type[Fine] | type[Notification], q: str) -> Q:
     """The records `q` finds, each way through an index: the platform's id; a fine's
     notice number or its beginning (as typed, or in capitals); a wording (a fine's
     infraction, a notification's title) that has `q` (`Wording`: a few rows, not one per
-    record)."""
+    record); a vehicle's records when `q` is its plate, in either format (the records
+    keep its registration, `plates.registration`)."""
     found = Q(key=f"id:{q}")
+    if plates.is_valid(q):
+        found |= of_vehicle(plates.registration(q))
     if model is Fine:
         for typed in dict.fromkeys((q, q.upper())):
             found |= Q(reference__gte=typed, reference__lt=prefix_end(typed))

@@ -12,13 +12,14 @@ import math
 import operator
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import compress
+from itertools import compress, islice
 from typing import Final
 
 from django.conf import settings
 
 from fleet import plates
 from fleet.services.connection import fleet_cache_scope
+from fleet.services.drivers import driver_names, drivers_find
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope, scope_within
 
 # Re-exported: the pages name these without knowing how the list is kept.
@@ -33,6 +34,8 @@ from portal.lib import after_response
 from portal.lib.caches import KeptValues, caches_on
 
 MAX_PER_PAGE: Final = 200
+# Drivers whose vehicles a search by name finds at most: a name that fits more says so.
+DRIVERS_SEARCHED: Final = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +51,8 @@ class VehiclePage:
     freshness: Freshness
     version: str  # of the fleet's snapshot: what was rendered from it can be kept by it
     part: str  # which part of the fleet it shows (`Within.key`); "" for the whole fleet
+    # The query fits more drivers' names than it looked for (`DRIVERS_SEARCHED`).
+    drivers_cut: bool = False
 
 
 def vehicle_search(
@@ -63,15 +68,23 @@ def vehicle_search(
     """The page `page` of the vehicles of `scope` (narrowed to one of its groups by
     `group`, `scope_within`) matching `query` and `active`, in `sort` order.
 
-    `query` matches a plate ignoring case, spaces and hyphens, or a model
-    ignoring case and accents. An unknown `sort` is the default; `page` is
-    clamped to the pages there are; `per_page` to 1..MAX_PER_PAGE.
+    `query` matches a plate ignoring case, spaces and hyphens (a whole plate in either
+    format), a model ignoring case and accents, or the name of the vehicle's driver
+    (`drivers_named`). An unknown `sort` is the default; `page` is clamped to the pages
+    there are; `per_page` to 1..MAX_PER_PAGE.
     """
     snapshot, freshness = current_snapshot()
     per_page = min(max(per_page, 1), MAX_PER_PAGE)
     within = scope_within(scope, group)
+    drivers, cut = drivers_named(query, scope=scope)
     found = snapshot.page(
-        query=query, active=active, sort=sort, page=page, per_page=per_page, within=within
+        query=query,
+        active=active,
+        sort=sort,
+        page=page,
+        per_page=per_page,
+        within=within,
+        drivers=drivers,
     )
     whole = within if not group else scope_within(scope)
     in_scope = snapshot.count if whole is None else snapshot.within_mask(whole).count(1)
@@ -85,7 +98,20 @@ def vehicle_search(
         freshness=freshness,
         version=snapshot.version,
         part=within.key if within is not None else "",
+        drivers_cut=cut,
     )
+
+
+def drivers_named(query: str, *, scope: VehicleScope = WHOLE_FLEET) -> tuple[tuple[int, ...], bool]:
+    """The ids of the drivers of `scope` whose names a vehicle search fits (each word
+    begins a word of the name: `drivers_find`, through the names' word index), in id order,
+    `DRIVERS_SEARCHED` at most; and whether it fits more. A query with a digit is a plate's
+    or a model's, never a name's."""
+    if not any(char.isalpha() for char in query) or any(char.isdigit() for char in query):
+        return (), False
+    found = drivers_find(text=query, scope=scope, limit=DRIVERS_SEARCHED + 1)
+    ids = sorted(choice.driver_id for choice in found[:DRIVERS_SEARCHED])
+    return tuple(ids), len(found) > DRIVERS_SEARCHED
 
 
 def vehicle_export(
@@ -99,21 +125,49 @@ def vehicle_export(
     """Every vehicle of `scope` matching the filter, in order, made one at a time (for CSV)."""
     snapshot, freshness = current_snapshot()
     within = scope_within(scope, group)
-    found = snapshot.select(query=query, active=active, sort=sort, within=within)
+    drivers, _cut = drivers_named(query, scope=scope)
+    found = snapshot.select(query=query, active=active, sort=sort, within=within, drivers=drivers)
     return map(snapshot.row, found), freshness
+
+
+# Rows whose drivers' names are read together (`vehicles_named`).
+_NAMED_TOGETHER = 500
+
+
+def vehicles_named(rows: Iterable[VehicleRow]) -> Iterator[tuple[VehicleRow, str]]:
+    """Each row with its driver's name ("" without a driver or a known name): the names read
+    for `_NAMED_TOGETHER` rows at a time, as an export streams them."""
+    iterator = iter(rows)
+    while batch := list(islice(iterator, _NAMED_TOGETHER)):
+        names = driver_names([row.driver_id for row in batch if row.driver_id is not None])
+        for row in batch:
+            yield row, names.get(row.driver_id, "") if row.driver_id is not None else ""
 
 
 def vehicle_get(*, plate: str, scope: VehicleScope = WHOLE_FLEET) -> VehicleRow | None:
     """The vehicle of `scope` with this plate (typed any way `plates.normalize` accepts), if
-    any; a vehicle the fleet lists under its old plate is found by its registration too
-    (the Mercosul form its fines name: `plates.registration`)."""
+    any; found under the plate's other format too (`plates.other_spelling`): a vehicle the
+    fleet lists under its old plate by its registration (the Mercosul form its fines
+    name), one it lists under its Mercosul plate by the old plate a record was issued to."""
     if not scope.covers(plate):
         return None
     snapshot, _freshness = current_snapshot()
     index = snapshot.find(plates.normalize(plate))
-    if index is None and (old := plates.old_plate(plate)) is not None:
-        index = snapshot.find(old)
+    if index is None and (other := plates.other_spelling(plate)) is not None:
+        index = snapshot.find(other)
     return None if index is None else snapshot.row(index)
+
+
+def vehicle_outside(*, plate: str, scope: VehicleScope) -> bool:
+    """Whether the fleet lists the vehicle `plate` (either format) and `scope` does not
+    hold it: what its page tells a person outside the vehicle's groups, rather than that
+    the fleet has no such vehicle. False without a list to read."""
+    if scope.whole_fleet or scope.covers(plate):
+        return False
+    try:
+        return vehicle_get(plate=plate) is not None
+    except FleetDataUnavailable:
+        return False
 
 
 def fleet_registrations() -> frozenset[str] | None:

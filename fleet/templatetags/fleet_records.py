@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from fleet import plates
 from fleet.api.values import parse_moment
-from fleet.models import BASIS_MARKS, DriverBasis
+from fleet.models import BASIS_MARKS, DriverBasis, WebhookRecord
 from portal.lib import formatting
 
 register = template.Library()
@@ -51,6 +51,16 @@ def amount(value: Decimal | None, sent: str = "") -> str:
 def plate(value: object) -> str:
     """A plate from a payload as the vehicle pages show plates (ABC-1234, ABC1D23)."""
     return plates.display_if_plate(str(value or ""))
+
+
+@register.filter
+def plate_as_issued(record: WebhookRecord) -> str:
+    """The plate a record was issued to, as shown, when it is the other format of its
+    vehicle's registration (`ABC-1234` for `ABC1C34`); "" when it is the same."""
+    issued = plates.normalize(record.plate)
+    if not record.registration or issued == record.registration:
+        return ""
+    return plates.display(issued)
 
 
 @register.filter

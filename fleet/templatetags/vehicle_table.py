@@ -23,6 +23,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
 
+from fleet import plates
 from fleet.services.vehicles import VehicleRow
 from portal.lib import formatting
 
@@ -59,13 +60,25 @@ def vehicle_rows(
     active = f'{status_cell}<span class="badge badge--ok">{active_label}</span></td>'
     inactive = f'{status_cell}<span class="badge">{inactive_label}</span></td>'
 
+    # An old plate's Mercosul form, muted beside it: what notices and fines name it by.
+    registration_title = escape(gettext("Mercosul plate, as notices name the vehicle"))
+
+    def registration(plate: str) -> str:
+        mercosul = plates.registration(plate)
+        if mercosul == plate:
+            return ""
+        return (
+            f' <span class="plate plate--other muted" title="{registration_title}">'
+            f"{escape(mercosul)}</span>"
+        )
+
     def driver_link(driver_id: int) -> str:
         shown = escape(formatting.driver(driver_id, names.get(driver_id, "")))
         return f'<a href="{driver_before}{driver_id}{driver_after}">{shown}</a>'
 
     html = [
         f'<tr><td><a class="plate" href="{before}{quote(row.plate, safe="")}{after}">'
-        f"{escape(row.plate_display)}</a></td>"
+        f"{escape(row.plate_display)}</a>{registration(row.plate)}</td>"
         f"{model_cell}{escape(row.model)}</td>"
         f"{active if row.active else inactive}"
         f"{driver_cell}{'—' if row.driver_id is None else driver_link(row.driver_id)}</td>"

@@ -6,9 +6,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import parse_qsl, urlsplit
 
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
+from django_htmx.http import push_url, replace_url
 from django_htmx.middleware import HtmxDetails
 
 from fleet.api.errors import Outcome
@@ -37,6 +39,28 @@ class AuthenticatedRequest(HttpRequest):
 def is_fragment_request(request: AuthenticatedRequest) -> bool:
     """Whether htmx asked for a fragment (a history restore needs the whole page)."""
     return bool(request.htmx) and not request.htmx.history_restore_request
+
+
+def address_shown(
+    request: AuthenticatedRequest, response: HttpResponse, address: str
+) -> HttpResponse:
+    """`response`, an htmx swap of a list's results, with the address bar set to `address`
+    (the list's state): a new history entry for a new state, the same entry when the page
+    shows that state already (a "Filter" press after a select applied the filter), so that
+    one Back always goes to the state before."""
+    current = request.htmx.current_url_abs_path or ""
+    if _same_state(current, address):
+        return replace_url(response, address)
+    return push_url(response, address)
+
+
+def _same_state(first: str, second: str) -> bool:
+    """Whether two addresses of a list give the same state: one path, the same parameters
+    (in any order, empty ones being no filter)."""
+    a, b = urlsplit(first), urlsplit(second)
+    return a.path == b.path and sorted(
+        (name, value) for name, value in parse_qsl(a.query) if value
+    ) == sorted((name, value) for name, value in parse_qsl(b.query) if value)
 
 
 def with_failure_status(

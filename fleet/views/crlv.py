@@ -35,7 +35,7 @@ from fleet.services.driver_history import vehicle_periods
 from fleet.services.drivers import driver_names
 from fleet.services.fines import vehicle_records
 from fleet.services.scopes import scope_of
-from fleet.services.vehicles import FleetDataUnavailable, vehicle_get
+from fleet.services.vehicles import FleetDataUnavailable, vehicle_get, vehicle_outside
 from fleet.views import AuthenticatedRequest, Polling, is_fragment_request, with_failure_status
 from portal.lib import formatting
 
@@ -203,6 +203,8 @@ def _vehicle_not_found(request: AuthenticatedRequest, plate: str, *, invalid: bo
     context = {
         "not_found": True,
         "invalid": invalid,
+        # The fleet has it, in groups the person is not in: said so, not "no such vehicle".
+        "outside": not invalid and vehicle_outside(plate=plate, scope=scope_of(request.user)),
         "plate": plate,
         "plate_display": plates.display(plate),
     }

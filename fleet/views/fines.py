@@ -17,7 +17,6 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import push_url
 
 from fleet import plates
 from fleet.forms import FineFilterForm, NotificationFilterForm, SavedFineViewForm
@@ -45,7 +44,7 @@ from fleet.services.saved_views import (
     saved_fine_views,
 )
 from fleet.services.scopes import scope_of
-from fleet.views import AuthenticatedRequest, is_fragment_request
+from fleet.views import AuthenticatedRequest, address_shown, is_fragment_request
 from fleet.views.csv_export import csv_download
 from fleet.views.rows import rows_rendered
 from portal.lib import formatting
@@ -295,7 +294,7 @@ def _render(
     )
     # The address bar shows what was read from the request, filters as applied.
     address = form.address(request.path, filters, page=page.number)
-    return push_url(HttpResponse(results + export_link), address)
+    return address_shown(request, HttpResponse(results + export_link), address)
 
 
 # The filter forms as rendered, by what they show (a dozen widgets, each a template): per

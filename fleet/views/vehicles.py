@@ -13,7 +13,6 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import push_url
 
 from fleet.forms import FilterChip, VehicleFilterForm
 from fleet.services.drivers import driver_names, driver_names_version
@@ -22,9 +21,10 @@ from fleet.services.vehicles import (
     FleetDataUnavailable,
     vehicle_export,
     vehicle_search,
+    vehicles_named,
     vehicles_refresh,
 )
-from fleet.views import AuthenticatedRequest, is_fragment_request
+from fleet.views import AuthenticatedRequest, address_shown, is_fragment_request
 from fleet.views.csv_export import csv_download
 from portal.lib.caches import KeptHTML
 
@@ -105,7 +105,7 @@ def vehicle_list(request: AuthenticatedRequest) -> HttpResponse:
         # The address bar shows what was read from the request, filters as applied.
         shown = result.page if result is not None else 1
         address = VehicleFilterForm.address(request.path, filters, page=shown)
-        return push_url(HttpResponse(results + export_link), address)
+        return address_shown(request, HttpResponse(results + export_link), address)
     user = request.user
     page = _pages.render(
         request,
@@ -161,14 +161,22 @@ def vehicle_list_export(request: AuthenticatedRequest) -> HttpResponseBase:
     active, inactive = _("Active"), _("Inactive")
     return csv_download(
         name="vehicles",
-        header=[_("Plate"), _("Model"), _("Status"), _("Driver ID"), _("Vehicle ID")],
-        records=rows,
-        row=lambda vehicle: [
-            vehicle.plate_display,
-            vehicle.model,
-            active if vehicle.active else inactive,
-            "" if vehicle.driver_id is None else vehicle.driver_id,
-            vehicle.id,
+        header=[
+            _("Plate"),
+            _("Model"),
+            _("Status"),
+            _("Driver ID"),
+            _("Driver"),
+            _("Vehicle ID"),
+        ],
+        records=vehicles_named(rows),
+        row=lambda named: [
+            named[0].plate_display,
+            named[0].model,
+            active if named[0].active else inactive,
+            "" if named[0].driver_id is None else named[0].driver_id,
+            named[1],
+            named[0].id,
         ],
     )
 

@@ -64,6 +64,8 @@ class FineFacts:
     @property
     def points_shown(self) -> str:
         """ "4 points", "points: quatro" (as sent), or ""."""
+        if self.points == 0:
+            return gettext("no points")
         if self.points is not None:
             return ngettext("%(count)d point", "%(count)d points", self.points) % {
                 "count": self.points

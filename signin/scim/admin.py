@@ -130,7 +130,9 @@ class ScimTokenAdmin(UnlimitedOnly, admin.ModelAdmin[ScimToken]):
         self.message_user(
             request,
             ngettext("%(count)d token revoked.", "%(count)d tokens revoked.", len(live))
-            % {"count": len(live)},
+            % {"count": len(live)}
+            if live
+            else gettext("No token revoked: they were revoked already."),
             messages.SUCCESS,
         )
 

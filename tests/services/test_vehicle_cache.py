@@ -250,6 +250,7 @@ def test_a_refresh_running_elsewhere_is_not_duplicated(
 # --- A Retry-After pauses every worker ----------------------------------------
 
 
+@pytest.mark.django_db  # a search by a word reads the drivers' names
 def test_a_429_with_retry_after_30_stops_all_calls_to_list_cars_for_30_seconds(
     fleet_settings: Any, emulator: Emulator, clock: Any
 ) -> None:
@@ -324,6 +325,7 @@ def test_a_cold_cache_during_a_pause_says_when_to_come_back_without_calling(
 # --- TTL ----------------------------------------------------------------------------
 
 
+@pytest.mark.django_db  # a search by a word reads the drivers' names
 def test_the_list_is_fresh_for_the_ttl_without_calling_the_api(
     fleet_settings: Any, emulator: Emulator, clock: Any
 ) -> None:
@@ -543,6 +545,7 @@ def test_a_successful_refresh_forgets_the_last_failure(
 # --- One decode per version per process ------------------------------------------------
 
 
+@pytest.mark.django_db  # a search by a word reads the drivers' names
 def test_the_decoded_list_is_reused_while_its_version_is_unchanged(
     fleet_settings: Any, emulator: Emulator
 ) -> None:
@@ -602,6 +605,7 @@ def test_a_version_published_by_another_worker_is_decoded_and_served(
     assert emulator.calls(LIST_CARS) == 2
 
 
+@pytest.mark.django_db  # a search by a word reads the drivers' names
 def test_pages_kept_for_a_version_are_not_served_for_the_next(
     fleet_settings: Any, emulator: Emulator, clock: Any
 ) -> None:

@@ -22,7 +22,8 @@ from fleet.services.vehicles import (
 from tests.conftest import Emulator
 from tests.services.conftest import envelope, vehicle
 
-pytestmark = pytest.mark.usefixtures("small_fleet")
+# A search by a word reads the drivers' names too (`drivers_named`).
+pytestmark = [pytest.mark.usefixtures("small_fleet"), pytest.mark.django_db]
 
 
 def plates_of(query: str = "", **filters: Any) -> list[str]:
@@ -61,6 +62,22 @@ def test_the_query_matches_plates_ignoring_case_hyphens_and_spaces(
     query: str, expected: list[str]
 ) -> None:
     assert plates_of(query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("ABC1C34", ["ABC1234"]),  # the list holds its old plate, "abc-1234"
+        ("qwe5g78", ["QWE5678"]),
+        ("KLM-3545", ["KLM3F45"]),  # the list holds its Mercosul plate
+        ("BRA 2419", ["BRA2E19"]),
+    ],
+)
+def test_a_plate_finds_its_vehicle_under_the_other_format_too(
+    query: str, expected: list[str]
+) -> None:
+    assert plates_of(query) == expected
+    assert [row.plate for row in vehicle_export(query=query)[0]] == expected
 
 
 @pytest.mark.parametrize(
@@ -343,6 +360,8 @@ def test_a_drivers_rows_are_found_by_their_id_whole_never_by_bytes_across_two_ro
     assert snapshot.rows_of_driver(straddling) == []
     assert snapshot.rows_of_driver(0) == []  # the row without a driver holds a placeholder
     assert snapshot.rows_of_driver(halves) == [8]
+    # Several drivers in one search: their rows in order, straddling finds still none.
+    assert snapshot.rows_of_drivers([123_456_789, 7, straddling, halves]) == [0, 2, 4, 5, 8]
 
 
 def test_a_driver_id_wider_than_the_column_is_nobodys():
@@ -363,3 +382,4 @@ def test_a_driver_id_wider_than_the_column_is_nobodys():
     assert snapshot.rows_of_driver(8) == [1]
     assert snapshot.rows_of_driver(1 << 40) == []
     assert snapshot.rows_of_driver(-1) == []
+    assert snapshot.rows_of_drivers([1 << 40, 8]) == [1]

@@ -225,8 +225,11 @@ def test_plates_are_shown_as_on_the_vehicle_pages_and_link_to_them(manager_clien
 
     fines = manager_client.get("/fines/").text
 
-    # A plate links to its vehicle's page.
-    assert '<a class="plate" href="/vehicles/ABC1234/">ABC-1234</a>' in fines
+    # A plate links to its vehicle's page, shown as its registration (the Mercosul form),
+    # the old plate the fine was issued to muted beside it.
+    linked = '<a class="plate" href="/vehicles/ABC1234/">ABC1C34</a>'
+    assert f'{linked} <span class="plate plate--other muted"' in fines
+    assert ">ABC-1234</span>" in fines
     assert '<span class="plate">not a plate</span>' in fines
     notifications = manager_client.get("/notifications/").text
     assert '<a class="plate" href="/vehicles/ABC1D23/">ABC1D23</a>' in notifications

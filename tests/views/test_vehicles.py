@@ -201,7 +201,7 @@ def test_export_streams_the_current_filter_as_csv_for_brazilian_excel(manager_cl
     text = b"".join(response.streaming_content).decode("utf-8")
     assert text.startswith("\ufeff")
     rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff")), delimiter=";"))
-    assert rows[0] == ["Placa", "Modelo", "Situação", "ID do condutor", "ID do veículo"]
+    assert rows[0] == ["Placa", "Modelo", "Situação", "ID do condutor", "Condutor", "ID do veículo"]
     active = sorted(
         (v for v in fleet if v["active"] == "1"), key=lambda v: v["car_plate"], reverse=True
     )
@@ -213,7 +213,7 @@ def test_export_uses_commas_in_english(manager_client, fleet):
 
     text = b"".join(response.streaming_content).decode("utf-8")
     header = text.lstrip("\ufeff").splitlines()[0]
-    assert header == "Plate,Model,Status,Driver ID,Vehicle ID"
+    assert header == "Plate,Model,Status,Driver ID,Driver,Vehicle ID"
     assert len(text.splitlines()) == len(fleet) + 1
 
 

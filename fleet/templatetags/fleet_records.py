@@ -82,3 +82,11 @@ def basis_explained(value: object) -> str:
     """What the mark of how a driver is known means (`BASIS_MARKS`), for its hover."""
     found = BASIS_MARKS.get(DriverBasis(value)) if value in DriverBasis.values else None
     return str(found[1]) if found else ""
+
+
+@register.filter
+def counted_as(value: object) -> object:
+    """The number a label's plural is chosen by where the count is shown apart from it
+    ("0" above "fines"): zero takes the plural, as people say it; Portuguese's rule
+    (n > 1) would take the singular, "0 multa"."""
+    return 2 if value == 0 else value

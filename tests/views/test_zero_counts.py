@@ -63,3 +63,28 @@ def test_no_points_are_said_so():
         assert facts.points_shown == "nenhum ponto"
     with translation.override("en"):
         assert facts.points_shown == "no points"
+
+
+def test_the_dashboard_and_a_drivers_page_say_none_as_people_say_it(
+    manager_client, fleet_settings, emulator
+):
+    """No fine yet: each card's label in the plural ("0 / multas não tratadas"), and the
+    sentences that would read "0 multa" say "nenhuma"."""
+    page = manager_client.get("/", headers=PORTUGUESE).text
+    labels = re.findall(r'<span class="count__label">(.*?)</span>', page, re.S)
+    said = " | ".join(" ".join(label.split()) for label in labels)
+    assert "multas não tratadas" in said
+    assert "multas sem o documento oficial" in said
+    assert "nenhuma multa não tratada" in said
+    assert not re.search(
+        r"\b0 multa\b|\bmulta não tratada\b(?!s)", said.replace("nenhuma multa não tratada", "")
+    )
+    english = manager_client.get("/", headers=ENGLISH).text
+    assert "no untreated fine" in english
+    driver = emulator.vehicles()[0]["driver_id"]
+    page = manager_client.get(f"/drivers/{driver}/", headers=PORTUGUESE).text
+    labels = re.findall(r'<span class="count__label">(.*?)</span>', page, re.S)
+    assert [" ".join(label.split()) for label in labels] == [
+        "multas, R$ 0,00",
+        "não tratadas, R$ 0,00",
+    ]

@@ -18,6 +18,7 @@ from django_stubs_ext import StrOrPromise
 from fleet.forms_indications import driver_picker, driver_picker_asks, plate_typed
 from fleet.models import DriverBasis, MintOutcome
 from fleet.services.drivers import DriverChoice, driver_id_typed, drivers_find
+from fleet.services.fines import ESTABLISHED
 from fleet.services.scopes import WHOLE_FLEET, VehicleScope
 from fleet.services.sso import MintFailed
 from portal.lib import formatting
@@ -336,6 +337,7 @@ class FineFilterForm(NotificationFilterForm):
     # the vehicle changed hands around then, two candidates).
     BASIS_CHOICES = [
         ("", _("Any way")),
+        (ESTABLISHED, _("A fact: had the vehicle, or set by a person")),
         (DriverBasis.HISTORY.value, _("Had the vehicle (the history)")),
         (DriverBasis.MANUAL.value, _("Set by a person")),
         (DriverBasis.LIST.value, _("Probable (the vehicle list's driver)")),

@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from django.core.paginator import Page
 from django.db.models import Count, F, Q, QuerySet, Sum
@@ -193,6 +193,11 @@ def fine_search(*, scope: VehicleScope, page: int = 1, **filters: Any) -> Page[F
     ).get_page(page)
 
 
+# The basis filter's value for a driver the history or a person established (a fact):
+# what the dashboard's drivers count, and its links to their fines select.
+ESTABLISHED = "established"
+ESTABLISHED_BASES: Final = (DriverBasis.HISTORY.value, DriverBasis.MANUAL.value)
+
 # Sorts in which a filter's own index gives the fines in order: a filter never walked.
 _SORTED_BY = {"month": ("occurred_at", "-occurred_at"), "amount": ("amount", "-amount")}
 
@@ -212,11 +217,14 @@ def _fines_walked(
     small part of the fleet (found by its plates), nor for those by how their driver is
     known (their own index, in the list's order); a month and the fines received since a
     day are counted by the tallies."""
-    if plate or driver is not None or basis or not (scope.whole_fleet or scope_walked(scope)):
+    own_index = basis and basis != ESTABLISHED
+    if plate or driver is not None or own_index or not (scope.whole_fleet or scope_walked(scope)):
         return frozenset()
     conditions = {
         name: condition
-        for name, condition in _fine_conditions(**_walkable(filters)).items()
+        for name, condition in _fine_conditions(
+            **_walkable(filters), established=basis == ESTABLISHED
+        ).items()
         if sort not in _SORTED_BY.get(name, ())
     }
     selected = {}
@@ -362,7 +370,8 @@ def fine_filtered(
     in that month, local time; its first day); `amount_min`/`amount_max` (R$, both
     included); `received_from` (received on or after that local day); `basis`
     (how the driver is known, `DriverBasis`' value: "list", probable, only where the
-    vehicle list named one); `sort`, one of
+    vehicle list named one; `ESTABLISHED`, a fact: the history's or a person's); `sort`,
+    one of
     `FINE_SORTS` (else the default order); only those `scope` sees. The filters named
     in `walked` are checked fine by fine as the list's index is walked (`fine_search`);
     `counting`: to be counted, not listed (a part of the fleet found by its plates).
@@ -373,6 +382,7 @@ def fine_filtered(
         amount_min=amount_min,
         amount_max=amount_max,
         received_from=received_from,
+        established=basis == ESTABLISHED,
     )
     if driver is not None:
         conditions["driver"] = Q(driver_id=driver)
@@ -402,9 +412,14 @@ def _fine_conditions(
     amount_min: Decimal | None = None,
     amount_max: Decimal | None = None,
     received_from: date | None = None,
+    established: bool = False,
 ) -> dict[str, Q]:
-    """What the filters that may select many fines select, by name."""
+    """What the filters that may select many fines select, by name. `established`: the
+    fines whose driver the history or a person established (most of them: walked, or
+    checked, as a month is; no index gives two bases in the list's order)."""
     conditions = {}
+    if established:
+        conditions["established"] = Q(driver_basis__in=ESTABLISHED_BASES)
     if q:
         conditions["q"] = records_searched(Fine, q)
     if month is not None:

@@ -195,7 +195,7 @@ def test_among_twenty_thousand_drivers_one_is_found_by_typing_part_of_the_name(
     page.evaluate("window.sameDocument = true")
     rows = page.get_by_test_id("fine-table").locator("tbody tr")
     expect(rows).to_have_count(2)
-    field = page.get_by_role("combobox", name="Condutor")
+    field = page.get_by_role("combobox", name="Condutor", exact=True)
 
     field.press_sequentially("quinta", delay=30)  # part of her surname, in lower case
 
@@ -232,14 +232,16 @@ def test_without_javascript_the_driver_field_takes_part_of_a_name(
     rows = page.get_by_test_id("fine-table").locator("tbody tr")
     expect(rows).to_have_count(2)
 
-    page.get_by_label("Condutor").fill("jurema quin")
+    page.get_by_label("Condutor", exact=True).fill("jurema quin")
     page.get_by_role("button", name="Filtrar").click()
 
     expect(rows).to_have_count(1)
     expect(rows.first).to_have_attribute("data-key", "51")
-    expect(page.get_by_label("Condutor")).to_have_value(f"Jurema Quintanilha ({jurema})")
+    expect(page.get_by_label("Condutor", exact=True)).to_have_value(
+        f"Jurema Quintanilha ({jurema})"
+    )
     # A name many drivers begin with: links to each, which filter by that one.
-    page.get_by_label("Condutor").fill("ana")
+    page.get_by_label("Condutor", exact=True).fill("ana")
     page.get_by_role("button", name="Filtrar").click()
     found = page.get_by_test_id("driver-found").get_by_role("link")
     expect(found).to_have_count(10)

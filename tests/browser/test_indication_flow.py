@@ -115,7 +115,7 @@ def test_a_manager_follows_the_notification_downloads_the_packet_and_indicates_i
     expect(due.get_by_test_id("sent")).to_be_visible()
     expect(due.get_by_test_id("days-left")).to_have_text("3 dias restantes")
     form = page.get_by_test_id("indicate-form")
-    expect(form.get_by_label("Condutor")).to_have_value(re.compile(DRIVER_NAME))
+    expect(form.get_by_label("Condutor", exact=True)).to_have_value(re.compile(DRIVER_NAME))
 
     # The packet: the plate, the driver and the licence the manager's lookup found.
     with page.expect_download() as download:

@@ -325,7 +325,8 @@ def test_a_region_with_many_fines_walks_the_list_in_its_order():
 
 def test_a_large_regions_uncertain_fines_are_counted_from_their_own_index():
     """The fines whose driver is uncertain are few in any part of the fleet: a large
-    part's are read from their own index, each checked against its plates, counted too
+    part's are read from the index of fines by how their driver is known, each checked
+    against its plates, counted too
     (found by the plates, the count read every fine of the part: 37 s at ten million)."""
     fines_of(["AAA1A11", "BBB2B22", "CCC3C33", "DDD4D44"], 2 * COUNTED)
     uncertain = list(Fine.objects.order_by("pk").values_list("pk", flat=True)[::97])
@@ -333,14 +334,16 @@ def test_a_large_regions_uncertain_fines_are_counted_from_their_own_index():
     scope = region("large", ["AAA1A11", "BBB2B22", "CCC3C33"])
     assert scope_walked(scope)
 
-    paginator = cast(CappedPaginator, fine_search(scope=scope, uncertain=True).paginator)
+    paginator = cast(
+        CappedPaginator, fine_search(scope=scope, basis=DriverBasis.UNCERTAIN).paginator
+    )
 
     assert "EXISTS" in str(paginator.counted.query)  # each fine checked, not found by plate
     in_part = Fine.objects.filter(pk__in=uncertain).exclude(registration="DDD4D44").count()
     assert paginator.count == in_part > 0
     if connection.vendor == "sqlite":  # PostgreSQL's planner chooses by its statistics
         lines = paginator.counted.order_by().explain().splitlines()
-        assert any("INDEX fleet_fine_uncertain" in line for line in lines), lines
+        assert any("INDEX fleet_fine_basis" in line for line in lines), lines
 
 
 def test_a_search_past_the_count_says_so():

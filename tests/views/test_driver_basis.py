@@ -94,6 +94,7 @@ def test_every_list_marks_each_driver_with_how_it_is_known(client: Any, three: A
         ("uncertain", ["2"]),
         ("list", ["3"]),
         ("manual", []),
+        ("established", ["1"]),
         ("", ["1", "2", "3"]),
     ],
 )
@@ -133,6 +134,8 @@ def test_a_correction_by_name_is_written_and_read_back_from_to(client: Any, thre
     assert said.endswith("· “Seen on the camera”")
     listed = client.get("/fines/", {"basis": "manual"}, headers=ENGLISH).text
     assert keys(listed) == ["3"]
+    established = client.get("/fines/", {"basis": "established"}, headers=ENGLISH).text
+    assert keys(established) == ["1", "3"]
     assert marks(listed) == {"manual": "set by a person"}
     # The admin names both drivers, in either language.
     from django.contrib.auth.models import User

@@ -315,6 +315,8 @@ def _paths(side: Side, other: Side) -> dict[str, list[tuple[str, str, dict[str, 
         ],
         "fleet:notification": [("404", f"/notifications/{other.notification}/", {})],
         "fleet:driver": [("404", f"/drivers/{other.driver}/", {})],
+        "fleet:driver_cpf": [("404-POST", f"/drivers/{other.driver}/cpf", {"cpf": ""})],
+        "fleet:driver_licence": [("404-POST", f"/drivers/{other.driver}/licence", {})],
         "fleet:fine_view_delete": [("404-POST", f"/fines/views/{other.saved_view}/delete", {})],
     }
 

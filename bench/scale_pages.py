@@ -103,6 +103,8 @@ def pages(data: dict[str, object], post_fine: Callable[[], None]) -> list[Page]:
         Page("fines ?basis=list (probable)", "/fines/?basis=list"),
         Page("fines, region ?basis=list", "/fines/?basis=list", region),
         Page("fines ?basis=history", "/fines/?basis=history"),
+        Page("fines ?basis=established", "/fines/?basis=established"),
+        Page("fines, region ?basis=established", "/fines/?basis=established", region),
         Page("fines ?basis=manual (none)", "/fines/?basis=manual"),
         Page("fines ?basis=list&treated=0", "/fines/?basis=list&treated=0"),
         Page("fines ?treated=0", "/fines/?treated=0"),

@@ -168,6 +168,11 @@ def fine_tallies_apply(changes: Iterable[tuple[FineState | None, FineState | Non
         if where[0]
     }
     if not fleet and not by_plate:
+        if any(before != after for before, after in changes):
+            # A change the lists select by that no tally counts (a driver confirmed by
+            # hand: had the vehicle → set by a person): the version moves all the same,
+            # as the lists' counts by how a driver is known are kept under it.
+            fine_tallies_touch()
         return False
     with transaction.atomic(savepoint=False):
         _add((TallyDimension.VERSION, ""), (1, 0))  # first: see the module's docstring

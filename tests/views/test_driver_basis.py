@@ -170,3 +170,29 @@ def test_a_driver_nobody_has_is_refused_and_nothing_is_written(
     assert (after.driver_id, after.driver_basis) == (three["d2"], DriverBasis.LIST)
     assert not FineDriverCorrection.objects.exists()
     assert client.get("/drivers/99999/").status_code == 404
+
+
+def test_a_lists_count_by_basis_follows_a_correction_that_changes_no_tally(
+    client: Any, three: Any
+) -> None:
+    """The count of a list by how the driver is known is kept under the tallies' version:
+    a driver confirmed by hand (had the vehicle → set by a person, the same driver)
+    changes no tally, and moves the version all the same."""
+    fact = three["fact"]
+
+    def count(basis: str) -> str:
+        page = client.get("/fines/", {"basis": basis}, headers=ENGLISH).text
+        found = re.search(r'data-testid="result-count"><span>(.*?)</span>', page, re.S)
+        assert found is not None
+        return " ".join(found[1].split())
+
+    assert (count("manual"), count("history")) == ("No fines", "1 fine")
+
+    response = client.post(
+        f"/fines/{fact.pk}/driver",
+        {"choice": str(three["d1"]), "reason": "confirmed"},
+        headers=ENGLISH,
+    )
+
+    assert response.status_code == 302
+    assert (count("manual"), count("history")) == ("1 fine", "No fines")

@@ -38,6 +38,7 @@ from fleet.models import (
     IndicationOutcome,
     NeedBasis,
     Notification,
+    of_vehicle,
 )
 from fleet.services.dashboard import INDICATE_SOON_DAYS, fine_figures_prepare
 from fleet.services.drivers import driver_names, fines_named
@@ -483,7 +484,9 @@ def fine_notifications(*, scope: VehicleScope, fine: Fine) -> list[Notification]
     vehicle's latest `NOTIFICATIONS_LOOKED_AT`."""
     if not fine.registration:
         return []
-    latest = scope.records(Notification.objects.filter(registration=fine.registration))
+    # Through the plate index (`of_vehicle`): by a registration's equality alone, SQLite
+    # walked the notifications by when received, 70 ms at a million of them.
+    latest = scope.records(Notification.objects.filter(of_vehicle(fine.registration)))
     found = []
     for notification in latest.order_by("-received_at", "-pk")[:NOTIFICATIONS_LOOKED_AT]:
         notified = notification_fine(scope=scope, notification=notification)

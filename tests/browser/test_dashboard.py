@@ -97,10 +97,10 @@ def test_the_dashboard_adds_up_the_fines_sent_and_links_to_them(
     # The drivers ranked: those the history established (the fines since the worker's
     # first refresh of the list); the older fines' drivers are the list's, a guess.
     by_driver: dict[int, list[Decimal]] = defaultdict(list)
-    for driver_id, amount in Fine.objects.filter(
-        treated=False, driver_basis__in=["history", "manual"]
-    ).values_list("driver_id", "amount"):
-        by_driver[driver_id].append(amount)
+    for established in Fine.objects.filter(treated=False, driver_basis__in=["history", "manual"]):
+        assert established.driver_id is not None
+        assert established.amount is not None
+        by_driver[established.driver_id].append(established.amount)
     assert by_driver, "no fine's driver established: the test shows no ranking"
 
     log_in(page, "manager", "manager-demo-password")

@@ -363,6 +363,13 @@ class FineDriverForm(forms.Form):
         typed = cleaned.get("driver") or ""
         if choice.isdigit() and 0 < int(choice) < 2**63:
             driver_id = int(choice)
+            # Whatever the page offered: a driver the user does not see is refused, so that
+            # a correction cannot name (and so open) another group's driver, nor an id
+            # nobody has. A typed one is checked so by `driver_indicated`.
+            if not driver_seen(self.scope, driver_id):
+                raise forms.ValidationError(
+                    _("No driver of your vehicles has the id %(id)s."), params={"id": driver_id}
+                )
         elif typed.strip() and choice in ("", "other"):
             try:
                 driver_id = driver_indicated(typed, self.scope)
@@ -373,11 +380,5 @@ class FineDriverForm(forms.Form):
             raise forms.ValidationError(_("Choose who was driving, or type the driver's name."))
         else:
             return cleaned
-        # Whatever the page offered: a driver the user does not see is refused, so that a
-        # correction cannot name (and so open) another group's driver, nor an id nobody has.
-        if not driver_seen(self.scope, driver_id):
-            raise forms.ValidationError(
-                _("No driver of your vehicles has the id %(id)s."), params={"id": driver_id}
-            )
         cleaned["driver_id"] = driver_id
         return cleaned

@@ -8,8 +8,9 @@
   driver lose the untreated fines whose driver is the vehicle list's guess, which are
   counted apart with the uncertain ones (`TallyDimension.GUESSED`, keyed by how). Read
   first, outside any transaction (the untreated fines of each guess, through the new
-  index), then written in one short one as corrections added to the rows, as every
-  writer adds to them; each vehicle group's are counted again by the worker. A fine
+  index), then written as corrections added to the rows, as every writer adds to them,
+  a chunk of drivers to a short transaction; each vehicle group's are counted again by
+  the worker. A fine
   written meanwhile by a process of the previous release may leave a tally a fine off:
   `manage.py fine_tallies` says so and `--rebuild` mends it without stopping writers.
   Reverse: the guesses go back to their drivers' tallies.
@@ -23,6 +24,9 @@ from typing import Any
 from django.db import migrations, models, transaction
 
 from fleet.schema import AddIndexWithoutLocking, AlterChoices, RemoveIndexWithoutLocking
+
+# Drivers' tallies corrected in one transaction.
+CHUNK = 500
 
 DIMENSIONS = [
     ("untreated", "untreated fines"),
@@ -73,11 +77,16 @@ def _move(apps: Any, sign: int) -> None:
     tally = apps.get_model("fleet", "FineTally")
     group = apps.get_model("fleet", "VehicleGroup")
     by_driver, totals = _guesses(fine)
+    # A chunk of drivers to a short transaction (a large fleet's guesses name hundreds of
+    # thousands): writers of fines wait a moment at most. The version first in each, as
+    # every writer takes it: its lock orders the writes.
+    for start in range(0, max(len(by_driver), 1), CHUNK):
+        with transaction.atomic():
+            _add(tally, "version", "", 1, 0)
+            for driver_id, count, cents in by_driver[start : start + CHUNK]:
+                _add(tally, "driver", f"{driver_id:020d}", -sign * count, -sign * cents)
     with transaction.atomic():
-        # The version first, as every writer takes it: its lock orders the writes.
         _add(tally, "version", "", 1, 0)
-        for driver_id, count, cents in by_driver:
-            _add(tally, "driver", f"{driver_id:020d}", -sign * count, -sign * cents)
         for key, (count, cents) in totals.items():
             _add(tally, "driver_guess", key, sign * count, sign * cents)
         group.objects.update(tallied_revision=None)

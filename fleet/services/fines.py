@@ -225,8 +225,8 @@ def _fines_walked(
     known (their own index, in the list's order); a month and the fines received since a
     day are counted by the tallies."""
     own_index = basis and basis != ESTABLISHED
-    by_plate = plates.is_valid(filters.get("q") or "")  # `searched_plate`: found by plate
-    found = plate or driver is not None or own_index or by_plate
+    _q, plate = searched_plate(filters.get("q") or "", plate)  # a plate searched: its filter
+    found = plate or driver is not None or own_index
     if found or not (scope.whole_fleet or scope_walked(scope)):
         return frozenset()
     conditions = {

@@ -73,15 +73,20 @@ def vehicle_url(value: object) -> str:
 @register.filter
 def basis_mark(value: object) -> str:
     """How a driver is known (`DriverBasis`' value), as a short mark: "probable"."""
-    found = BASIS_MARKS.get(DriverBasis(value)) if value in DriverBasis.values else None
-    return str(found[0]) if found else ""
+    return _basis_marked(value)[0]
 
 
 @register.filter
 def basis_explained(value: object) -> str:
     """What the mark of how a driver is known means (`BASIS_MARKS`), for its hover."""
-    found = BASIS_MARKS.get(DriverBasis(value)) if value in DriverBasis.values else None
-    return str(found[1]) if found else ""
+    return _basis_marked(value)[1]
+
+
+def _basis_marked(value: object) -> tuple[str, str]:
+    if value not in DriverBasis.values or value not in BASIS_MARKS:
+        return "", ""
+    mark, meaning = BASIS_MARKS[DriverBasis(value)]
+    return str(mark), str(meaning)
 
 
 @register.filter
